@@ -1,0 +1,50 @@
+# `make demo` and `make test` each do all set-up on a fresh machine: a venv with napilab
+# installed and, when run as root, the Debian packages the testbed and workloads need.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DEBS := iproute2 iputils-ping iperf3 sockperf ethtool openssh-server procps util-linux
+TEST_DEBS := chromium
+
+.PHONY: demo test lint debs test-debs clean
+
+demo: $(VENV)/.runtime debs
+	$(BIN)/napilab demo
+
+test: $(VENV)/.test debs test-debs lint
+	$(BIN)/pytest -q
+
+lint: $(VENV)/.test
+	$(BIN)/ruff check harness runners reports tests benchmarks
+	$(BIN)/mypy
+
+$(VENV)/.runtime: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check -e .
+	touch $@
+
+$(VENV)/.test: pyproject.toml $(VENV)/.runtime
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[test]'
+	touch $@
+
+# Installs what is missing when root; otherwise says what is missing and goes on
+# (tests that need the packages skip with that reason).
+debs:
+	@$(call install_debs,$(DEBS))
+
+test-debs:
+	@$(call install_debs,$(TEST_DEBS))
+
+define install_debs
+missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+if [ -z "$$missing" ]; then exit 0; fi; \
+if [ "$$(id -u)" != 0 ]; then echo "napilab: not root, not installing Debian packages:" $$missing; exit 0; fi; \
+echo "napilab: installing Debian packages:" $$missing; \
+export DEBIAN_FRONTEND=noninteractive; \
+apt-get install -y -q --no-install-recommends $$missing >/dev/null \
+  || { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends $$missing >/dev/null; }
+endef
+
+clean:
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache

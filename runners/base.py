@@ -1,0 +1,76 @@
+"""What every runner module shares: the parse error and the value record.
+
+A runner module is a command builder plus a pure parser. Parsers take text and return
+typed records; `values()` functions turn records into `Value`s, the unit of the tidy
+results table (one row per value).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.errors import ExitCode, NapilabError
+
+# Units used in the results table. Latencies are always microseconds.
+US = "us"
+MS = "ms"
+COUNT = "count"
+PERCENT = "percent"
+
+
+class ParseError(NapilabError):
+    """A tool's output or a kernel file did not have the expected shape."""
+
+    exit_code = ExitCode.ERROR
+
+    def __init__(self, tool: str, reason: str, excerpt: str = "") -> None:
+        short = excerpt.strip().replace("\n", "\\n")
+        if len(short) > 160:
+            short = short[:157] + "..."
+        message = f"cannot parse {tool} output: {reason}"
+        if short:
+            message += f" (near: {short!r})"
+        super().__init__(message)
+        self.tool = tool
+        self.reason = reason
+        self.excerpt = excerpt
+
+
+@dataclass(frozen=True)
+class Value:
+    """One measured value: a row of samples.parquet without the run/trial columns."""
+
+    metric: str
+    value: float
+    unit: str
+    cpu: int | None = None
+
+
+def parse_int(tool: str, token: str, *, base: int = 10) -> int:
+    """int() that raises ParseError instead of ValueError."""
+    try:
+        return int(token, base)
+    except ValueError:
+        raise ParseError(tool, f"expected an integer, got {token!r}", token) from None
+
+
+def parse_float(tool: str, token: str) -> float:
+    """float() that raises ParseError instead of ValueError; rejects nan and inf."""
+    try:
+        number = float(token)
+    except ValueError:
+        raise ParseError(tool, f"expected a number, got {token!r}", token) from None
+    if number != number or number in (float("inf"), float("-inf")):
+        raise ParseError(tool, f"expected a finite number, got {token!r}", token)
+    return number
+
+
+class ToolFailed(NapilabError):
+    """A workload ran but failed (non-zero exit, error in its output, no result)."""
+
+    def __init__(self, tool: str, reason: str, stderr: str = "") -> None:
+        tail = "\n".join(stderr.strip().splitlines()[-5:])
+        super().__init__(f"{tool} failed: {reason}" + (f": {tail}" if tail else ""))
+        self.tool = tool
+        self.reason = reason
+        self.stderr = stderr

@@ -1,0 +1,125 @@
+"""Counter collectors: what one snapshot reads on a host, and the deltas between two.
+
+All collectors of a host are read with one remote exec per snapshot (`tail -v -n +1`
+over every file they need), so a snapshot costs one round trip however many
+collectors a profile enables. Deltas are computed here, in Python, per CPU.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from runners import interrupts, proc_stat, softnet_stat
+from runners.base import ParseError, Value
+
+UPTIME = "/proc/uptime"
+
+
+@dataclass(frozen=True)
+class HostInfo:
+    """Facts a collector needs to interpret a host's files."""
+
+    user_hz: int = 100
+    online_cpus: tuple[int, ...] | None = None
+
+
+class Collector(Protocol):
+    name: str
+    paths: tuple[str, ...]
+
+    def parse(self, files: Mapping[str, str], host: HostInfo) -> Any: ...
+
+    def delta(self, before: Any, after: Any, options: Mapping[str, Any],
+              host: HostInfo) -> list[Value]: ...
+
+
+class SoftnetStatCollector:
+    name = "softnet_stat"
+    paths = ("/proc/net/softnet_stat",)
+
+    def parse(self, files: Mapping[str, str], host: HostInfo) -> softnet_stat.SoftnetStat:
+        online = list(host.online_cpus) if host.online_cpus is not None else None
+        return softnet_stat.parse(files[self.paths[0]], online)
+
+    def delta(self, before: softnet_stat.SoftnetStat, after: softnet_stat.SoftnetStat,
+              options: Mapping[str, Any], host: HostInfo) -> list[Value]:
+        return softnet_stat.delta(before, after)
+
+
+class InterruptsCollector:
+    name = "interrupts"
+    paths = ("/proc/interrupts",)
+
+    def parse(self, files: Mapping[str, str], host: HostInfo) -> interrupts.Interrupts:
+        return interrupts.parse(files[self.paths[0]])
+
+    def delta(self, before: interrupts.Interrupts, after: interrupts.Interrupts,
+              options: Mapping[str, Any], host: HostInfo) -> list[Value]:
+        return interrupts.delta(before, after, irq_pattern=options.get("irqs"))
+
+
+class ProcStatCollector:
+    name = "proc_stat"
+    paths = ("/proc/stat",)
+
+    def parse(self, files: Mapping[str, str], host: HostInfo) -> proc_stat.ProcStat:
+        return proc_stat.parse(files[self.paths[0]])
+
+    def delta(self, before: proc_stat.ProcStat, after: proc_stat.ProcStat,
+              options: Mapping[str, Any], host: HostInfo) -> list[Value]:
+        return proc_stat.delta(before, after, user_hz=host.user_hz)
+
+
+COLLECTORS: dict[str, Collector] = {
+    c.name: c for c in (SoftnetStatCollector(), InterruptsCollector(), ProcStatCollector())
+}
+
+
+def snapshot_argv(names: Iterable[str]) -> list[str]:
+    """The one command that reads every file the named collectors need, plus uptime."""
+    paths = [UPTIME]
+    for name in names:
+        paths += [p for p in COLLECTORS[name].paths if p not in paths]
+    return ["tail", "-v", "-n", "+1", "--", *paths]
+
+
+_HEADER = re.compile(r"^==> (.+) <==$", re.MULTILINE)
+
+
+def split_tail(text: str) -> dict[str, str]:
+    """Split `tail -v` output into {path: content}. tail separates files by a blank
+    line before each header after the first; that line is not part of the content."""
+    headers = list(_HEADER.finditer(text))
+    if not headers or headers[0].start() != 0:
+        raise ParseError("snapshot", "output does not start with a `==> path <==` header",
+                         text[:200])
+    files: dict[str, str] = {}
+    for i, match in enumerate(headers):
+        end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
+        body = text[match.end() + 1 : end]
+        if i + 1 < len(headers) and body.endswith("\n\n"):
+            body = body[:-1]
+        files[match[1]] = body
+    return files
+
+
+def uptime_seconds(files: Mapping[str, str]) -> float:
+    text = files.get(UPTIME, "")
+    try:
+        return float(text.split()[0])
+    except (IndexError, ValueError):
+        raise ParseError("snapshot", "bad /proc/uptime", text) from None
+
+
+def totals(values: Iterable[Value], cpus: Iterable[int] | None) -> list[Value]:
+    """One cpu-less row per per-CPU metric: the sum over `cpus` (all CPUs when None)."""
+    selected = set(cpus) if cpus is not None else None
+    sums: dict[tuple[str, str], float] = {}
+    for v in values:
+        if v.cpu is None or (selected is not None and v.cpu not in selected):
+            continue
+        sums[(v.metric, v.unit)] = sums.get((v.metric, v.unit), 0.0) + v.value
+    return [Value(metric, total, unit) for (metric, unit), total in sums.items()]

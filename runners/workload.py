@@ -1,0 +1,127 @@
+"""The contract between the engine and a workload tool module.
+
+A tool builds argv lists from the profile's per-role `args` and the trial context, and
+parses what the commands printed. The engine owns everything around the argv: `env`,
+`taskset` pinning, `wrapper` (e.g. `onload -v --profile=latency`), time limits, server
+readiness, starting, stopping and reaping, fetching files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from runners.base import Value
+
+ArgValue = str | int | float | bool
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """One argument a tool accepts in a profile's `args`."""
+
+    kind: type | tuple[type, ...]
+    help: str
+    choices: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the engine knows when it builds a trial's commands."""
+
+    target: str  # data-plane address of the server role (or of the peer, for ping)
+    bind: str  # data-plane address the server role listens on
+    duration: float  # seconds of measured load
+    workdir: str  # per-run directory on the hosts for files the tool writes
+    trial: str  # trial id, usable in file names
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """How the engine knows a server is ready: a listening port or a line it prints."""
+
+    port: int | None = None
+    protocol: str = "tcp"  # tcp | udp
+    log_pattern: str | None = None
+    timeout: float = 10.0
+
+
+@dataclass(frozen=True)
+class ServerCommand:
+    argv: list[str]
+    ready: Readiness
+    # Servers that exit on their own after one test (neper, iperf3 -1) are waited for;
+    # the others (sockperf, netserver) are stopped with SIGTERM/SIGINT.
+    exits_by_itself: bool = False
+    stop_signal: str = "TERM"
+
+
+@dataclass(frozen=True)
+class ToolCommands:
+    client: list[str]
+    server: ServerCommand | None = None
+    # name -> path on the host, fetched after the run and handed to parse() in `files`.
+    client_files: Mapping[str, str] = field(default_factory=dict)
+    server_files: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ProcessOutput:
+    exit_code: int
+    stdout: str
+    stderr: str
+    files: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    client: ProcessOutput
+    server: ProcessOutput | None = None
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """Values per side, and per-transaction latencies in microseconds when the tool
+    wrote them (stored as latency/<trial>.parquet)."""
+
+    client: list[Value]
+    server: list[Value] = field(default_factory=list)
+    latencies_us: Any = None  # numpy.ndarray of float64, or None
+
+
+class WorkloadTool(Protocol):
+    name: str
+    client_args: Mapping[str, ArgSpec]
+    server_args: Mapping[str, ArgSpec]
+
+    def commands(self, client_args: Mapping[str, ArgValue], server_args: Mapping[str, ArgValue],
+                 ctx: Context) -> ToolCommands: ...
+
+    def parse(self, output: ToolOutput) -> ToolResult: ...
+
+
+def flags(args: Mapping[str, ArgValue]) -> list[str]:
+    """Render `args` as command-line flags, in the order given.
+
+    One-letter keys become `-X value`, longer keys `--key=value`; `true` gives the bare
+    flag and `false` leaves it out.
+    """
+    argv: list[str] = []
+    for key, value in args.items():
+        flag = f"-{key}" if len(key) == 1 else f"--{key}"
+        if value is True:
+            argv.append(flag)
+        elif value is False:
+            continue
+        elif len(key) == 1:
+            argv += [flag, _text(value)]
+        else:
+            argv.append(f"{flag}={_text(value)}")
+    return argv
+
+
+def _text(value: ArgValue) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
