@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from runners import interrupts, proc_stat, softnet_stat
 from runners.base import ParseError, Value
@@ -26,19 +26,22 @@ class HostInfo:
     online_cpus: tuple[int, ...] | None = None
 
 
-class Collector(Protocol):
+Snapshot = TypeVar("Snapshot")
+
+
+class Collector(Protocol[Snapshot]):
     name: str
     paths: tuple[str, ...]
 
-    def parse(self, files: Mapping[str, str], host: HostInfo) -> Any: ...
+    def parse(self, files: Mapping[str, str], host: HostInfo) -> Snapshot: ...
 
-    def delta(self, before: Any, after: Any, options: Mapping[str, Any],
+    def delta(self, before: Snapshot, after: Snapshot, options: Mapping[str, Any],
               host: HostInfo) -> list[Value]: ...
 
 
 class SoftnetStatCollector:
     name = "softnet_stat"
-    paths = ("/proc/net/softnet_stat",)
+    paths: tuple[str, ...] = ("/proc/net/softnet_stat",)
 
     def parse(self, files: Mapping[str, str], host: HostInfo) -> softnet_stat.SoftnetStat:
         online = list(host.online_cpus) if host.online_cpus is not None else None
@@ -51,7 +54,7 @@ class SoftnetStatCollector:
 
 class InterruptsCollector:
     name = "interrupts"
-    paths = ("/proc/interrupts",)
+    paths: tuple[str, ...] = ("/proc/interrupts",)
 
     def parse(self, files: Mapping[str, str], host: HostInfo) -> interrupts.Interrupts:
         return interrupts.parse(files[self.paths[0]])
@@ -63,7 +66,7 @@ class InterruptsCollector:
 
 class ProcStatCollector:
     name = "proc_stat"
-    paths = ("/proc/stat",)
+    paths: tuple[str, ...] = ("/proc/stat",)
 
     def parse(self, files: Mapping[str, str], host: HostInfo) -> proc_stat.ProcStat:
         return proc_stat.parse(files[self.paths[0]])
@@ -73,8 +76,10 @@ class ProcStatCollector:
         return proc_stat.delta(before, after, user_hz=host.user_hz)
 
 
-COLLECTORS: dict[str, Collector] = {
-    c.name: c for c in (SoftnetStatCollector(), InterruptsCollector(), ProcStatCollector())
+COLLECTORS: dict[str, Collector[Any]] = {
+    "softnet_stat": SoftnetStatCollector(),
+    "interrupts": InterruptsCollector(),
+    "proc_stat": ProcStatCollector(),
 }
 
 

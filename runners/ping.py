@@ -12,9 +12,8 @@ Flood mode without -q writes `.` and backspaces to stdout; only the summary is r
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from runners.base import (
     COUNT,
@@ -166,7 +165,7 @@ class PingTool:
     """
 
     name = "ping"
-    client_args = {
+    client_args: Mapping[str, ArgSpec] = {
         "interval": ArgSpec((int, float), "seconds between requests (-i); flood (-f) when unset"),
         "preload": ArgSpec(int, "requests sent before waiting for replies (-l)"),
         "size": ArgSpec(int, "payload bytes (-s)"),

@@ -1,0 +1,268 @@
+"""The local testbed: two network namespaces joined by a veth pair, reachable from the
+root namespace over management veths, optionally with an sshd in each.
+
+    root ns  --napilab-a-m (198.51.100.1/30) == mgmt0 (198.51.100.2/30)--  napilab-a
+             --napilab-b-m (198.51.100.5/30) == mgmt0 (198.51.100.6/30)--  napilab-b
+    napilab-a: data0 192.0.2.1/24  <== veth, GRO on ==>  napilab-b: data0 192.0.2.2/24
+
+GRO on a veth gives it NAPI instances, so `threaded`, `napi_defer_hard_irqs`,
+`gro_flush_timeout` and `queues/rx-0/rps_cpus` are real and writable. Addresses come
+from the documentation ranges and never leave the namespaces. Nothing of the
+machine's own ssh setup is used or touched: keys, config, known_hosts and pid files
+live in the state directory, which `down` removes with everything else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from harness.errors import HostError, NapilabError
+
+DATA_IFACE = "data0"
+MGMT_IFACE = "mgmt0"
+SSHD = "/usr/sbin/sshd"
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str  # inventory host name: "a" or "b"
+    netns: str
+    data_address: str
+    mgmt_root: str  # root-namespace end of the management veth
+    mgmt_root_address: str
+    mgmt_address: str
+
+
+class Testbed:
+    def __init__(self, prefix: str = "napilab", state_dir: str | Path | None = None) -> None:
+        if len(prefix) > 11:
+            raise NapilabError(f"testbed prefix {prefix!r} too long (interface names are "
+                               "limited to 15 characters)")
+        self.prefix = prefix
+        self.state = Path(state_dir or f"/run/{prefix}-testbed")
+        self.nodes = (
+            Node("a", f"{prefix}-a", "192.0.2.1", f"{prefix}-a-m", "198.51.100.1",
+                 "198.51.100.2"),
+            Node("b", f"{prefix}-b", "192.0.2.2", f"{prefix}-b-m", "198.51.100.5",
+                 "198.51.100.6"),
+        )
+
+    @property
+    def inventory_path(self) -> Path:
+        return self.state / "inventory.yaml"
+
+    # -- up --------------------------------------------------------------------------
+
+    def up(self, *, ssh: bool = False) -> Path:
+        if os.geteuid() != 0:
+            raise NapilabError("the testbed needs root (network namespaces, veth, sysfs)")
+        if self.exists():
+            raise NapilabError(f"a testbed named {self.prefix!r} is already up",
+                               hint=f"`napilab testbed down` first (state: {self.state})")
+        self._check_addresses_free()
+        try:
+            self.state.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._links()
+            if ssh:
+                self._sshd()
+            self._write_inventory(ssh)
+        except BaseException:
+            self.down()
+            raise
+        return self.inventory_path
+
+    def _check_addresses_free(self) -> None:
+        # Only the management range reaches the root namespace; the data range lives
+        # inside the two namespaces (the root namespace may use 192.0.2.0/24 itself).
+        routes = _run(["ip", "-4", "route", "show"]).stdout
+        if "198.51.100." in routes:
+            raise NapilabError("the root namespace already routes 198.51.100.0/24",
+                               hint="another testbed or a lab network uses that "
+                               "documentation range; take it down first")
+
+    def _links(self) -> None:
+        a, b = self.nodes
+        for node in self.nodes:
+            _run(["ip", "netns", "add", node.netns])
+        _run(["ip", "link", "add", DATA_IFACE, "netns", a.netns, "type", "veth",
+              "peer", "name", DATA_IFACE, "netns", b.netns])
+        for node in self.nodes:
+            ns = ["ip", "-n", node.netns]
+            _run([*ns, "link", "set", "lo", "up"])
+            _run([*ns, "addr", "add", f"{node.data_address}/24", "dev", DATA_IFACE])
+            _run([*ns, "link", "set", DATA_IFACE, "up"])
+            _run(["ip", "netns", "exec", node.netns, "ethtool", "-K", DATA_IFACE, "gro", "on"])
+            _run(["ip", "link", "add", node.mgmt_root, "type", "veth", "peer", "name",
+                  MGMT_IFACE, "netns", node.netns])
+            _run(["ip", "addr", "add", f"{node.mgmt_root_address}/30", "dev", node.mgmt_root])
+            _run(["ip", "link", "set", node.mgmt_root, "up"])
+            _run([*ns, "addr", "add", f"{node.mgmt_address}/30", "dev", MGMT_IFACE])
+            _run([*ns, "link", "set", MGMT_IFACE, "up"])
+
+    def _sshd(self) -> None:
+        if not Path(SSHD).exists():
+            raise NapilabError(f"{SSHD} not found", hint="apt-get install openssh-server")
+        priv_sep = Path("/run/sshd")
+        if not priv_sep.exists():
+            priv_sep.mkdir(mode=0o755)
+            (self.state / "created-run-sshd").touch()
+        user_key = self.state / "id_ed25519"
+        _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "napilab-testbed",
+              "-f", str(user_key)])
+        (self.state / "authorized_keys").write_text(
+            user_key.with_suffix(".pub").read_text())
+        known: list[str] = []
+        for node in self.nodes:
+            home = self.state / node.name
+            home.mkdir(mode=0o700)
+            host_key = home / "ssh_host_ed25519_key"
+            _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", node.netns,
+                  "-f", str(host_key)])
+            config = home / "sshd_config"
+            config.write_text("\n".join([
+                f"ListenAddress {node.mgmt_address}", "Port 22", f"HostKey {host_key}",
+                f"PidFile {home / 'sshd.pid'}",
+                f"AuthorizedKeysFile {self.state / 'authorized_keys'}",
+                "PermitRootLogin prohibit-password", "PasswordAuthentication no",
+                "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no",
+                "PrintMotd no", "MaxSessions 64", "MaxStartups 64:30:128", "LogLevel ERROR",
+            ]) + "\n")
+            _run(["ip", "netns", "exec", node.netns, SSHD, "-f", str(config),
+                  "-E", str(home / "sshd.log")])
+            pub = host_key.with_suffix(".pub").read_text().split()
+            known.append(f"{node.mgmt_address} {pub[0]} {pub[1]}")
+        (self.state / "known_hosts").write_text("\n".join(known) + "\n")
+        self._wait_for_sshd()
+
+    def _wait_for_sshd(self) -> None:
+        deadline = time.time() + 10
+        for node in self.nodes:
+            while not (self.state / node.name / "sshd.pid").exists():
+                if time.time() > deadline:
+                    log = (self.state / node.name / "sshd.log")
+                    detail = log.read_text() if log.exists() else ""
+                    raise HostError(f"sshd in {node.netns} did not start: {detail.strip()}")
+                time.sleep(0.02)
+
+    def _write_inventory(self, ssh: bool) -> None:
+        hosts = {}
+        for node in self.nodes:
+            entry: dict[str, object] = {
+                "address": node.mgmt_address, "data_address": node.data_address,
+                "iface": DATA_IFACE, "netns": node.netns, "user": "root",
+            }
+            if ssh:
+                entry["key"] = str(self.state / "id_ed25519")
+                entry["known_hosts"] = str(self.state / "known_hosts")
+            hosts[node.name] = entry
+        doc = {"transport": "ssh" if ssh else "local", "hosts": hosts}
+        header = (f"# written by `napilab testbed up` for testbed {self.prefix!r}; removed by "
+                  "`napilab testbed down`.\n# Both transports work: run with --transport local "
+                  "or (after `up --ssh`) --transport ssh.\n")
+        self.inventory_path.write_text(header + yaml.safe_dump(doc, sort_keys=False))
+        (self.state / "state.json").write_text(json.dumps({"ssh": ssh, "prefix": self.prefix}))
+
+    # -- down / status -----------------------------------------------------------------
+
+    def exists(self) -> bool:
+        names = set(_netns_list())
+        return any(n.netns in names for n in self.nodes) or self.state.exists()
+
+    def down(self) -> None:
+        """Remove everything `up` made. Idempotent; never fails on what is already gone."""
+        for node in self.nodes:
+            pidfile = self.state / node.name / "sshd.pid"
+            _kill_pidfile(pidfile)
+            if node.netns in _netns_list():
+                _kill_netns_processes(node.netns)
+                _run(["ip", "netns", "del", node.netns], check=False)
+            if Path(f"/sys/class/net/{node.mgmt_root}").exists():
+                _run(["ip", "link", "del", node.mgmt_root], check=False)
+        if (self.state / "created-run-sshd").exists():
+            with contextlib.suppress(OSError):
+                Path("/run/sshd").rmdir()
+        shutil.rmtree(self.state, ignore_errors=True)
+
+    def status(self) -> dict[str, object]:
+        names = set(_netns_list())
+        nodes = {}
+        for node in self.nodes:
+            pidfile = self.state / node.name / "sshd.pid"
+            pid = _read_pid(pidfile)
+            nodes[node.name] = {
+                "netns": node.netns, "present": node.netns in names,
+                "data_address": node.data_address, "mgmt_address": node.mgmt_address,
+                "sshd_pid": pid if pid and _alive(pid) else None,
+            }
+        return {"up": all(n["present"] for n in nodes.values()),
+                "inventory": str(self.inventory_path) if self.inventory_path.exists() else None,
+                "nodes": nodes}
+
+
+def _run(argv: list[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=30)
+    except FileNotFoundError:
+        raise NapilabError(f"{argv[0]} not found", hint="install iproute2, ethtool and "
+                           "openssh-server (make demo does it as root)") from None
+    if check and proc.returncode != 0:
+        raise HostError(f"testbed: `{' '.join(argv)}` exited {proc.returncode}: "
+                        f"{proc.stderr.strip()}")
+    return proc
+
+
+def _netns_list() -> list[str]:
+    proc = _run(["ip", "netns", "list"], check=False)
+    return [line.split()[0] for line in proc.stdout.splitlines() if line.strip()]
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def _kill_pidfile(path: Path) -> None:
+    pid = _read_pid(path)
+    if pid is not None and _alive(pid):
+        _terminate([pid])
+
+
+def _kill_netns_processes(netns: str) -> None:
+    proc = _run(["ip", "netns", "pids", netns], check=False)
+    pids = [int(p) for p in proc.stdout.split() if p.isdigit()]
+    _terminate(pids)
+
+
+def _terminate(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.time() + 3
+    while time.time() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.02)
+    for pid in pids:
+        if _alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
