@@ -9,13 +9,15 @@ approximation on the log scale, where multiplicative noise (the usual kind) is s
 NaN values are missing measurements: dropped and counted (`Summary.n_missing`). Infinite
 values, empty or all-NaN inputs and a non-positive baseline median for a relative change
 raise `StatsError`; nothing here returns a number it could not compute.
-Per-transaction latency pooling lives in `harness.stats_pool`.
+Companions: `harness.stats_power` (detectable effect, n needed), `harness.stats_noise`
+(noise vs effect, drift, A/A calibration), `harness.stats_pool` (pooled per-transaction
+latency percentiles).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import combinations
@@ -25,6 +27,13 @@ import numpy.typing as npt
 from scipy import stats as sps
 
 from harness.errors import NapilabError
+from harness.stats_power import (
+    Noise,
+    min_attainable_p,
+    minimal_detectable_effect,
+    n_per_arm_needed,
+    pooled_noise,
+)
 
 Array = npt.NDArray[np.float64]
 
@@ -33,9 +42,6 @@ Array = npt.NDArray[np.float64]
 EXACT_MAX_N = 50
 PERMUTATION_MAX_N = 100
 PERMUTATIONS = 9999
-# Asymptotic relative efficiency of Mann-Whitney U vs the t-test for normal data (3/pi):
-# the power formulas are for a t-test on logs, inflated by 1/ARE for the test we run.
-MW_EFFICIENCY = 3 / math.pi
 _BOOT_CHUNK = 4_000_000  # resampled values held in memory at once
 
 
@@ -186,11 +192,6 @@ def _rank_sum_permutation_p(pooled: Array, n1: int, rng: np.random.Generator) ->
     return (hits + 1) / (PERMUTATIONS + 1)
 
 
-def min_attainable_p(n1: int, n2: int) -> float:
-    """Smallest two-sided Mann-Whitney p possible with these arm sizes: 2 / C(n1+n2, n1)."""
-    return min(1.0, 2 / math.comb(n1 + n2, n1))
-
-
 def adjust_p(p_values: Sequence[float], method: Adjust | str = Adjust.HOLM) -> list[float]:
     """Adjusted p-values: Holm step-down (FWER) or Benjamini-Hochberg step-up (FDR).
 
@@ -244,72 +245,171 @@ def relative_change(baseline: npt.ArrayLike, variant: npt.ArrayLike, *, confiden
 
 
 @dataclass(frozen=True)
-class Noise:
-    """Spread of one or more arms for the power formulas: pooled SD of log(values), or,
-    when a value is <= 0 (counters such as drops can be 0), the pooled SD relative to the
-    first arm's median."""
+class MetricSamples:
+    """One metric's per-repetition values for the baseline and a variant."""
 
-    sd: float
-    log_scale: bool
-
-    def to_delta(self, change: float) -> float:
-        return abs(math.log1p(change)) if self.log_scale else abs(change)
-
-    def to_change(self, delta: float) -> float:
-        return math.expm1(delta) if self.log_scale else delta
+    baseline: npt.ArrayLike
+    variant: npt.ArrayLike
+    direction: Direction | str
 
 
-def pooled_noise(arms: Sequence[Array]) -> Noise | None:
-    """Pooled within-arm SD (df = sum(n_i) - len(arms)); None without a degree of freedom."""
-    df = sum(a.size for a in arms) - len(arms)
-    if df < 1:
-        return None
-    log_scale = all(bool(np.all(a > 0)) for a in arms)
-    scale = abs(float(np.median(arms[0]))) or 1.0
-    scaled = [np.log(a) if log_scale else a / scale for a in arms]
-    ss = sum(float(np.sum((a - a.mean()) ** 2)) for a in scaled)
-    return Noise(math.sqrt(ss / df), log_scale)
+@dataclass(frozen=True)
+class Comparison:
+    """A variant against the baseline on one metric, with the evidence for the verdict."""
+
+    direction: Direction
+    baseline: Summary
+    variant: Summary
+    change: float  # variant median / baseline median - 1
+    change_ci: tuple[float, float]  # bootstrap percentile CI of `change`
+    confidence: float
+    p_value: float  # two-sided Mann-Whitney U, unadjusted
+    p_adjusted: float
+    adjust: Adjust
+    test_method: str  # exact / permutation / asymptotic / all-equal (see mann_whitney)
+    alpha: float
+    min_effect: float
+    mde: float | None  # smallest |change| detectable at these n (see minimal_detectable_effect)
+    n_needed: int | None  # n per arm to detect max(|change|, min_effect)
+    verdict: Verdict
+    reason: str
 
 
-def min_n_per_arm(alpha: float) -> int:
-    """Smallest equal arm size at which Mann-Whitney can reach p <= alpha at all."""
-    n = 1
-    while min_attainable_p(n, n) > alpha:
-        n += 1
-    return n
+def compare(baseline: npt.ArrayLike, variant: npt.ArrayLike, direction: Direction | str, *,
+            alpha: float = 0.05, power: float = 0.8, min_effect: float = 0.0,
+            confidence: float = 0.95, n_boot: int = 2000, seed: int = 0) -> Comparison:
+    """Compare one metric (no multiple-testing correction); see `compare_metrics`."""
+    only = compare_metrics({"": MetricSamples(baseline, variant, direction)}, alpha=alpha,
+                           power=power, adjust=Adjust.NONE, min_effect=min_effect,
+                           confidence=confidence, n_boot=n_boot, seed=seed)
+    return only[""]
 
 
-def minimal_detectable_effect(noise: Noise, n1: int, n2: int, alpha: float = 0.05,
-                              power: float = 0.8) -> float | None:
-    """Smallest |relative change| detected with `power` at two-sided `alpha`.
+def compare_metrics(metrics: Mapping[str, MetricSamples], *, alpha: float = 0.05,
+                    power: float = 0.8, adjust: Adjust | str = Adjust.HOLM,
+                    min_effect: float | Mapping[str, float] = 0.0, confidence: float = 0.95,
+                    n_boot: int = 2000, seed: int = 0) -> dict[str, Comparison]:
+    """Compare a variant against the baseline on several metrics at once.
 
-    Method: normal approximation on the log scale, delta = (t(1-alpha/2) + t(power)) *
-    sd * sqrt((1/n1 + 1/n2) / ARE), t with n1+n2-2 df, ARE = 3/pi for Mann-Whitney vs t.
-    None when Mann-Whitney cannot reach alpha with these arm sizes.
+    Per metric: relative change of the median with a bootstrap percentile CI
+    (`relative_change`), two-sided Mann-Whitney U p (`mann_whitney`), then Holm (default)
+    or Benjamini-Hochberg adjustment across the metrics. Verdict:
+    - "not-enough-data" if even the smallest attainable p (2/C(n1+n2, n1), times m under
+      Holm) cannot reach alpha;
+    - "better"/"worse" if adjusted p < alpha, the CI excludes 0 on the side of the change,
+      and |change| > min_effect (the sign and `direction` decide which);
+    - "not-enough-data" if not significant, min_effect > 0 and the minimal detectable
+      effect exceeds min_effect: the run could not have seen the change that matters;
+    - "~" otherwise: no significant change, or one smaller than min_effect.
+    The MDE and n_needed use alpha/m (Bonferroni, the first Holm step; conservative for BH).
     """
-    if min_attainable_p(n1, n2) > alpha:
-        return None
-    df = n1 + n2 - 2
-    z = sps.t.ppf(1 - alpha / 2, df) + sps.t.ppf(power, df)
-    return noise.to_change(float(z) * noise.sd * math.sqrt((1 / n1 + 1 / n2) / MW_EFFICIENCY))
+    if not metrics:
+        raise StatsError("no metrics to compare")
+    method = Adjust(adjust)
+    m = len(metrics)
+    evidence = {name: _evidence(s, confidence, n_boot, seed) for name, s in metrics.items()}
+    adjusted = adjust_p([e.p_value for e in evidence.values()], method)
+    alpha_eff = alpha if method is Adjust.NONE else alpha / m
+    out = {}
+    for (name, e), p_adj in zip(evidence.items(), adjusted, strict=True):
+        floor = min_attainable_p(e.baseline.n, e.variant.n) * (m if method is Adjust.HOLM else 1)
+        effect = min_effect.get(name, 0.0) if isinstance(min_effect, Mapping) else min_effect
+        out[name] = _decide(e, (p_adj, method), floor, (alpha, alpha_eff), power, effect)
+    return out
 
 
-def n_per_arm_needed(noise: Noise, change: float, alpha: float = 0.05, power: float = 0.8,
-                     n_max: int = 100_000) -> int | None:
-    """Repetitions per arm for `minimal_detectable_effect` to reach |change|; None if 0
-    change or more than n_max. Bisection: the MDE falls monotonically with n."""
-    if change == 0 or change <= -1:
-        return None
-    target = noise.to_delta(change)
+@dataclass(frozen=True)
+class _Evidence:
+    direction: Direction
+    baseline: Summary
+    variant: Summary
+    change: float
+    ci: tuple[float, float]
+    p_value: float
+    test_method: str
+    noise: Noise | None
+    confidence: float
 
-    def enough(n: int) -> bool:
-        mde = minimal_detectable_effect(noise, n, n, alpha, power)
-        return mde is not None and noise.to_delta(mde) <= target
 
-    low, high = min_n_per_arm(alpha), n_max
-    if not enough(high):
-        return None
-    while low < high:
-        mid = (low + high) // 2
-        low, high = (low, mid) if enough(mid) else (mid + 1, high)
-    return low
+def _evidence(s: MetricSamples, confidence: float, n_boot: int, seed: int) -> _Evidence:
+    try:
+        direction = Direction(s.direction)
+    except ValueError:
+        raise StatsError(f"direction must be 'lower' or 'higher', got {s.direction!r}") from None
+    x, _ = clean(s.baseline, "baseline")
+    y, _ = clean(s.variant, "variant")
+    change, low, high = relative_change(x, y, confidence=confidence, n_boot=n_boot, seed=seed)
+    p, how = mann_whitney(x, y, seed=seed)
+    return _Evidence(direction, summarize(s.baseline, confidence), summarize(s.variant, confidence),
+                     change, (low, high), p, how, pooled_noise([x, y]), confidence)
+
+
+def _decide(e: _Evidence, adjusted: tuple[float, Adjust], floor: float,
+            alphas: tuple[float, float], power: float, min_effect: float) -> Comparison:
+    (p_adj, method), (alpha, alpha_eff) = adjusted, alphas
+    n1, n2 = e.baseline.n, e.variant.n
+    mde = minimal_detectable_effect(e.noise, n1, n2, alpha_eff, power) if e.noise else None
+    wanted = max(abs(e.change), min_effect)
+    n_needed = n_per_arm_needed(e.noise, wanted, alpha_eff, power) if e.noise else None
+    need = f"; ~{n_needed} per arm would detect {wanted:.1%}" if n_needed else ""
+    ci_clear = (e.ci[0] > 0 and e.change > 0) or (e.ci[1] < 0 and e.change < 0)
+    if floor > alpha:
+        verdict = Verdict.NOT_ENOUGH_DATA
+        reason = f"n={n1}/{n2}: smallest attainable p {floor:.3g} > alpha {alpha:g}{need}"
+    elif p_adj < alpha and ci_clear and abs(e.change) > min_effect:
+        improved = (e.change < 0) == (e.direction is Direction.LOWER)
+        verdict = Verdict.BETTER if improved else Verdict.WORSE
+        reason = f"p={p_adj:.3g} < {alpha:g} and CI excludes 0"
+    elif p_adj < alpha and ci_clear:
+        verdict = Verdict.SAME
+        reason = f"significant but |change| {abs(e.change):.1%} <= min effect {min_effect:.1%}"
+    elif min_effect > 0 and (mde is None or mde > min_effect):
+        verdict = Verdict.NOT_ENOUGH_DATA
+        shown = "n/a" if mde is None else f"{mde:.1%}"
+        reason = f"not significant, and detectable change {shown} > min effect{need}"
+    else:
+        verdict = Verdict.SAME
+        shown = "n/a" if mde is None else f"{mde:.1%}"
+        why = f"p={p_adj:.3g}" if p_adj >= alpha else "bootstrap CI includes 0"
+        reason = f"no significant change ({why}); detectable change at this n: {shown}"
+    return Comparison(e.direction, e.baseline, e.variant, e.change, e.ci, e.confidence,
+                      e.p_value, p_adj, method, e.test_method, alpha, min_effect, mde,
+                      n_needed, verdict, reason)
+
+
+class GateStatus(StrEnum):
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    NOISE = "noise"
+    NOT_ENOUGH_DATA = "not-enough-data"
+
+
+_GATE = {Verdict.WORSE: GateStatus.REGRESSION, Verdict.BETTER: GateStatus.IMPROVEMENT,
+         Verdict.SAME: GateStatus.NOISE, Verdict.NOT_ENOUGH_DATA: GateStatus.NOT_ENOUGH_DATA}
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """`napilab check` on one metric; the evidence (change, CI, p, MDE) is in `comparison`."""
+
+    status: GateStatus
+    max_regression_pct: float
+    comparison: Comparison
+
+
+def check_regression(baseline: npt.ArrayLike, candidate: npt.ArrayLike,
+                     direction: Direction | str, max_regression_pct: float, *,
+                     alpha: float = 0.05, power: float = 0.8, n_boot: int = 2000,
+                     seed: int = 0) -> GateResult:
+    """Nightly gate: `compare` with min_effect = max_regression_pct / 100.
+
+    regression: significantly worse (Mann-Whitney + bootstrap CI) by more than the
+    threshold; improvement: significantly better by more than it; noise: neither;
+    not-enough-data: the run could not have detected a change of the threshold's size
+    (so a pass would mean nothing).
+    """
+    if not max_regression_pct > 0:
+        raise StatsError(f"max regression must be a positive percentage, got {max_regression_pct}")
+    result = compare(baseline, candidate, direction, alpha=alpha, power=power,
+                     min_effect=max_regression_pct / 100, n_boot=n_boot, seed=seed)
+    return GateResult(_GATE[result.verdict], max_regression_pct, result)

@@ -1,0 +1,91 @@
+"""A profile bound to an inventory: which host plays each role, each variant's settings
+per host with `${iface}` resolved, and what every trial will run. Pure: no host is
+touched; `napilab plan` prints it and the engine executes it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from harness import knobs
+from harness.errors import InputError, Problem
+from harness.inventory import Host, Inventory
+from harness.profile import Profile, Trial, Variant
+from harness.profile_sections import PLACEHOLDER, CollectSpec, ProcessSpec
+from harness.schema import suggest
+
+
+@dataclass(frozen=True)
+class Plan:
+    profile: Profile
+    inventory: Inventory
+    role_hosts: dict[str, Host]  # role -> host
+
+    @property
+    def hosts(self) -> dict[str, Host]:
+        """Hosts used by the profile, in role order, each once."""
+        return {h.name: h for h in self.role_hosts.values()}
+
+    def trials(self) -> list[Trial]:
+        return self.profile.trials()
+
+    def host_of(self, role: str) -> Host:
+        return self.role_hosts[role]
+
+    def iface_of(self, role: str) -> str | None:
+        return self.profile.roles[role].iface or self.role_hosts[role].iface
+
+    def settings(self, variant: Variant) -> dict[str, list[knobs.Setting]]:
+        """Each host's settings for `variant`, placeholders resolved."""
+        out: dict[str, list[knobs.Setting]] = {name: [] for name in self.hosts}
+        for setting in variant.settings:
+            host = self.host_of(setting.role)
+            target = self.substitute(setting.target, setting.role)
+            out[host.name].append(replace(setting, target=target))
+        return out
+
+    def collectors(self, variant: Variant) -> dict[str, list[tuple[str, CollectSpec]]]:
+        """host -> [(role, collect spec)] for every role a collector reads."""
+        out: dict[str, list[tuple[str, CollectSpec]]] = {name: [] for name in self.hosts}
+        for spec in variant.collect:
+            for role in spec.roles:
+                out[self.host_of(role).name].append((role, spec))
+        return out
+
+    def substitute(self, text: str, role: str) -> str:
+        values = {"iface": self.iface_of(role) or ""}
+        return PLACEHOLDER.sub(lambda m: values.get(m[1], m[0]), text)
+
+    def process_args(self, process: ProcessSpec) -> Mapping[str, Any]:
+        return {k: self.substitute(v, process.role) if isinstance(v, str) else v
+                for k, v in process.args.items()}
+
+
+def bind(profile: Profile, inventory: Inventory) -> Plan:
+    """Check every role's host exists and every placeholder resolves; all problems at once."""
+    problems: list[Problem] = []
+    role_hosts: dict[str, Host] = {}
+    for role, spec in profile.roles.items():
+        host = inventory.hosts.get(spec.host)
+        if host is None:
+            hint = suggest(spec.host, inventory.hosts)
+            problems.append(Problem(spec.where, f"hosts.{role}.host",
+                                    f"no host {spec.host!r} in {inventory.path}; hosts are "
+                                    f"{sorted(inventory.hosts)}{hint}"))
+        else:
+            role_hosts[role] = host
+    if problems:
+        raise InputError(problems)
+    plan = Plan(profile, inventory, role_hosts)
+    for variant in profile.variants:
+        for setting in variant.settings:
+            if PLACEHOLDER.search(setting.target) and not plan.iface_of(setting.role):
+                problems.append(Problem(profile.roles[setting.role].where,
+                                        f"hosts.{setting.role}.iface",
+                                        f"{setting.describe()} uses ${{iface}} but role "
+                                        f"{setting.role!r} has no iface (in the profile's hosts "
+                                        "or the inventory)"))
+    if problems:
+        raise InputError(sorted(set(problems), key=str))
+    return plan

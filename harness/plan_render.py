@@ -1,0 +1,113 @@
+"""`napilab plan`: every command per host, trial by trial, exactly as the engine will run
+them (prefixes from `command_line`, wrappers from `workload_exec.compose`). Values that
+exist only at run time (a file's original value, an interface's queue list) are shown
+as placeholders: `<original>`, `rx-*`."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from harness import knobs
+from harness.plan import Plan
+from harness.profile import Trial
+from harness.settings import ATOMIC_WRITE, JOURNAL_DIR, journal_path
+from harness.transport import command_line
+from harness.workload_exec import SERVER_GRACE, compose
+from runners.collector import snapshot_argv
+from runners.registry import TOOLS
+from runners.workload import Context
+
+# Per-trial cost beyond the workload itself, for the estimate (measured on the SSH
+# testbed: settings, snapshots, readiness and restore, see benchmarks/overhead.py).
+OVERHEAD_PER_TRIAL = 2.0
+
+
+def steps(plan: Plan, trial: Trial, run_id: str = "<run>") -> list[dict[str, Any]]:
+    """The trial's commands in order: host, phase, argv (and stdin for writes)."""
+    variant = plan.profile.variant(trial.variant)
+    out: list[dict[str, Any]] = []
+
+    def add(host: str, phase: str, argv: list[str], stdin: str | None = None,
+            env: dict[str, str] | None = None) -> None:
+        line = command_line(plan.hosts[host], argv, env)
+        out.append({"host": host, "phase": phase, "argv": line, "stdin": stdin})
+
+    writes: dict[str, list[knobs.FileWrite]] = {}
+    for host, settings in plan.settings(variant).items():
+        files = [w for s in settings for w in knobs.files(s, ["rx-*", "tx-*"])]
+        if not files:
+            continue
+        writes[host] = files
+        paths = [w.path for w in files]
+        add(host, "apply", ["tail", "-v", "-n", "+1", "--", *paths])
+        add(host, "apply", [*ATOMIC_WRITE, JOURNAL_DIR, journal_path(run_id, host) + ".tmp",
+                            journal_path(run_id, host)], stdin="<journal>")
+        for w in files:
+            add(host, "apply", ["tee", "--", w.path], stdin=w.value)
+        add(host, "apply", ["tail", "-v", "-n", "+1", "--", *paths])
+    collectors = plan.collectors(variant)
+    for host, specs in collectors.items():
+        if specs:
+            add(host, "snapshot", snapshot_argv(sorted({s.name for _, s in specs})))
+    spec = variant.workload
+    server_host = plan.host_of(spec.server.role)
+    ctx = Context(target=server_host.target_address, bind=server_host.target_address,
+                  duration=spec.duration, workdir=f"/var/tmp/napilab/{run_id}", trial=trial.id)
+    commands = TOOLS[spec.tool].commands(plan.process_args(spec.client),
+                                         plan.process_args(spec.server), ctx)
+    if commands.server is not None:
+        add(server_host.name, "server",
+            compose(commands.server.argv, spec.server, spec.timeout + SERVER_GRACE),
+            env=dict(spec.server.env))
+    add(plan.host_of(spec.client.role).name, "client",
+        compose(commands.client, spec.client, spec.timeout), env=dict(spec.client.env))
+    for host, specs in collectors.items():
+        if specs:
+            add(host, "snapshot", snapshot_argv(sorted({s.name for _, s in specs})))
+    for host, files in writes.items():
+        paths = [w.path for w in files]
+        add(host, "restore", ["tail", "-v", "-n", "+1", "--", *paths])
+        for w in reversed(files):
+            add(host, "restore", ["tee", "--", w.path], stdin="<original>")
+        add(host, "restore", ["tail", "-v", "-n", "+1", "--", *paths])
+        add(host, "restore", ["rm", "-f", "--", journal_path(run_id, host)])
+    return out
+
+
+def estimate(plan: Plan) -> float:
+    profile = plan.profile
+    trials = profile.trials()
+    return sum(profile.variant(t.variant).workload.duration + OVERHEAD_PER_TRIAL
+               for t in trials) + profile.cooldown * max(0, len(trials) - 1)
+
+
+def plan_json(plan: Plan) -> dict[str, Any]:
+    trials = plan.trials()
+    return {
+        "profile": plan.profile.name, "trials": len(trials),
+        "estimated_seconds": round(estimate(plan), 1),
+        "order": plan.profile.order, "seed": plan.profile.seed,
+        "hosts": {name: {"transport": h.transport, "address": h.address}
+                  for name, h in plan.hosts.items()},
+        "steps": [{"trial": t.index, "variant": t.variant, "rep": t.rep,
+                   "commands": steps(plan, t)} for t in trials],
+    }
+
+
+def plan_text(plan: Plan) -> str:
+    trials = plan.trials()
+    profile = plan.profile
+    lines = [f"profile {profile.name}: {len(profile.variants)} variant(s) x {profile.repeat} "
+             f"= {len(trials)} trial(s), order {profile.order}"
+             + (f" (seed {profile.seed})" if profile.seed is not None else "")
+             + f", estimated {estimate(plan):.0f}s",
+             "hosts: " + ", ".join(f"{n} ({h.transport} {h.address or h.netns or 'local'})"
+                                   for n, h in plan.hosts.items())]
+    for trial in trials:
+        lines.append(f"trial {trial.id}: {trial.variant} rep {trial.rep}")
+        for step in steps(plan, trial):
+            stdin = f" <<< {step['stdin']!r}" if step["stdin"] is not None else ""
+            lines.append(f"  {step['host']:<8} {step['phase']:<8} "
+                         f"{shlex.join(step['argv'])}{stdin}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,316 @@
+"""Parsers of a profile's sections (setup, workload, collect, report) into frozen specs.
+
+Each parser reads one located YAML mapping with a `Checker`, records every problem it
+finds and returns what it could build; `harness.profile` raises them all at once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness import cpus, knobs
+from harness.schema import Checker, join, suggest, type_name
+from harness.yamlsrc import Node, Seq
+from runners.collector import COLLECTORS
+from runners.registry import TOOLS
+from runners.workload import ArgSpec
+
+SETUP_KINDS = ("sysctl", "netdev", "rps", "xps")
+PLACEHOLDER = re.compile(r"\$\{([a-z_][a-z0-9_]*)\}")
+COLLECTOR_OPTIONS: dict[str, tuple[str, ...]] = {"interrupts": ("irqs",)}
+_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class ProcessSpec:
+    role: str
+    cpus: str | None = None
+    args: Mapping[str, Any] = field(default_factory=dict)
+    wrapper: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    tool: str
+    duration: float
+    timeout: float
+    client: ProcessSpec
+    server: ProcessSpec
+
+    @property
+    def source(self) -> str:
+        """The `source` column of the tool's rows: `neper.tcp_rr` -> `neper`."""
+        return self.tool.split(".")[0]
+
+
+@dataclass(frozen=True)
+class CollectSpec:
+    name: str
+    roles: tuple[str, ...]
+    cpus: tuple[int, ...] | None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TableRow:
+    label: str
+    source: str
+    metric: str
+    role: str | None = None
+
+
+def cpu_text(check: Checker, node: Node, key: str, path: str) -> str | None:
+    value = node.get(key)
+    if value is None:
+        return None
+    try:
+        return knobs.cpu_list(value)
+    except knobs.KnobValueError as exc:
+        check.error(node.where(key), join(path, key), str(exc))
+        return None
+
+
+def parse_setup(check: Checker, node: Node, path: str, roles: Mapping[str, Any]
+                ) -> list[knobs.Setting]:
+    settings: list[knobs.Setting] = []
+    for role, raw in node.items():
+        role_path = join(path, role)
+        if role not in roles:
+            check.error(node.key_locations.get(role), role_path,
+                        f"no such role; roles are {sorted(roles)}{suggest(role, roles)}")
+            continue
+        kinds = check.mapping(raw, node.where(role), role_path)
+        if kinds is None:
+            continue
+        check.keys(kinds, role_path, SETUP_KINDS)
+        for kind in SETUP_KINDS:
+            if kind in kinds:
+                body = check.mapping(kinds[kind], kinds.where(kind), join(role_path, kind))
+                if body is not None:
+                    settings += _KIND_PARSERS[kind](check, body, join(role_path, kind), role)
+    return settings
+
+
+def _value(check: Checker, node: Node, key: str, path: str,
+           convert: Any) -> str | None:
+    try:
+        return str(convert(node[key]))
+    except knobs.KnobValueError as exc:
+        check.error(node.where(key), join(path, key), str(exc))
+        return None
+
+
+def _iface(check: Checker, node: Node, key: str, path: str) -> bool:
+    if PLACEHOLDER.fullmatch(key):
+        return True
+    try:
+        knobs.check_iface(key)
+        return True
+    except knobs.KnobValueError as exc:
+        check.error(node.key_locations.get(key), join(path, key), str(exc))
+        return False
+
+
+def _sysctl(check: Checker, node: Node, path: str, role: str) -> list[knobs.Setting]:
+    out = []
+    for name in node:
+        try:
+            knobs.check_sysctl(name)
+        except knobs.KnobValueError as exc:
+            check.error(node.key_locations.get(name), join(path, name), str(exc))
+            continue
+        value = _value(check, node, name, path, knobs.sysctl_value)
+        if value is not None:
+            out.append(knobs.Setting(role, "sysctl", name, value))
+    return out
+
+
+def _netdev(check: Checker, node: Node, path: str, role: str) -> list[knobs.Setting]:
+    out = []
+    for iface, raw in node.items():
+        if not _iface(check, node, iface, path):
+            continue
+        attrs = check.mapping(raw, node.where(iface), join(path, iface))
+        if attrs is None:
+            continue
+        check.keys(attrs, join(path, iface), knobs.NETDEV_ATTRS)
+        for attr, convert in knobs.NETDEV_ATTRS.items():
+            if attr in attrs:
+                value = _value(check, attrs, attr, join(path, iface), convert)
+                if value is not None:
+                    out.append(knobs.Setting(role, "netdev", f"{iface}/{attr}", value))
+    return out
+
+
+def _queues_kind(kind: str) -> Any:
+    """rps / xps: `{IFACE: CPULIST}` or `{IFACE: {cpus: CPULIST, queues: [rx-0],
+    flow_cnt: N}}`; without `queues`, every rx (tx for xps) queue of the interface."""
+
+    def parse(check: Checker, node: Node, path: str, role: str) -> list[knobs.Setting]:
+        out = []
+        allowed = ("cpus", "queues", "flow_cnt") if kind == "rps" else ("cpus", "queues")
+        for iface, raw in node.items():
+            if not _iface(check, node, iface, path):
+                continue
+            spec = raw if isinstance(raw, Node) else Node({"cpus": raw})
+            if not isinstance(raw, Node):
+                spec.value_locations["cpus"] = node.where(iface)  # type: ignore[assignment]
+            ipath = join(path, iface)
+            check.keys(spec, ipath, allowed)
+            queues = check.string_list(spec, "queues", ipath) or [
+                ("rx-*" if kind == "rps" else "tx-*")]
+            for queue in queues:
+                if queue.endswith("*"):
+                    continue
+                try:
+                    knobs.check_queue(queue)
+                except knobs.KnobValueError as exc:
+                    check.error(spec.where("queues"), join(ipath, "queues"), str(exc))
+            if "cpus" in spec:
+                value = _value(check, spec, "cpus", ipath, knobs.cpu_list)
+                if value is not None:
+                    out += [knobs.Setting(role, kind, f"{iface}/{q}", value) for q in queues]
+            if "flow_cnt" in spec:
+                value = _value(check, spec, "flow_cnt", ipath, knobs.integer(0, 2**31))
+                if value is not None:
+                    out += [knobs.Setting(role, "rps_flow_cnt", f"{iface}/{q}", value)
+                            for q in queues]
+        return out
+
+    return parse
+
+
+_KIND_PARSERS = {"sysctl": _sysctl, "netdev": _netdev, "rps": _queues_kind("rps"),
+                 "xps": _queues_kind("xps")}
+
+
+def parse_workload(check: Checker, node: Node, path: str,
+                   roles: Mapping[str, Any]) -> WorkloadSpec | None:
+    check.keys(node, path, ("tool", "duration", "timeout", "client", "server"),
+               required=("tool", "client"))
+    tool_name = check.choice(node, "tool", path, TOOLS)
+    duration = check.number(node, "duration", path, minimum=0.1, maximum=86400, default=10)
+    timeout = check.number(node, "timeout", path, minimum=1, maximum=172800,
+                           default=duration * 2 + 30)
+    tool = TOOLS.get(tool_name) if tool_name else None
+    sides = {}
+    for side in ("client", "server"):
+        spec_node = check.mapping(node.get(side), node.where(side), join(path, side))
+        allowed_args = (tool.client_args if side == "client" else tool.server_args) if tool \
+            else None
+        if spec_node is not None and (side in node or side == "client"):
+            sides[side] = _process(check, spec_node, join(path, side), roles, allowed_args)
+    if tool_name is None or "client" not in sides or sides["client"] is None:
+        return None
+    server = sides.get("server") or ProcessSpec(role=sides["client"].role)
+    return WorkloadSpec(tool_name, float(duration), float(timeout), sides["client"], server)
+
+
+def _process(check: Checker, node: Node, path: str, roles: Mapping[str, Any],
+             allowed_args: Mapping[str, ArgSpec] | None) -> ProcessSpec | None:
+    check.keys(node, path, ("role", "cpus", "args", "wrapper", "env"), required=("role",))
+    role = check.get(node, "role", path, str)
+    if role is not None and role not in roles:
+        check.error(node.where("role"), join(path, "role"),
+                    f"no such role; roles are {sorted(roles)}{suggest(role, roles)}")
+        role = None
+    cpu_list = cpu_text(check, node, "cpus", path)
+    args = check.mapping(node.get("args"), node.where("args"), join(path, "args")) or Node()
+    if allowed_args is not None:
+        _check_args(check, args, join(path, "args"), allowed_args)
+    wrapper = check.string_list(node, "wrapper", path) or []
+    env = check.mapping(node.get("env"), node.where("env"), join(path, "env")) or Node()
+    for name, value in env.items():
+        if not _ENV.match(name):
+            check.error(env.key_locations.get(name), join(path, f"env.{name}"),
+                        "not a valid environment variable name")
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            check.error(env.where(name), join(path, f"env.{name}"),
+                        f"expected a string or number, got {type_name(value)}")
+    if role is None:
+        return None
+    return ProcessSpec(role, cpu_list, dict(args), tuple(wrapper),
+                       {k: str(v) for k, v in env.items()})
+
+
+def _check_args(check: Checker, args: Node, path: str, allowed: Mapping[str, ArgSpec]) -> None:
+    for key, value in args.items():
+        spec = allowed.get(key)
+        if spec is None:
+            check.error(args.key_locations.get(key), join(path, key),
+                        f"unknown argument; expected one of {sorted(allowed)}"
+                        f"{suggest(key, allowed)}")
+            continue
+        kinds = spec.kind if isinstance(spec.kind, tuple) else (spec.kind,)
+        if isinstance(value, str) and PLACEHOLDER.search(value):
+            continue
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            names = " or ".join(k.__name__ for k in kinds)
+            check.error(args.where(key), join(path, key),
+                        f"expected {names}, got {type_name(value)} {value!r}")
+        elif spec.choices and str(value) not in spec.choices:
+            check.error(args.where(key), join(path, key), f"{value!r} is not one of "
+                        f"{list(spec.choices)}{suggest(str(value), spec.choices)}")
+
+
+def parse_collect(check: Checker, node: Node, path: str,
+                  roles: Mapping[str, Any]) -> list[CollectSpec]:
+    out = []
+    for name, raw in node.items():
+        cpath = join(path, name)
+        if name not in COLLECTORS:
+            check.error(node.key_locations.get(name), cpath, f"unknown collector; expected one "
+                        f"of {sorted(COLLECTORS)}{suggest(name, COLLECTORS)}")
+            continue
+        options = check.mapping(raw, node.where(name), cpath)
+        if options is None:
+            continue
+        check.keys(options, cpath, ("roles", "cpus", *COLLECTOR_OPTIONS.get(name, ())))
+        chosen = check.string_list(options, "roles", cpath) or list(roles)
+        for role in chosen:
+            if role not in roles:
+                check.error(options.where("roles"), join(cpath, "roles"),
+                            f"no such role {role!r}; roles are {sorted(roles)}"
+                            f"{suggest(role, roles)}")
+        cpu_list = cpu_text(check, options, "cpus", cpath)
+        extra = {k: options[k] for k in COLLECTOR_OPTIONS.get(name, ()) if k in options}
+        if "irqs" in extra:
+            try:
+                re.compile(str(extra["irqs"]))
+            except re.error as exc:
+                check.error(options.where("irqs"), join(cpath, "irqs"), f"bad regex: {exc}")
+        out.append(CollectSpec(name, tuple(r for r in chosen if r in roles),
+                               cpus.parse_list(cpu_list) if cpu_list is not None else None,
+                               extra))
+    return out
+
+
+def parse_table(check: Checker, value: Any, where: Any, path: str,
+                roles: Mapping[str, Any]) -> list[TableRow]:
+    if value is None:
+        return []
+    if not isinstance(value, Seq):
+        check.error(where, path, f"expected a list of rows, got {type_name(value)}")
+        return []
+    rows = []
+    for i, raw in enumerate(value):
+        rpath = join(path, i)
+        row = check.mapping(raw, value.item_locations[i], rpath)
+        if row is None:
+            continue
+        check.keys(row, rpath, ("label", "source", "metric", "role"),
+                   required=("source", "metric"))
+        source = check.get(row, "source", rpath, str)
+        metric = check.get(row, "metric", rpath, str)
+        role = check.get(row, "role", rpath, str)
+        if role is not None and role not in roles:
+            check.error(row.where("role"), join(rpath, "role"),
+                        f"no such role; roles are {sorted(roles)}{suggest(role, roles)}")
+        if source and metric:
+            label = check.get(row, "label", rpath, str) or f"{source} {metric}"
+            rows.append(TableRow(label, source, metric, role))
+    return rows
