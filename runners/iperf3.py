@@ -176,23 +176,28 @@ def _rtt(streams: list[Any]) -> tuple[float, float, float] | None:
 
 
 def values(result: Iperf3Result) -> list[Value]:
-    """Summed values; `throughput` is goodput at the receiver in bits/s."""
+    """Summed values in bits/s: `throughput` is the goodput measured by the receiving
+    side (absent on a side that received nothing), `sender_throughput` the send rate."""
     rows = [Value("streams", result.streams, COUNT)]
-    received = result.received if result.protocol != "UDP" else (
-        result.received or result.udp_sum)
-    own = [s for s in (received, result.sent) if s is not None and s.get("bytes")]
-    if own:
-        rows.append(Value("throughput", own[0].fields["bits_per_second"], "bits/s"))
-    if result.sent is not None and result.sent.get("bytes"):
-        rows.append(Value("sender_throughput", result.sent.fields["bits_per_second"], "bits/s"))
-        if result.sent.get("retransmits") is not None:
-            rows.append(Value("retransmits", result.sent.fields["retransmits"], COUNT))
-    if result.protocol == "UDP" and received is not None:
+    received = result.received
+    if result.protocol == "UDP" and received is None:
+        received = result.udp_sum  # 3.10 and older: `sum` carries the receiver's view
+    # A side that did not receive has a sum_received of zeros (server of a normal test
+    # sends nothing back, server of -R receives nothing): not a measurement.
+    receiving = received if received is not None and received.get("bytes") else None
+    sending = result.sent if result.sent is not None and result.sent.get("bytes") else None
+    if receiving is not None:
+        rows.append(Value("throughput", receiving.fields["bits_per_second"], "bits/s"))
+    if sending is not None:
+        rows.append(Value("sender_throughput", sending.fields["bits_per_second"], "bits/s"))
+        if sending.get("retransmits") is not None:
+            rows.append(Value("retransmits", sending.fields["retransmits"], COUNT))
+    if result.protocol == "UDP" and receiving is not None:
         for key, name, unit, scale in (("jitter_ms", "jitter", US, 1000.0),
                                        ("lost_packets", "lost_packets", COUNT, 1.0),
                                        ("packets", "packets", COUNT, 1.0),
                                        ("lost_percent", "lost_percent", PERCENT, 1.0)):
-            number = received.get(key)
+            number = receiving.get(key)
             if number is not None:
                 rows.append(Value(name, number * scale, unit))
     remote_known = any(result.cpu.get(k) for k in _CPU if k.startswith("remote"))
@@ -257,9 +262,12 @@ class Iperf3Tool:
         )
 
     def parse(self, output: ToolOutput) -> ToolResult:
-        client = _side(output.client, "client")
+        client = values(_side(output.client, "client"))
+        if not any(v.metric == "throughput" for v in client):
+            raise ToolFailed(TOOL, "no receiver-side result in the client's JSON",
+                             output.client.stderr)
         server = _side(output.server, "server") if output.server is not None else None
-        return ToolResult(client=values(client), server=values(server) if server else [])
+        return ToolResult(client=client, server=values(server) if server else [])
 
 
 def _side(process: ProcessOutput, side: str) -> Iperf3Result:

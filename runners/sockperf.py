@@ -9,7 +9,8 @@ from 3.7). Quirks handled here:
   instead of `latency_*`, so the two are never compared by mistake.
 - exit code 0 even when the client could not connect (3.7 main() ends in exit(0)): the
   summary and percentile lines are required, an `ERROR:` line is reported as such.
-- `No valid observations found` replaces the block when nothing was measured.
+- `No valid observations found` replaces the block when nothing was measured, and
+  `No messages were received from the server. Is the server down?` when no reply came.
 - a stray `Test end (interrupted by signal 2)` can appear mid-summary (under-load, 3.7).
 The --full-log CSV is parsed by `parse_full_log`, fast enough for 10^7 samples.
 """
@@ -55,7 +56,8 @@ _SUMMARY = re.compile(r"Summary: (?:Latency|Round trip)(?: of burst of (\d+) mes
 _OBSERVATIONS = re.compile(r"Total (\d+) observations")
 _POINT = re.compile(r"---> (?:<(MAX|MIN)> observation|percentile ([\d.]+)) =\s*([\d.]+)")
 _ERROR = re.compile(r"ERROR: ?(.*)")
-_NO_OBSERVATIONS = "No valid observations found"
+# Lines that replace the summary when a run measured nothing (3.7).
+_NOTHING_MEASURED = ("No valid observations found", "No messages were received from the server")
 _RATE = re.compile(r"Summary: Message Rate is (\d+) \[msg/sec\]")
 _SENT = re.compile(r"Total of (\d+) messages sent in ([\d.]+) sec")
 _BANDWIDTH = re.compile(r"Summary: BandWidth is ([\d.]+) MBps \(([\d.]+) Mbps\)")
@@ -114,9 +116,9 @@ def parse(text: str) -> SockperfResult:
     handled = _HANDLED.search(clean)
     if handled:
         return ServerSummary(parse_int(TOOL, handled[1]))
-    if _NO_OBSERVATIONS in clean:
-        raise ParseError(TOOL, _NO_OBSERVATIONS + " (try a longer --time or more --mps)",
-                         clean[-300:])
+    for line in clean.splitlines():
+        if any(failure in line for failure in _NOTHING_MEASURED):
+            raise ParseError(TOOL, line.removeprefix("sockperf: ").strip(), line)
     error = _ERROR.search(clean)
     if error:
         raise ParseError(TOOL, f"sockperf: ERROR: {error[1].strip()}", error[0])
