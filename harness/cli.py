@@ -267,6 +267,7 @@ def main(argv: list[str] | None = None) -> None:
     show_traceback = "--traceback" in (argv if argv is not None else sys.argv[1:])
     try:
         cli.main(args=argv, prog_name="napilab", standalone_mode=False)
+        sys.exit(ExitCode.OK)
     except click.exceptions.Abort:
         click.echo("napilab: interrupted", err=True)
         sys.exit(ExitCode.INTERRUPTED)

@@ -29,7 +29,7 @@ from harness.yamlsrc import Node, load_file
 TRANSPORTS = ("ssh", "local")
 HOST_KEY_POLICIES = ("reject", "accept-new")
 _HOST_KEYS = ("address", "port", "user", "key", "known_hosts", "become", "data_address",
-              "netns", "iface", "transport", "host_key_policy", "ssh_config")
+              "netns", "iface", "transport", "host_key_policy")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _IFACE = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 _USER = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}\$?$")

@@ -124,27 +124,29 @@ NETDEV_ATTRS: dict[str, Callable[[object], str]] = {
 
 @dataclass(frozen=True)
 class FileWrite:
-    """One file a setting writes, resolved on the host."""
+    """One file a setting writes, resolved on the host; `target` names it like a
+    Setting does, with queue globs expanded (`data0/rx-0`)."""
 
     path: str
     value: str
+    target: str
 
 
 def files(setting: Setting, queues: list[str]) -> list[FileWrite]:
     """The files `setting` writes; `queues` are the interface's queue names."""
     kind, target, value = setting.kind, setting.target, setting.value
     if kind == "sysctl":
-        return [FileWrite("/proc/sys/" + target.replace(".", "/"), value)]
+        return [FileWrite("/proc/sys/" + target.replace(".", "/"), value, target)]
     iface, _, rest = target.partition("/")
     base = f"/sys/class/net/{iface}"
     if kind == "netdev":
-        return [FileWrite(f"{base}/{rest}", value)]
+        return [FileWrite(f"{base}/{rest}", value, target)]
     if kind in ("rps", "rps_flow_cnt", "xps"):
         prefix = "tx-" if kind == "xps" else "rx-"
         selected = [q for q in queues if q.startswith(prefix)] if rest.endswith("*") else [rest]
         leaf = {"rps": "rps_cpus", "rps_flow_cnt": "rps_flow_cnt", "xps": "xps_cpus"}[kind]
         text = cpus.to_mask(cpus.parse_list(value)) if kind != "rps_flow_cnt" else value
-        return [FileWrite(f"{base}/queues/{q}/{leaf}", text) for q in selected]
+        return [FileWrite(f"{base}/queues/{q}/{leaf}", text, f"{iface}/{q}") for q in selected]
     raise KnobValueError(f"unknown knob kind {kind!r}")
 
 

@@ -100,7 +100,7 @@ class HostSettings:
             return []
         plan = self._resolve(settings)
         originals = read_files(self.transport, [w.path for _, w in plan])
-        self.changes = [Change(s.role, s.kind, s.target, w.path, originals[w.path].strip(),
+        self.changes = [Change(s.role, s.kind, w.target, w.path, originals[w.path].strip(),
                                w.value) for s, w in plan]
         self._write_journal()
         try:

@@ -181,7 +181,9 @@ def mann_whitney(baseline: npt.ArrayLike, variant: npt.ArrayLike, *,
 
 
 def _rank_sum_permutation_p(pooled: Array, n1: int, rng: np.random.Generator) -> float:
-    ranks = sps.rankdata(pooled)  # midranks; the null distribution is symmetric about centre
+    ranks = sps.rankdata(pooled)  # midranks
+    # Two-sided as distance of the rank sum from its null mean, as the normal approximation
+    # does; with ties the null distribution need not be symmetric, so not 2 * one tail.
     centre = n1 * (pooled.size + 1) / 2
     observed = abs(float(ranks[:n1].sum()) - centre) - 1e-9  # midrank sums are k/2: exact
     if math.comb(pooled.size, n1) <= PERMUTATIONS:
@@ -305,6 +307,9 @@ def compare_metrics(metrics: Mapping[str, MetricSamples], *, alpha: float = 0.05
     """
     if not metrics:
         raise StatsError("no metrics to compare")
+    _check_levels(alpha=alpha, power=power, confidence=confidence)
+    if n_boot < 100:
+        raise StatsError(f"n_boot must be at least 100 for a percentile CI, got {n_boot}")
     method = Adjust(adjust)
     m = len(metrics)
     evidence = {name: _evidence(s, confidence, n_boot, seed) for name, s in metrics.items()}
@@ -314,8 +319,16 @@ def compare_metrics(metrics: Mapping[str, MetricSamples], *, alpha: float = 0.05
     for (name, e), p_adj in zip(evidence.items(), adjusted, strict=True):
         floor = min_attainable_p(e.baseline.n, e.variant.n) * (m if method is Adjust.HOLM else 1)
         effect = min_effect.get(name, 0.0) if isinstance(min_effect, Mapping) else min_effect
+        if effect < 0:
+            raise StatsError(f"{name}: min_effect must be >= 0, got {effect}")
         out[name] = _decide(e, (p_adj, method), floor, (alpha, alpha_eff), power, effect)
     return out
+
+
+def _check_levels(**levels: float) -> None:
+    for name, value in levels.items():
+        if not 0 < value < 1:
+            raise StatsError(f"{name} must be between 0 and 1, got {value}")
 
 
 @dataclass(frozen=True)
@@ -355,7 +368,7 @@ def _decide(e: _Evidence, adjusted: tuple[float, Adjust], floor: float,
     ci_clear = (e.ci[0] > 0 and e.change > 0) or (e.ci[1] < 0 and e.change < 0)
     if floor > alpha:
         verdict = Verdict.NOT_ENOUGH_DATA
-        reason = f"n={n1}/{n2}: smallest attainable p {floor:.3g} > alpha {alpha:g}{need}"
+        reason = f"n={n1}/{n2}: smallest attainable adjusted p {floor:.3g} > {alpha:g}{need}"
     elif p_adj < alpha and ci_clear and abs(e.change) > min_effect:
         improved = (e.change < 0) == (e.direction is Direction.LOWER)
         verdict = Verdict.BETTER if improved else Verdict.WORSE

@@ -7,6 +7,7 @@ the run has nothing to show for that plot).
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -34,7 +35,10 @@ def _svg(fig: Figure) -> str:
     fig.savefig(buffer, format="svg", bbox_inches="tight")
     plt.close(fig)
     text = buffer.getvalue()
-    return text[text.index("<svg"):]  # drop the XML prolog and doctype for inlining
+    text = text[text.index("<svg"):]  # drop the XML prolog and doctype for inlining
+    # The RDF metadata block carries a creation date and namespace URLs: dropping it
+    # keeps reports reproducible byte for byte from the same data.
+    return re.sub(r"\s*<metadata>.*?</metadata>", "", text, count=1, flags=re.DOTALL)
 
 
 def per_repetition(run: RunData, table: Table) -> Plot | None:

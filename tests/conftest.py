@@ -1,0 +1,102 @@
+"""Shared fixtures: the real netns testbed (root only) and a guard that the machine is
+left exactly as it was (global sysctls, namespaces, links, sshd processes)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness import testbed as tb
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data"
+TESTBED_PREFIX = "napilabt"
+GLOBAL_SYSCTLS = ("net/core/busy_poll", "net/core/busy_read", "net/core/netdev_budget",
+                  "net/core/netdev_budget_usecs", "net/core/dev_weight",
+                  "net/core/rps_sock_flow_entries", "net/core/skb_defer_max")
+
+
+def need_root() -> str | None:
+    """Why root-only tests cannot run here, or None."""
+    if os.geteuid() != 0:
+        return "needs root: network namespaces, veth and sysfs writes"
+    for tool in ("ip", "ethtool", "ping", "ss", "taskset"):
+        if shutil.which(tool) is None:
+            return f"needs {tool} (make test installs it as root)"
+    return None
+
+
+def machine_state() -> dict[str, object]:
+    sysctls = {}
+    for name in GLOBAL_SYSCTLS:
+        path = Path("/proc/sys") / name
+        if path.exists():
+            sysctls[name] = path.read_text().strip()
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                           check=False).stdout.split("\n")
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True,
+                           check=False).stdout
+    sshd = subprocess.run(["pgrep", "-x", "sshd"], capture_output=True, text=True,
+                          check=False).stdout.split()
+    return {
+        "sysctls": sysctls,
+        "netns": sorted(n.split()[0] for n in netns if n.strip()),
+        "links": sorted(line.split(":")[1].strip().split("@")[0] for line in links.splitlines()),
+        "sshd": sorted(sshd),
+        "journals": sorted(p.name for p in Path("/var/tmp/napilab").glob("journal-*"))
+        if Path("/var/tmp/napilab").exists() else [],
+    }
+
+
+_BEFORE: dict[str, object] = {}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if shutil.which("ip"):
+        _BEFORE.update(machine_state())
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the session if the tests changed the machine."""
+    if not _BEFORE:
+        return
+    after = machine_state()
+    changed = {k: (_BEFORE[k], after[k]) for k in _BEFORE if _BEFORE[k] != after[k]}
+    if changed:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"MACHINE CHANGED BY TESTS: {changed}", red=True)
+        session.exitstatus = 1
+
+
+@pytest.fixture(scope="session")
+def root_only() -> None:
+    reason = need_root()
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def testbed(root_only: None) -> Iterator[tb.Testbed]:
+    """A real testbed with an sshd in each namespace, torn down even if tests fail."""
+    if shutil.which("sshd") is None and not Path("/usr/sbin/sshd").exists():
+        pytest.skip("needs openssh-server (make test installs it as root)")
+    bed = tb.Testbed(prefix=TESTBED_PREFIX)
+    bed.down()  # a previous crashed session may have left one
+    bed.up(ssh=True)
+    try:
+        yield bed
+    finally:
+        bed.down()
+
+
+def sysfs(bed: tb.Testbed, node: str, relpath: str) -> str:
+    """Read a sysfs file of the data interface inside a testbed namespace."""
+    netns = next(n.netns for n in bed.nodes if n.name == node)
+    return subprocess.run(["ip", "netns", "exec", netns, "cat", f"/sys/class/net/data0/{relpath}"],
+                          capture_output=True, text=True, check=True).stdout.strip()
