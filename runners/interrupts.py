@@ -68,7 +68,8 @@ def _row(line: str, ncpu: int) -> InterruptRow:
     tokens = rest.split()
     counts: list[int] = []
     for token in tokens[:ncpu]:
-        if not token.isdigit():
+        # isascii(): str.isdigit() is true for "²", which int() refuses.
+        if not (token.isascii() and token.isdigit()):
             break
         counts.append(int(token))
     if len(counts) not in (ncpu, 1) or not counts:

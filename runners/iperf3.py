@@ -147,6 +147,8 @@ def _last_test(objects: list[dict[str, Any]]) -> dict[str, Any]:
 def _summary(node: object, name: str) -> Summary | None:
     if not isinstance(node, dict):
         return None
+    if "bits_per_second" not in node or "bytes" not in node:
+        raise ParseError(TOOL, f"{name} has no bytes/bits_per_second", json.dumps(node)[:200])
     return Summary({key: _number(node[key], f"{name}.{key}") for key in _SUM_FIELDS
                     if key in node})
 

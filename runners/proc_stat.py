@@ -61,7 +61,7 @@ def _cpu_line(fields: list[str], line: str) -> CpuTimes:
     label = fields[0]
     if label == "cpu":
         cpu = None
-    elif label[3:].isdigit():
+    elif label[3:].isascii() and label[3:].isdigit():  # "cpu²" is not a CPU
         cpu = int(label[3:])
     else:
         raise ParseError(TOOL, f"unknown cpu label {label!r}", line)

@@ -13,6 +13,7 @@ without the CPU id column the row index is mapped through the online CPU list.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from runners.base import COUNT, ParseError, Value, parse_int
@@ -26,6 +27,7 @@ GAUGES = {11: "backlog_len", 13: "input_qlen", 14: "process_qlen"}
 _CPU_ID_COLUMN = 12
 _KNOWN_WIDTHS = (9, 10, 11, 13, 15)
 _U32 = 1 << 32
+_HEX8 = re.compile(r"[0-9a-fA-F]{8}")
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,8 @@ def parse(text: str, online_cpus: list[int] | None = None) -> SoftnetStat:
 
 
 def _hex(field: str, line: str) -> int:
-    if len(field) != 8:
+    # int(x, 16) alone would also take "0x123456", "+1234567" and "0000_001".
+    if not _HEX8.fullmatch(field):
         raise ParseError(TOOL, f"field {field!r} is not 8 hex digits", line)
     return parse_int(TOOL, field, base=16)
 
