@@ -16,7 +16,7 @@ test: $(VENV)/.test debs test-debs lint
 	$(BIN)/pytest -q
 
 lint: $(VENV)/.test
-	$(BIN)/ruff check harness runners reports tests benchmarks
+	$(BIN)/ruff check $(wildcard harness runners reports tests benchmarks)
 	$(BIN)/mypy
 
 $(VENV)/.runtime: pyproject.toml
