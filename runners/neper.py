@@ -256,44 +256,55 @@ class NeperTool:
 
     def commands(self, client_args: Mapping[str, ArgValue], server_args: Mapping[str, ArgValue],
                  ctx: Context) -> ToolCommands:
-        client = self._normalize(client_args, "client")
-        server = self._normalize(server_args, "server")
-        for key in _SHARED:
-            if key in client and key not in server:
-                server[key] = client[key]
-            elif key in server and key not in client:
-                client[key] = server[key]
-        client_files: dict[str, str] = {}
-        server_files: dict[str, str] = {}
-        for side, args, files in (("client", client, client_files),
-                                  ("server", server, server_files)):
-            samples = args.pop("all-samples", False)
-            if samples is not False:
-                path = (f"{ctx.workdir}/{ctx.trial}-{self.binary}-{side}-samples.csv"
-                        if samples is True else str(samples))
-                args["all-samples"] = path  # flags() gives `--all-samples=PATH`: -A needs it
-                files["all_samples"] = path
-        port = int(str(server.get("control-port", CONTROL_PORT)))
+        client, server = dict(client_args), dict(server_args)
+        client_long = self._long_names(client, "client")
+        server_long = self._long_names(server, "server")
+        for key in _SHARED:  # written the way the user wrote it on the other side
+            if key in client_long and key not in server_long:
+                server[client_long[key]] = client[client_long[key]]
+            elif key in server_long and key not in client_long:
+                client[server_long[key]] = server[server_long[key]]
+        client_files = self._all_samples(client, client_long, "client", ctx)
+        server_files = self._all_samples(server, server_long, "server", ctx)
+        port = server.get(server_long.get("control-port", ""),
+                          client.get(client_long.get("control-port", ""), CONTROL_PORT))
         return ToolCommands(
             client=[self.binary, "-c", "-H", ctx.target, "-l", _whole_seconds(ctx.duration),
                     "--nolog", *flags(client)],
             server=ServerCommand([self.binary, "--nolog", "-H", ctx.bind, *flags(server)],
-                                 Readiness(port=port, protocol="tcp"), exits_by_itself=True),
+                                 Readiness(port=int(str(port)), protocol="tcp"),
+                                 exits_by_itself=True),
             client_files=client_files,
             server_files=server_files,
         )
 
-    def _normalize(self, args: Mapping[str, ArgValue], side: str) -> dict[str, ArgValue]:
-        out: dict[str, ArgValue] = {}
-        for key, value in args.items():
+    def _long_names(self, args: Mapping[str, ArgValue], side: str) -> dict[str, str]:
+        """long option name -> the key the profile used (`F` or `num-flows`)."""
+        names: dict[str, str] = {}
+        for key in args:
             if key in _RESERVED:
                 raise InputError(f"{self.name}: {side} argument {key!r} is set by napilab "
                                  "(target, duration and logging come from the profile)")
             long = self._long.get(key, key)
-            if long in out:
+            if long in names:
                 raise InputError(f"{self.name}: {side} arguments give {long!r} twice")
-            out[long] = value
-        return out
+            names[long] = key
+        return names
+
+    def _all_samples(self, args: dict[str, ArgValue], names: Mapping[str, str], side: str,
+                     ctx: Context) -> dict[str, str]:
+        """`A: true` -> a CSV under the workdir, fetched after the run. Always written
+        `--all-samples=PATH`: neper refuses `-A PATH` (an optional argument)."""
+        key = names.get("all-samples")
+        if key is None:
+            return {}
+        value = args.pop(key)
+        if value is False:
+            return {}
+        path = (f"{ctx.workdir}/{ctx.trial}-{self.binary}-{side}-samples.csv"
+                if value is True else str(value))
+        args["all-samples"] = path
+        return {"all_samples": path}
 
     def parse(self, output: ToolOutput) -> ToolResult:
         client = self._side(output.client, "client")
