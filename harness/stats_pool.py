@@ -1,6 +1,6 @@
 """Percentiles of per-transaction latencies pooled across repetitions, with cluster CIs.
 
-Pure (numpy only). Input: one array of per-transaction latencies (µs) per repetition,
+Pure (numpy + scipy). Input: one array of per-transaction latencies (µs) per repetition,
 e.g. from `latency/<trial>.parquet`.
 """
 
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+from scipy import special
 
 from harness.stats import StatsError
 
@@ -60,12 +61,16 @@ def pooled_percentiles(repetitions: Sequence[npt.ArrayLike],
     the smallest sample with at least q% of samples at or below it; no interpolation, so
     every value, and every bootstrap value, is a latency that was measured.
 
-    CI method: percentile bootstrap that resamples whole REPETITIONS (clusters) with
-    replacement, not transactions. Transactions within a repetition share its boot of the
-    workload, IRQ placement, cache and frequency state and neighbours, so they are far
-    from independent; the between-repetition variation is the uncertainty that matters
-    for "would another run give the same p99". Resampling 10M transactions as if they
-    were independent would give a CI orders of magnitude too narrow (pseudo-replication).
+    CI method: bootstrap that resamples whole REPETITIONS (clusters) with replacement, not
+    transactions. Transactions within a repetition share its boot of the workload, IRQ
+    placement, cache and frequency state and neighbours, so they are far from
+    independent; the between-repetition variation is the uncertainty that matters for
+    "would another run give the same p99". Resampling 10M transactions as if they were
+    independent would give a CI orders of magnitude too narrow (pseudo-replication).
+    The interval is Hesterberg's (2015) expanded percentile interval: tails at
+    Phi(-sqrt(R/(R-1)) t(R-1, (1+c)/2)) instead of (1-c)/2, because a plain percentile
+    interval over R = 10 clusters covered only ~90% for a nominal 95% (simulation in
+    benchmarks/stats_power.py, which prints the current figure).
 
     Speed: a resample is a vector of multiplicities c_r (multinomial). Its q-th
     percentile is the smallest pooled value v with sum_r c_r * #{x_r <= v} >= q% of
@@ -89,8 +94,9 @@ def pooled_percentiles(repetitions: Sequence[npt.ArrayLike],
         rng = np.random.default_rng(seed)
         counts = rng.multinomial(len(reps), np.full(len(reps), 1 / len(reps)), size=n_boot)
         boot = _weighted_percentiles(reps, pooled, counts, sizes, qs)  # (n_boot, Q)
-        tails = [50 * (1 - confidence), 50 * (1 + confidence)]
-        low, high = np.percentile(boot, tails, axis=0, method="inverted_cdf")
+        tail = _expanded_tail(confidence, len(reps))
+        low, high = np.percentile(boot, [100 * tail, 100 * (1 - tail)], axis=0,
+                                  method="inverted_cdf")
         cis = [(float(lo), float(hi)) for lo, hi in zip(low, high, strict=True)]
     else:
         note = (f"{len(reps)} repetitions < {MIN_REPETITIONS_FOR_CI}: too few to bootstrap "
@@ -98,6 +104,15 @@ def pooled_percentiles(repetitions: Sequence[npt.ArrayLike],
     rows = tuple(PooledPercentile(float(q), float(v), ci, tuple(float(x) for x in col))
                  for q, v, ci, col in zip(qs, values, cis, per_rep.T, strict=True))
     return PooledLatency(len(reps), int(pooled.size), confidence, n_boot, rows, note)
+
+
+def _expanded_tail(confidence: float, clusters: int) -> float:
+    """Tail probability of Hesterberg's expanded percentile interval for `clusters`."""
+    # Plain percentile intervals from few clusters are too narrow (they miss the
+    # R/(R-1) variance factor and t vs normal): 89-90% for a nominal 95% at R = 10 in
+    # benchmarks/stats_power.py. Expanding to Phi(-sqrt(R/(R-1)) * t(R-1, 1-a/2)) fixes it.
+    t = special.stdtrit(clusters - 1, (1 + confidence) / 2)
+    return float(special.ndtr(-math.sqrt(clusters / (clusters - 1)) * t))
 
 
 def _repetition(values: npt.ArrayLike, index: int) -> Array:
