@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import traceback
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +131,7 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
                     "description": profile.description, "repeat": profile.repeat,
                     "order": profile.order, "seed": profile.seed, "document": profile.document},
         "variants": [v.name for v in profile.variants], "baseline": profile.baseline,
+        "metrics": {name: asdict(policy) for name, policy in profile.metrics.items()},
         "workload_source": profile.variants[0].workload.source,
         "inventory": {"path": bound.inventory.path,
                       "hosts": {n: h.public() for n, h in bound.hosts.items()}},

@@ -2,7 +2,7 @@
 frozen `Profile`. No I/O beyond reading the profile files; no host is touched.
 
     name, description, extends, hosts, setup, workload, collect, report, variants,
-    baseline, repeat, order, seed, cooldown, on_mismatch
+    baseline, repeat, order, seed, cooldown, on_mismatch, metrics
 
 See docs/profiles.md for every key with an example.
 """
@@ -33,7 +33,7 @@ from harness.yamlsrc import Node, load_file
 
 TOP_KEYS = ("name", "description", "extends", "hosts", "setup", "workload", "collect",
             "report", "variants", "baseline", "repeat", "order", "seed", "cooldown",
-            "on_mismatch")
+            "on_mismatch", "metrics")
 VARIANT_KEYS = ("description", "setup", "workload", "collect")
 ORDERS = ("interleaved", "randomized", "blocked")
 
@@ -44,6 +44,16 @@ class RoleSpec:
     host: str
     iface: str | None = None
     where: Location | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class MetricPolicy:
+    """How a metric is judged: which direction is better, the smallest change that
+    matters, and the regression the nightly gate tolerates (percent)."""
+
+    direction: str | None = None  # lower | higher; None: napilab's default for the metric
+    min_effect: float | None = None  # percent
+    max_regression: float | None = None  # percent
 
 
 @dataclass(frozen=True)
@@ -78,6 +88,7 @@ class Profile:
     seed: int | None
     cooldown: float
     on_mismatch: str
+    metrics: dict[str, MetricPolicy]  # "metric" or "source.metric" -> direction, thresholds
     table: tuple[TableRow, ...]
     document: dict[str, Any]  # the resolved profile (extends merged), for the manifest
     digest: str  # sha256 of the resolved document: `--resume` refuses a changed profile
@@ -237,7 +248,44 @@ def _top_level(check: Checker, document: Node) -> dict[str, Any]:
                                        default=0)),
         "on_mismatch": check.choice(document, "on_mismatch", "", ("fail", "warn"),
                                     default="fail"),
+        "metrics": _metrics(check, document),
     }
+
+
+def _metrics(check: Checker, document: Node) -> dict[str, MetricPolicy]:
+    """`metrics: {latency_p99: {direction: lower, min_effect: 2%, max_regression: 5%}}`;
+    keys are a metric name or `source.metric`; percentages may be written 5 or "5%"."""
+    node = check.mapping(document.get("metrics"), document.where("metrics"), "metrics")
+    out: dict[str, MetricPolicy] = {}
+    for name, raw in (node or Node()).items():
+        assert node is not None
+        path = join("metrics", name)
+        spec = check.mapping(raw, node.where(name), path)
+        if spec is None:
+            continue
+        check.keys(spec, path, ("direction", "min_effect", "max_regression"))
+        out[name] = MetricPolicy(
+            direction=check.choice(spec, "direction", path, ("lower", "higher")),
+            min_effect=_percent(check, spec, "min_effect", path),
+            max_regression=_percent(check, spec, "max_regression", path),
+        )
+    return out
+
+
+def _percent(check: Checker, node: Node, key: str, path: str) -> float | None:
+    if key not in node:
+        return None
+    value = node[key]
+    text = value.strip().removesuffix("%") if isinstance(value, str) else value
+    try:
+        number = float(text) if not isinstance(text, bool) else None
+    except (TypeError, ValueError):
+        number = None
+    if number is None or not 0 <= number <= 1000:
+        check.error(node.where(key), join(path, key),
+                    f"expected a percentage like 5 or '5%', got {value!r}")
+        return None
+    return number
 
 
 def _dedupe(check: Checker) -> None:
