@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from harness.yamlsrc import Node, load_file
 TRANSPORTS = ("ssh", "local")
 HOST_KEY_POLICIES = ("reject", "accept-new")
 _HOST_KEYS = ("address", "port", "user", "key", "known_hosts", "become", "data_address",
-              "netns", "iface", "transport", "host_key_policy")
+              "netns", "iface", "transport", "host_key_policy", "cpus")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _IFACE = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 _USER = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}\$?$")
@@ -49,6 +49,9 @@ class Host:
     data_address: str | None = None
     netns: str | None = None
     iface: str | None = None
+    cpus: int | None = None  # CPU count, when known: CPU lists are checked against it
+    ssh_config: str | None = None
+    port_set: bool = field(default=False, compare=False)  # port written in the inventory
 
     @property
     def target_address(self) -> str:
@@ -57,7 +60,7 @@ class Host:
 
     def public(self) -> dict[str, Any]:
         """What the manifest records: no key material, just where it is."""
-        return {k: v for k, v in self.__dict__.items() if v is not None}
+        return {k: v for k, v in self.__dict__.items() if v is not None and k != "port_set"}
 
 
 @dataclass(frozen=True)
@@ -78,15 +81,27 @@ class Inventory:
 
 
 def load_inventory(path: str | Path) -> Inventory:
+    """napilab's own inventory format, or an Ansible YAML inventory (detected by a
+    top-level `all:` or a group holding `hosts:`/`children:`)."""
     data = load_file(path)
     check = Checker()
     if not isinstance(data, Node):
         raise InputError(f"{path}: an inventory is a mapping with a `hosts:` key")
-    check.keys(data, "", ("transport", "host_key_policy", "hosts"), required=("hosts",))
+    if "hosts" not in data and data:
+        from harness.inventory_ansible import ansible_hosts
+
+        ansible_defaults = {"transport": "ssh", "host_key_policy": "reject", "ssh_config": None}
+        found = {name: _host(check, name, node, key_path, ansible_defaults)
+                 for name, (node, key_path) in ansible_hosts(check, data).items()}
+        check.raise_if_any()
+        return Inventory(str(path), found)
+    check.keys(data, "", ("transport", "host_key_policy", "hosts", "ssh_config"),
+               required=("hosts",))
     defaults = {
         "transport": check.choice(data, "transport", "", TRANSPORTS, default="ssh"),
         "host_key_policy": check.choice(data, "host_key_policy", "", HOST_KEY_POLICIES,
                                         default="reject"),
+        "ssh_config": check.get(data, "ssh_config", "", str),
     }
     hosts_node = check.mapping(data.get("hosts"), data.where("hosts"), "hosts")
     hosts: dict[str, Host] = {}
@@ -114,7 +129,11 @@ def _host(check: Checker, name: str, node: Node, path: str, defaults: dict[str, 
                                         default=defaults["host_key_policy"]),
         "port": check.number(node, "port", path, minimum=1, maximum=65535, integer=True,
                              default=22),
+        "port_set": "port" in node,
         "become": check.choice(node, "become", path, ("sudo",)),
+        "cpus": check.number(node, "cpus", path, minimum=1, maximum=8192, integer=True),
+        "ssh_config": (str(Path(defaults["ssh_config"]).expanduser())
+                       if defaults.get("ssh_config") else None),
     }
     for key in ("address", "data_address"):
         value = check.get(node, key, path, str)

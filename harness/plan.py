@@ -58,8 +58,15 @@ class Plan:
         return PLACEHOLDER.sub(lambda m: values.get(m[1], m[0]), text)
 
     def process_args(self, process: ProcessSpec) -> Mapping[str, Any]:
-        return {k: self.substitute(v, process.role) if isinstance(v, str) else v
-                for k, v in process.args.items()}
+        """The role's args with `${iface}` filled in (in strings and lists of strings)."""
+        def fill(value: Any) -> Any:
+            if isinstance(value, str):
+                return self.substitute(value, process.role)
+            if isinstance(value, list):
+                return [fill(v) for v in value]
+            return value
+
+        return {k: fill(v) for k, v in process.args.items()}
 
 
 def bind(profile: Profile, inventory: Inventory) -> Plan:

@@ -18,6 +18,14 @@ from typing import Any
 
 from harness import knobs
 from harness.errors import InputError, Location, Problem
+from harness.matrix import (
+    RESERVED,
+    check_name,
+    combinations,
+    parse_matrix,
+    placeholders,
+    substitute,
+)
 from harness.merge import clone, deep_merge, plain
 from harness.profile_sections import (
     CollectSpec,
@@ -33,7 +41,7 @@ from harness.yamlsrc import Node, load_file
 
 TOP_KEYS = ("name", "description", "extends", "hosts", "setup", "workload", "collect",
             "report", "variants", "baseline", "repeat", "order", "seed", "cooldown",
-            "on_mismatch", "metrics")
+            "on_mismatch", "metrics", "matrix")
 VARIANT_KEYS = ("description", "setup", "workload", "collect")
 ORDERS = ("interleaved", "randomized", "blocked")
 
@@ -63,6 +71,7 @@ class Variant:
     settings: tuple[knobs.Setting, ...]
     workload: WorkloadSpec
     collect: tuple[CollectSpec, ...]
+    parameters: dict[str, Any] = field(default_factory=dict)  # matrix values
 
 
 @dataclass(frozen=True)
@@ -119,28 +128,25 @@ def load_profile(path: str | Path) -> Profile:
     check = Checker(document.location)
     check.keys(document, "", TOP_KEYS, required=("hosts", "workload"))
     roles = _roles(check, document)
-    variants_node = check.mapping(document.get("variants"), document.where("variants"),
-                                  "variants") or Node()
     base = clone(document)
-    for key in ("variants", "baseline", "extends"):
+    for key in ("variants", "baseline", "extends", "matrix"):
         base.pop(key, None)
-    overlays: dict[str, Node] = {}
-    for name, raw in variants_node.items():
-        overlay = check.mapping(raw, variants_node.where(name), join("variants", name))
-        if overlay is not None:
-            check.keys(overlay, join("variants", name), VARIANT_KEYS)
-            overlays[name] = overlay
-    if not overlays:
-        overlays = {"default": Node()}
+    arms = _arms(check, document)
+    names = [arm[0] for arm in arms]
+    for name in {n for n in names if names.count(n) > 1}:
+        check.error(document.where("matrix"), "matrix", f"two variants are named {name!r}; "
+                    "make matrix.name tell them apart")
     baseline = check.get(document, "baseline", "", str)
-    if baseline is not None and baseline not in overlays:
+    if baseline is not None and baseline not in names:
         check.error(document.where("baseline"), "baseline", f"no variant named {baseline!r}"
-                    f"{suggest(baseline, overlays)}")
+                    f"{suggest(baseline, names)}")
         baseline = None
     variants = []
-    for name, overlay in overlays.items():
+    for name, overlay, values in arms:
         merged = deep_merge(base, Node({k: v for k, v in overlay.items() if k != "description"}))
-        variant = _variant(check, name, merged, overlay, roles)
+        merged = substitute(merged, values)
+        _unknown_placeholders(check, merged, values)
+        variant = _variant(check, name, merged, overlay, roles, values)
         if variant is not None:
             variants.append(variant)
     if baseline is not None:
@@ -190,6 +196,46 @@ def _resolve_extends(path: Path, chain: list[Path]) -> Node:
     return result
 
 
+def _arms(check: Checker, document: Node) -> list[tuple[str, Node, dict[str, Any]]]:
+    """(name, overlay, matrix values) of every variant: the explicit ones, each crossed
+    with the matrix combinations when there is a matrix."""
+    variants_node = check.mapping(document.get("variants"), document.where("variants"),
+                                  "variants") or Node()
+    overlays: list[tuple[str | None, Node]] = []
+    for name, raw in variants_node.items():
+        overlay = check.mapping(raw, variants_node.where(name), join("variants", name))
+        check_name(check, name, variants_node.key_locations.get(name), join("variants", name))
+        if overlay is not None:
+            check.keys(overlay, join("variants", name), VARIANT_KEYS)
+            overlays.append((name, overlay))
+    matrix = check.mapping(document.get("matrix"), document.where("matrix"), "matrix")
+    if not matrix:
+        return [(name or "default", overlay, {}) for name, overlay in overlays] or [
+            ("default", Node(), {})]
+    parameters, template, excludes = parse_matrix(check, matrix)
+    used = placeholders({k: v for k, v in plain(document).items() if k != "matrix"})
+    params_node = matrix.get("parameters", matrix)
+    for param in parameters:
+        if param not in used:
+            check.error(params_node.key_locations.get(param) if isinstance(params_node, Node)
+                        else None, f"matrix.{param}",
+                        f"parameter never used: write ${{{param}}} where its value goes")
+    arms = []
+    for arm, overlay in overlays or [(None, Node())]:
+        for combo in combinations(parameters, template, excludes, arm):
+            check_name(check, combo.name, matrix.location, "matrix.name")
+            arms.append((combo.name, overlay, combo.values))
+    if not arms:
+        check.error(matrix.location, "matrix", "every combination is excluded")
+    return arms
+
+
+def _unknown_placeholders(check: Checker, document: Node, values: dict[str, Any]) -> None:
+    for name in sorted(placeholders(plain(document)) - set(RESERVED) - set(values)):
+        check.error(document.location, "", f"unknown placeholder ${{{name}}}; matrix "
+                    f"parameters are {sorted(values)}{suggest(name, values)}")
+
+
 def _roles(check: Checker, document: Node) -> dict[str, RoleSpec]:
     hosts = check.mapping(document.get("hosts"), document.where("hosts"), "hosts")
     roles = {}
@@ -218,7 +264,7 @@ def _roles(check: Checker, document: Node) -> dict[str, RoleSpec]:
 
 
 def _variant(check: Checker, name: str, doc: Node, overlay: Node,
-             roles: dict[str, RoleSpec]) -> Variant | None:
+             roles: dict[str, RoleSpec], values: dict[str, Any]) -> Variant | None:
     setup = check.mapping(doc.get("setup"), doc.where("setup"), "setup") or Node()
     settings = parse_setup(check, setup, "setup", roles)
     workload_node = check.mapping(doc.get("workload"), doc.where("workload"), "workload")
@@ -226,10 +272,13 @@ def _variant(check: Checker, name: str, doc: Node, overlay: Node,
         if workload_node is not None and "workload" in doc else None
     collect_node = check.mapping(doc.get("collect"), doc.where("collect"), "collect") or Node()
     collect = parse_collect(check, collect_node, "collect", roles)
-    description = overlay.get("description")
+    description = str(overlay.get("description") or "")
+    if values:
+        swept = ", ".join(f"{k}={v}" for k, v in values.items())
+        description = f"{description} ({swept})" if description else swept
     if workload is None:
         return None
-    return Variant(name, str(description or ""), tuple(settings), workload, tuple(collect))
+    return Variant(name, description, tuple(settings), workload, tuple(collect), values)
 
 
 def _top_level(check: Checker, document: Node) -> dict[str, Any]:

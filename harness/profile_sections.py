@@ -20,7 +20,7 @@ from runners.workload import ArgSpec
 
 SETUP_KINDS = ("sysctl", "netdev", "rps", "xps")
 PLACEHOLDER = re.compile(r"\$\{([a-z_][a-z0-9_]*)\}")
-COLLECTOR_OPTIONS: dict[str, tuple[str, ...]] = {"interrupts": ("irqs",)}
+COLLECTOR_OPTIONS: dict[str, tuple[str, ...]] = {"interrupts": ("irqs",), "softirqs": ("names",)}
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 

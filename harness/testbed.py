@@ -130,7 +130,9 @@ class Testbed:
                   "-f", str(host_key)])
             config = home / "sshd_config"
             config.write_text("\n".join([
-                f"ListenAddress {node.mgmt_address}", "Port 22", f"HostKey {host_key}",
+                # The data address too, so that ProxyJump through the peer is testable.
+                f"ListenAddress {node.mgmt_address}", f"ListenAddress {node.data_address}",
+                "Port 22", f"HostKey {host_key}",
                 f"PidFile {home / 'sshd.pid'}",
                 f"AuthorizedKeysFile {self.state / 'authorized_keys'}",
                 "PermitRootLogin prohibit-password", "PasswordAuthentication no",
@@ -140,7 +142,7 @@ class Testbed:
             _run(["ip", "netns", "exec", node.netns, SSHD, "-f", str(config),
                   "-E", str(home / "sshd.log")])
             pub = host_key.with_suffix(".pub").read_text().split()
-            known.append(f"{node.mgmt_address} {pub[0]} {pub[1]}")
+            known.append(f"{node.mgmt_address},{node.data_address} {pub[0]} {pub[1]}")
         (self.state / "known_hosts").write_text("\n".join(known) + "\n")
         self._wait_for_sshd()
 

@@ -4,7 +4,6 @@ host reused for every command of a run, reconnect with backoff when it drops."""
 from __future__ import annotations
 
 import contextlib
-import getpass
 import shlex
 import threading
 import time
@@ -13,6 +12,7 @@ from typing import Any
 
 import paramiko
 
+from harness import sshconfig
 from harness.errors import HostError
 from harness.inventory import Host
 from harness.transport import CommandResult, command_line
@@ -107,12 +107,32 @@ class SSHTransport:
         self.connect_timeout = connect_timeout
         self.reconnect_attempts = reconnect_attempts
         self._client: paramiko.SSHClient | None = None
+        self._jumps: list[paramiko.SSHClient] = []
         self._lock = threading.Lock()
 
     # -- connection ------------------------------------------------------------------
 
     def _connect_once(self) -> paramiko.SSHClient:
+        endpoint = sshconfig.resolve(self.host, sshconfig.load_config(self.host.ssh_config))
+        return self._open(endpoint)
+
+    def _open(self, endpoint: sshconfig.Endpoint) -> paramiko.SSHClient:
+        """A client connected to `endpoint`, through its ProxyJump hops if any (the jump
+        connections are kept open for as long as the target's)."""
         host = self.host
+        sock: Any = None
+        if endpoint.jump is not None:
+            jump = self._open(endpoint.jump)
+            self._jumps.append(jump)
+            jump_transport = jump.get_transport()
+            assert jump_transport is not None
+            try:
+                sock = jump_transport.open_channel("direct-tcpip", (endpoint.hostname,
+                                                                    endpoint.port), ("", 0),
+                                                   timeout=self.connect_timeout)
+            except (paramiko.SSHException, OSError) as exc:
+                raise HostError(f"{host.name}: jump host {endpoint.jump.describe()} cannot "
+                                f"reach {endpoint.hostname}:{endpoint.port}: {exc}") from None
         client = paramiko.SSHClient()
         if host.known_hosts:
             with contextlib.suppress(FileNotFoundError):
@@ -122,18 +142,22 @@ class SSHTransport:
         policy: Any = (paramiko.AutoAddPolicy() if host.host_key_policy == "accept-new"
                        else paramiko.RejectPolicy())
         client.set_missing_host_key_policy(policy)
+        keys: Any = list(endpoint.key_files) or None  # paramiko takes a str or a list
         try:
             client.connect(
-                hostname=host.address or host.name, port=host.port,
-                username=host.user or getpass.getuser(),
-                key_filename=host.key, look_for_keys=host.key is None,
-                allow_agent=host.key is None, timeout=self.connect_timeout,
-                banner_timeout=self.connect_timeout, auth_timeout=self.connect_timeout,
+                hostname=endpoint.hostname, port=endpoint.port, username=endpoint.user,
+                key_filename=keys, look_for_keys=keys is None, allow_agent=keys is None,
+                timeout=self.connect_timeout, banner_timeout=self.connect_timeout,
+                auth_timeout=self.connect_timeout, sock=sock,
             )
         except paramiko.BadHostKeyException as exc:
             raise HostError(f"{host.name}: host key of {exc.hostname} does not match "
                             "known_hosts", hint="someone may be intercepting the connection, "
                             "or the host was reinstalled; check and update known_hosts") from None
+        except paramiko.AuthenticationException as exc:
+            raise HostError(f"{host.name}: SSH authentication as {endpoint.user} failed: {exc}",
+                            hint="check `user` and `key` in the inventory (or ssh_config)"
+                            ) from None
         except paramiko.SSHException as exc:
             if "not found in known_hosts" in str(exc):
                 raise HostError(f"{host.name}: unknown host key ({exc})",
@@ -141,7 +165,7 @@ class SSHTransport:
                                 "in the inventory") from None
             raise HostError(f"{host.name}: SSH failed: {exc}") from None
         except (TimeoutError, OSError) as exc:
-            raise HostError(f"{host.name}: cannot connect to {host.address}:{host.port}: "
+            raise HostError(f"{host.name}: cannot connect to {endpoint.describe()}: "
                             f"{exc}") from None
         if host.host_key_policy == "accept-new" and host.known_hosts:
             client.save_host_keys(host.known_hosts)
@@ -244,3 +268,6 @@ class SSHTransport:
             if self._client is not None:
                 self._client.close()
                 self._client = None
+            for jump in self._jumps:
+                jump.close()
+            self._jumps = []

@@ -14,6 +14,7 @@ from typing import Any, Protocol, TypeVar
 
 from runners import interrupts, proc_stat, softnet_stat
 from runners.base import ParseError, Value
+from runners.softirqs import SoftirqsCollector
 
 UPTIME = "/proc/uptime"
 
@@ -80,6 +81,7 @@ COLLECTORS: dict[str, Collector[Any]] = {
     "softnet_stat": SoftnetStatCollector(),
     "interrupts": InterruptsCollector(),
     "proc_stat": ProcStatCollector(),
+    "softirqs": SoftirqsCollector(),
 }
 
 

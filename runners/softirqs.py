@@ -91,7 +91,7 @@ class SoftirqsCollector:
     columns for possible-but-offline CPUs, which never move."""
 
     name = "softirqs"
-    paths = ("/proc/softirqs",)
+    paths: tuple[str, ...] = ("/proc/softirqs",)
 
     def parse(self, files: Mapping[str, str], host: HostInfo) -> Softirqs:
         return parse(files[self.paths[0]])

@@ -1,0 +1,94 @@
+"""Inventories resolved against the testbed's real sshd: an Ansible inventory, an
+ssh_config alias (HostName, Port, User, IdentityFile) and a ProxyJump through the
+other namespace. Nothing of the machine's own ssh setup is read or written: the
+ssh_config file is the inventory's `ssh_config:`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness import testbed as tb
+from harness.connect import transport_for
+from harness.errors import HostError
+from harness.inventory import load_inventory
+
+
+def hostname_of(inventory: Path, host: str) -> str:
+    transport = transport_for(load_inventory(inventory).hosts[host])
+    try:
+        # each namespace has its own data address: it tells which host answered
+        out = transport.run(["ip", "-4", "-o", "addr", "show", "dev", "data0"]).stdout
+    finally:
+        transport.close()
+    return out.split()[3]
+
+
+def test_ansible_inventory_reaches_the_testbed(testbed: tb.Testbed, tmp_path: Path) -> None:
+    state = testbed.state
+    inventory = tmp_path / "ansible.yaml"
+    inventory.write_text(f"""\
+all:
+  vars:
+    ansible_user: root
+    ansible_ssh_private_key_file: {state / 'id_ed25519'}
+    napilab_known_hosts: {state / 'known_hosts'}
+  children:
+    lab:
+      hosts:
+        sut: {{ansible_host: 198.51.100.6, ansible_port: 22, napilab_iface: data0}}
+        peer: {{ansible_host: 198.51.100.2}}
+""")
+    assert hostname_of(inventory, "sut") == "192.0.2.2/24"
+    assert hostname_of(inventory, "peer") == "192.0.2.1/24"
+
+
+def test_ssh_config_alias_and_proxyjump(testbed: tb.Testbed, tmp_path: Path) -> None:
+    state = testbed.state
+    config = tmp_path / "ssh_config"
+    config.write_text(f"""\
+Host lab-b
+  HostName 198.51.100.6
+  Port 22
+  User root
+  IdentityFile {state / 'id_ed25519'}
+Host lab-b-via-a
+  HostName 192.0.2.2
+  User root
+  IdentityFile {state / 'id_ed25519'}
+  ProxyJump root@198.51.100.2
+Host 198.51.100.2
+  IdentityFile {state / 'id_ed25519'}
+""")
+    inventory = tmp_path / "inv.yaml"
+    inventory.write_text(f"""\
+ssh_config: {config}
+hosts:
+  direct: {{address: lab-b, known_hosts: {state / 'known_hosts'}}}
+  jumped: {{address: lab-b-via-a, known_hosts: {state / 'known_hosts'}}}
+""")
+    assert hostname_of(inventory, "direct") == "192.0.2.2/24"
+    # 192.0.2.2 is reachable only from inside namespace a: the jump is real
+    assert hostname_of(inventory, "jumped") == "192.0.2.2/24"
+
+
+def test_unknown_host_key_is_refused_unless_accept_new(testbed: tb.Testbed,
+                                                        tmp_path: Path) -> None:
+    state = testbed.state
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    inventory = tmp_path / "inv.yaml"
+    inventory.write_text(f"hosts:\n  b: {{address: 198.51.100.6, user: root, key: "
+                         f"{state / 'id_ed25519'}, known_hosts: {empty}}}\n")
+    with pytest.raises(HostError, match="unknown host key"):
+        hostname_of(inventory, "b")
+    inventory.write_text(inventory.read_text().replace("known_hosts:",
+                                                       "host_key_policy: accept-new, known_hosts:"))
+    assert hostname_of(inventory, "b") == "192.0.2.2/24"
+    assert "198.51.100.6" in empty.read_text()  # recorded for next time
+    # a changed key is refused even with accept-new
+    other = (state / "a" / "ssh_host_ed25519_key.pub").read_text().split()
+    empty.write_text(f"198.51.100.6 {other[0]} {other[1]}\n")
+    with pytest.raises(HostError, match="does not match known_hosts"):
+        hostname_of(inventory, "b")

@@ -1,0 +1,92 @@
+"""Inventories: napilab's format, Ansible's, and ssh_config resolution."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import paramiko
+import pytest
+
+from harness import sshconfig
+from harness.errors import InputError
+from harness.inventory import load_inventory
+
+ANSIBLE = """\
+all:
+  vars:
+    ansible_user: admin
+    napilab_iface: eth0
+  children:
+    lab:
+      vars: {ansible_port: 2222}
+      hosts:
+        sut:
+          ansible_host: 198.51.100.20
+          ansible_ssh_private_key_file: ~/.ssh/lab
+          napilab_data_address: 192.0.2.20
+          ansible_become: true
+        peer:
+          ansible_host: 198.51.100.21
+          ansible_user: root
+          ansible_port: 22
+          some_other_var: ignored
+  hosts:
+    loner: {ansible_host: loner.example.org}
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "inv.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_ansible_inventory_with_group_vars(tmp_path: Path) -> None:
+    inv = load_inventory(write(tmp_path, ANSIBLE))
+    sut, peer, loner = inv.hosts["sut"], inv.hosts["peer"], inv.hosts["loner"]
+    assert (sut.address, sut.port, sut.user, sut.iface, sut.data_address, sut.become) == (
+        "198.51.100.20", 2222, "admin", "eth0", "192.0.2.20", "sudo")
+    assert sut.key == str(Path("~/.ssh/lab").expanduser())
+    assert (peer.address, peer.port, peer.user, peer.become) == ("198.51.100.21", 22, "root",
+                                                                  None)
+    assert (loner.address, loner.port, loner.user) == ("loner.example.org", 22, "admin")
+
+
+def test_ansible_errors_have_locations(tmp_path: Path) -> None:
+    path = write(tmp_path, ANSIBLE.replace("ansible_port: 22\n", "ansible_port: twenty\n"))
+    with pytest.raises(InputError) as exc:
+        load_inventory(path)
+    assert f"{path}:17:25: all.children.lab.hosts.peer.port: expected an integer" in str(
+        exc.value)
+
+
+def test_napilab_inventory_defaults_and_errors(tmp_path: Path) -> None:
+    inv = load_inventory(write(tmp_path, "hosts:\n  a: {address: 198.51.100.2, cpus: 4}\n"))
+    a = inv.hosts["a"]
+    assert (a.transport, a.port, a.host_key_policy, a.cpus) == ("ssh", 22, "reject", 4)
+    path = write(tmp_path, "host_key_policy: trust\nhosts:\n  a: {address: 'x;y', user: 'r t'}\n")
+    with pytest.raises(InputError) as exc:
+        load_inventory(path)
+    text = str(exc.value)
+    assert "host_key_policy: 'trust' is not one of" in text
+    assert "hosts.a.address: 'x;y' is not an IP address" in text
+    assert "hosts.a.user: 'r t' is not a valid user" in text
+
+
+def test_ssh_config_alias_and_proxyjump() -> None:
+    config = paramiko.SSHConfig.from_text(
+        "Host sut\n  HostName 198.51.100.6\n  Port 2200\n  User admin\n"
+        "  IdentityFile /keys/sut\n  ProxyJump ops@jump.example.org:2022\n"
+        "Host jump.example.org\n  IdentityFile /keys/jump\n")
+    from harness.inventory import Host
+
+    endpoint = sshconfig.resolve(Host(name="sut", address="sut"), config)
+    assert (endpoint.hostname, endpoint.port, endpoint.user, endpoint.key_files) == (
+        "198.51.100.6", 2200, "admin", ("/keys/sut",))
+    assert endpoint.jump is not None
+    assert (endpoint.jump.hostname, endpoint.jump.port, endpoint.jump.user,
+            endpoint.jump.key_files) == ("jump.example.org", 2022, "ops", ("/keys/jump",))
+    # values written in the inventory win over ssh_config
+    explicit = sshconfig.resolve(Host(name="sut", address="sut", user="root", port=22,
+                                      port_set=True, key="/k"), config)
+    assert (explicit.user, explicit.port, explicit.key_files) == ("root", 22, ("/k",))
