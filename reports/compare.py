@@ -1,20 +1,30 @@
 """The A/B table: one line per metric, one cell per variant, from stored data only.
 
 Lines come from the profile's `report.table` (the shape of a cover letter's table) or,
-without one, from every run-level metric of the workload and the collectors' totals.
-A cell holds the per-repetition values of its variant; the table shows their median.
+without one, from every run-level metric of the workload and the collectors' totals;
+where the tool stored per-transaction latencies (`latency/<trial>.parquet`), pooled
+percentile lines follow. A cell holds the per-repetition values of its variant; every
+non-baseline variant is compared with the baseline (reports.line_stats: relative change
+with bootstrap CI, Mann-Whitney p Holm-adjusted across the table, verdict).
+Across two runs, reports.cross_run builds the same table with `A:`/`B:` columns.
 """
 
 from __future__ import annotations
 
-import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
+from harness.stats_pool import DEFAULT_PERCENTILES, pooled_percentiles
 from harness.store import load_manifest, load_samples
+from reports.ab_model import Cell, Line, Table, format_number
+from reports.line_stats import with_stats
+
+__all__ = ["DEFAULT_COLLECTOR_METRICS", "Cell", "Column", "Line", "RunData", "Spec", "Table",
+           "build_table", "column", "format_number", "line_specs", "load_run", "table"]
 
 # Default lines when a profile has no report.table: the collectors' headline counters.
 DEFAULT_COLLECTOR_METRICS = {
@@ -22,6 +32,7 @@ DEFAULT_COLLECTOR_METRICS = {
     "softnet_stat": ("processed", "dropped", "time_squeeze", "received_rps"),
     "interrupts": ("function_call_interrupts", "rescheduling_interrupts"),
 }
+POOLED_SOURCE = "pooled"  # the `source` of pooled per-transaction percentile lines
 
 
 @dataclass(frozen=True)
@@ -43,83 +54,131 @@ class RunData:
     def baseline(self) -> str:
         return str(self.manifest.get("baseline", ""))
 
+    @property
+    def policies(self) -> dict[str, Any]:
+        return dict(self.manifest.get("metrics") or {})
+
+    def latency_files(self, variant: str) -> list[tuple[int, Path]]:
+        """(trial index, path) of the stored per-transaction latencies of `variant`."""
+        out = []
+        for trial in self.manifest.get("trials", []):
+            path = self.directory / "latency" / f"{trial['id']}.parquet"
+            if trial["variant"] == variant and trial.get("status") == "ok" and path.exists():
+                out.append((int(trial["index"]), path))
+        return out
+
 
 def load_run(directory: str | Path) -> RunData:
     directory = Path(directory)
     return RunData(directory, load_manifest(directory), load_samples(directory))
 
 
-@dataclass(frozen=True)
-class Cell:
-    values: tuple[float, ...]  # one per completed repetition
-
-    @property
-    def median(self) -> float | None:
-        return statistics.median(self.values) if self.values else None
-
-
-@dataclass(frozen=True)
-class Line:
+class Spec(NamedTuple):
     label: str
     source: str
     metric: str
     role: str | None
-    unit: str
-    cells: dict[str, Cell]
 
 
 @dataclass(frozen=True)
-class Table:
-    variants: list[str]
-    baseline: str
-    lines: list[Line]
+class Column:
+    """One column of the table: a variant of a run, under the name the table shows."""
+
+    name: str
+    frame: pd.DataFrame  # the variant's run-level rows (cpu null)
+    latency: tuple[tuple[int, Path], ...]  # (trial index, latency parquet), trial order
+
+
+def column(run: RunData, variant: str, name: str | None = None) -> Column:
+    frame = _totals(run.samples)
+    if len(frame):
+        frame = frame[frame["variant"] == variant]
+    return Column(name or variant, frame, tuple(run.latency_files(variant)))
 
 
 def table(run: RunData) -> Table:
+    columns = [column(run, v) for v in run.variants]
+    pairs = tuple((run.baseline, v) for v in run.variants if v != run.baseline)
+    return build_table(line_specs(run), columns, pairs, run.policies, run.baseline)
+
+
+def build_table(specs: Sequence[Spec], columns: Sequence[Column],
+                pairs: Sequence[tuple[str, str]], policies: Mapping[str, Any],
+                baseline: str, *, stats: bool = True) -> Table:
+    """The table of `specs` over `columns`; with `stats`, each pair compared."""
+    lines = [_line(columns, spec) for spec in specs] + pooled_lines(columns)
+    family = 0
+    if stats:
+        lines, family = with_stats(lines, pairs, policies)
+    return Table([c.name for c in columns], baseline, lines, tuple(pairs), "holm", family)
+
+
+def _totals(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame[frame["cpu"].isna()] if len(frame) else frame
+
+
+def line_specs(run: RunData) -> list[Spec]:
     rows = run.manifest.get("profile", {}).get("document", {}).get("report", {}).get("table")
-    specs = [(r.get("label") or f"{r['source']} {r['metric']}", r["source"], r["metric"],
-              r.get("role")) for r in rows] if rows else _default_specs(run)
-    totals = run.samples[run.samples["cpu"].isna()] if len(run.samples) else run.samples
-    lines = [_line(totals, run.variants, *spec) for spec in specs]
-    return Table(run.variants, run.baseline, [ln for ln in lines if ln is not None])
-
-
-def _default_specs(run: RunData) -> list[tuple[str, str, str, str | None]]:
-    frame = run.samples[run.samples["cpu"].isna()] if len(run.samples) else run.samples
+    if rows:
+        return [Spec(r.get("label") or f"{r['source']} {r['metric']}", r["source"],
+                     r["metric"], r.get("role")) for r in rows]
+    frame = _totals(run.samples)
     workload = run.manifest.get("workload_source")
-    specs: list[tuple[str, str, str, str | None]] = []
+    specs: list[Spec] = []
     if len(frame):
         for key, _ in frame.groupby(["source", "metric", "role"], sort=False):
             source, metric, role = (str(k) for k in key)
             wanted = source == workload or metric in DEFAULT_COLLECTOR_METRICS.get(source, ())
             if wanted:
-                specs.append((f"{metric} ({role})" if source == workload else
-                              f"{source} {metric} ({role})", source, metric, role))
+                specs.append(Spec(f"{metric} ({role})" if source == workload else
+                                  f"{source} {metric} ({role})", source, metric, role))
     return specs
 
 
-def _line(frame: pd.DataFrame, variants: list[str], label: str, source: str, metric: str,
-          role: str | None) -> Line | None:
-    if not len(frame):
-        return Line(label, source, metric, role, "", {v: Cell(()) for v in variants})
-    match = frame[(frame["source"] == source) & (frame["metric"] == metric)]
-    if role is not None:
-        match = match[match["role"] == role]
-    unit = str(match["unit"].iloc[0]) if len(match) else ""
+def _line(columns: Sequence[Column], spec: Spec) -> Line:
     cells = {}
-    for variant in variants:
-        per_rep = match[match["variant"] == variant].groupby("rep")["value"].sum()
-        cells[variant] = Cell(tuple(float(v) for v in per_rep.to_numpy()))
-    return Line(label, source, metric, role, unit, cells)
+    unit = ""
+    for col in columns:
+        match = col.frame
+        if len(match):
+            match = match[(match["source"] == spec.source) & (match["metric"] == spec.metric)]
+            if spec.role is not None:
+                match = match[match["role"] == spec.role]
+        if len(match) and not unit:
+            unit = str(match["unit"].iloc[0])
+        # One value per trial (a metric of several hosts of one role is summed), in
+        # execution order: the drift test reads the order.
+        per_trial = match.groupby("trial")["value"].sum().sort_index() if len(match) else \
+            pd.Series(dtype="float64")
+        cells[col.name] = Cell(tuple(float(v) for v in per_trial.to_numpy()),
+                               tuple(int(t) for t in per_trial.index))
+    return Line(spec.label, spec.source, spec.metric, spec.role, unit, cells)
 
 
-def format_number(value: float | None, unit: str = "") -> str:
-    """Cover-letter style: thousands separators, integers as integers, and three
-    significant digits for small fractional values."""
-    if value is None:
-        return "-"
-    if abs(value) >= 100 or float(value).is_integer():
-        return f"{value:,.0f}"
-    if abs(value) >= 10:
-        return f"{value:,.1f}"
-    return f"{value:.3g}"
+def pooled_lines(columns: Sequence[Column],
+                 percentiles: Sequence[float] = DEFAULT_PERCENTILES) -> list[Line]:
+    """One line per percentile of the per-transaction latencies pooled over repetitions
+    (cluster-bootstrap CI per column); cells hold the per-repetition percentiles, which
+    are what the comparison tests (one value per repetition, like every other line)."""
+    if not any(c.latency for c in columns):
+        return []
+    per_column = {}
+    for col in columns:
+        if col.latency:
+            reps = [pd.read_parquet(path, columns=["latency_us"])["latency_us"].to_numpy()
+                    for _, path in col.latency]
+            per_column[col.name] = (pooled_percentiles(reps, percentiles),
+                                    tuple(i for i, _ in col.latency))
+    lines = []
+    for k, q in enumerate(percentiles):
+        cells = {}
+        for col in columns:
+            if col.name not in per_column:
+                cells[col.name] = Cell(())
+                continue
+            pooled, trials = per_column[col.name]
+            row = pooled.percentiles[k]
+            cells[col.name] = Cell(row.per_repetition, trials, pooled=row)
+        lines.append(Line(f"latency p{q:g} (pooled)", POOLED_SOURCE, f"latency_p{q:g}", None,
+                          "us", cells))
+    return lines

@@ -14,8 +14,11 @@ from typing import Any
 import jinja2
 
 from harness.store import atomic_write
+from reports import verdicts
+from reports.ab_model import format_ci, format_p, format_pct
 from reports.compare import RunData, Table, format_number, load_run, table
 from reports.plots import render_all
+from reports.text_stats import stats_block
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("reports", "templates"),
@@ -25,6 +28,9 @@ _ENV = jinja2.Environment(
     lstrip_blocks=True,
 )
 _ENV.filters["num"] = format_number
+_ENV.filters["pct"] = format_pct
+_ENV.filters["ci"] = format_ci
+_ENV.filters["pval"] = format_p
 _ENV.filters["when"] = lambda t: (dt.datetime.fromtimestamp(t, dt.UTC).strftime(
     "%Y-%m-%d %H:%M:%S UTC") if isinstance(t, int | float) else "-")
 
@@ -35,6 +41,7 @@ def html(run: RunData) -> str:
     trials = manifest.get("trials", [])
     return _ENV.get_template("report.html.j2").render(
         run=run, manifest=manifest, table=tab, plots=render_all(run, tab),
+        summary=verdicts.summary(tab),
         trials=trials, settings=_settings(trials), commands=_commands(run),
         facts=manifest.get("host_facts", {}),
         profile_yaml=json.dumps(manifest.get("profile", {}).get("document", {}), indent=1),
@@ -79,7 +86,7 @@ def text(run: RunData, width: int = 80) -> str:
 
 def text_table(tab: Table, width: int = 80) -> str:
     label_width = max([len(ln.label) for ln in tab.lines] + [10])
-    cells = [[format_number(ln.cells[v].median) for v in tab.variants] for ln in tab.lines]
+    cells = [[format_number(ln.cells[v].value) for v in tab.variants] for ln in tab.lines]
     col = max([len(v) for v in tab.variants] + [len(c) for row in cells for c in row] + [8])
     label_width = min(label_width, max(10, width - 2 - (col + 2) * len(tab.variants)))
     header = "  " + " " * label_width + "".join(f"  {v:>{col}}" for v in tab.variants)
@@ -87,7 +94,10 @@ def text_table(tab: Table, width: int = 80) -> str:
     for line, row in zip(tab.lines, cells, strict=True):
         lines.append("  " + f"{line.label[:label_width]:<{label_width}}"
                      + "".join(f"  {c:>{col}}" for c in row))
-    return "\n".join(lines) + "\n"
+    values = "\n".join(lines) + "\n"
+    stats = stats_block(tab, width)
+    # The cover letter's table first, unchanged in shape; the evidence under it.
+    return values + ("\n" + stats if stats else "")
 
 
 def write_reports(directory: str | Path, formats: list[str]) -> list[Path]:
