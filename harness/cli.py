@@ -265,6 +265,13 @@ def demo(results: str, transport: str, profile_path: str) -> None:
     sys.exit(int(code))
 
 
+from harness import cli_analysis  # noqa: E402  (the commands below extend `cli`)
+
+cli.add_command(cli_analysis.compare)
+cli.add_command(cli_analysis.check)
+cli.add_command(cli_analysis.calibrate)
+
+
 def main(argv: list[str] | None = None) -> None:
     show_traceback = "--traceback" in (argv if argv is not None else sys.argv[1:])
     try:

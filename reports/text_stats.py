@@ -56,7 +56,7 @@ def stats_block(tab: Table, width: int = 80) -> str:
     if notes:
         out.append("  notes:")
         for note in notes:
-            out.extend(textwrap.wrap(note, width, initial_indent="  - ",
+            out.extend(textwrap.wrap(note, width, initial_indent="  - ", break_on_hyphens=False,
                                      subsequent_indent="    "))
     out.extend(textwrap.wrap(LEGEND, width, initial_indent="  ", subsequent_indent="  "))
     return "\n".join(out) + "\n"
