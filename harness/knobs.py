@@ -90,6 +90,17 @@ def _threaded_sysfs(value: object) -> str:
     return table[key]
 
 
+def napi_threaded(value: object) -> str:
+    """netlink napi-set `threaded`: the napi-threaded enum (busy-poll since after 6.18)."""
+    table = {"0": "disabled", "1": "enabled", "2": "busy-poll", "disabled": "disabled",
+             "enabled": "enabled", "busy-poll": "busy-poll", "false": "disabled",
+             "true": "enabled"}
+    key = str(value).lower()
+    if key not in table:
+        raise KnobValueError(f"expected one of disabled, enabled, busy-poll, got {value!r}")
+    return table[key]
+
+
 def cpu_list(value: object) -> str:
     """A CPU list (`0-3,8`; `""` or `none` for no CPU) in canonical form."""
     if isinstance(value, bool) or not isinstance(value, int | str):

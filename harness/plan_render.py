@@ -1,16 +1,19 @@
 """`napilab plan`: every command per host, trial by trial, exactly as the engine will run
 them (prefixes from `command_line`, wrappers from `workload_exec.compose`). Values that
-exist only at run time (a file's original value, an interface's queue list) are shown
-as placeholders: `<original>`, `rx-*`."""
+exist only at run time (a file's original value, an interface's queue list, NAPI ids,
+IRQ numbers, thread PIDs) are shown as placeholders: `<original>`, `rx-*`, `<napi-id>`.
+Per-NAPI settings are shown in `ynl` form; a host without ynl gets the same request
+through napilab's python3 netlink client."""
 
 from __future__ import annotations
 
 import shlex
 from typing import Any
 
-from harness import knobs
+from harness.backends import BACKENDS, Item
 from harness.plan import Plan
-from harness.profile import Trial
+from harness.profile import Trial, Variant
+from harness.resolve import plan_items
 from harness.settings import ATOMIC_WRITE, JOURNAL_DIR, journal_path
 from harness.transport import command_line
 from harness.workload_exec import SERVER_GRACE, compose
@@ -23,56 +26,82 @@ from runners.workload import Context
 OVERHEAD_PER_TRIAL = 2.0
 
 
+class _Steps:
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.out: list[dict[str, Any]] = []
+
+    def add(self, host: str, phase: str, argv: list[str], stdin: str | None = None,
+            env: dict[str, str] | None = None) -> None:
+        line = command_line(self.plan.hosts[host], argv, env)
+        self.out.append({"host": host, "phase": phase, "argv": line, "stdin": stdin})
+
+    def apply(self, host: str, items: list[Item], run_id: str) -> None:
+        for argv in _reads(items):
+            self.add(host, "apply", argv)
+        journal = journal_path(run_id, host)
+        self.add(host, "apply", [*ATOMIC_WRITE, JOURNAL_DIR, journal + ".tmp", journal],
+                 stdin="<journal>")
+        for item in items:
+            self.add(host, "apply", BACKENDS[item.backend].write_argv(item.key, item.value),
+                     stdin=item.value if item.backend == "file" else None)
+        for argv in _reads(items):
+            self.add(host, "apply", argv)
+
+    def restore(self, host: str, items: list[Item], run_id: str) -> None:
+        for argv in _reads(items):
+            self.add(host, "restore", argv)
+        for item in reversed(items):
+            self.add(host, "restore", BACKENDS[item.backend].write_argv(item.key, "<original>"),
+                     stdin="<original>" if item.backend == "file" else None)
+        for argv in _reads(items):
+            self.add(host, "restore", argv)
+        self.add(host, "restore", ["rm", "-f", "--", journal_path(run_id, host)])
+
+    def snapshots(self, variant: Variant) -> None:
+        for host, specs in self.plan.collectors(variant).items():
+            if specs:
+                self.add(host, "snapshot", snapshot_argv(sorted({s.name for _, s in specs})))
+
+    def workload(self, variant: Variant, trial: Trial, run_id: str) -> None:
+        plan, spec = self.plan, variant.workload
+        server_host = plan.host_of(spec.server.role)
+        ctx = Context(target=server_host.target_address, bind=server_host.target_address,
+                      duration=spec.duration, workdir=f"/var/tmp/napilab/{run_id}",
+                      trial=trial.id)
+        commands = TOOLS[spec.tool].commands(plan.process_args(spec.client),
+                                             plan.process_args(spec.server), ctx)
+        if commands.server is not None:
+            self.add(server_host.name, "server",
+                     compose(commands.server.argv, spec.server, spec.timeout + SERVER_GRACE),
+                     env=dict(spec.server.env))
+        self.add(plan.host_of(spec.client.role).name, "client",
+                 compose(commands.client, spec.client, spec.timeout), env=dict(spec.client.env))
+
+
 def steps(plan: Plan, trial: Trial, run_id: str = "<run>") -> list[dict[str, Any]]:
     """The trial's commands in order: host, phase, argv (and stdin for writes)."""
     variant = plan.profile.variant(trial.variant)
-    out: list[dict[str, Any]] = []
+    out = _Steps(plan)
+    applied = {host: [i for s in settings for i in plan_items(s, host)]
+               for host, settings in plan.settings(variant).items()}
+    applied = {host: items for host, items in applied.items() if items}
+    for host, items in applied.items():
+        out.apply(host, items, run_id)
+    out.snapshots(variant)
+    out.workload(variant, trial, run_id)
+    out.snapshots(variant)
+    for host, items in applied.items():
+        out.restore(host, items, run_id)
+    return out.out
 
-    def add(host: str, phase: str, argv: list[str], stdin: str | None = None,
-            env: dict[str, str] | None = None) -> None:
-        line = command_line(plan.hosts[host], argv, env)
-        out.append({"host": host, "phase": phase, "argv": line, "stdin": stdin})
 
-    writes: dict[str, list[knobs.FileWrite]] = {}
-    for host, settings in plan.settings(variant).items():
-        files = [w for s in settings for w in knobs.files(s, ["rx-*", "tx-*"])]
-        if not files:
-            continue
-        writes[host] = files
-        paths = [w.path for w in files]
-        add(host, "apply", ["tail", "-v", "-n", "+1", "--", *paths])
-        add(host, "apply", [*ATOMIC_WRITE, JOURNAL_DIR, journal_path(run_id, host) + ".tmp",
-                            journal_path(run_id, host)], stdin="<journal>")
-        for w in files:
-            add(host, "apply", ["tee", "--", w.path], stdin=w.value)
-        add(host, "apply", ["tail", "-v", "-n", "+1", "--", *paths])
-    collectors = plan.collectors(variant)
-    for host, specs in collectors.items():
-        if specs:
-            add(host, "snapshot", snapshot_argv(sorted({s.name for _, s in specs})))
-    spec = variant.workload
-    server_host = plan.host_of(spec.server.role)
-    ctx = Context(target=server_host.target_address, bind=server_host.target_address,
-                  duration=spec.duration, workdir=f"/var/tmp/napilab/{run_id}", trial=trial.id)
-    commands = TOOLS[spec.tool].commands(plan.process_args(spec.client),
-                                         plan.process_args(spec.server), ctx)
-    if commands.server is not None:
-        add(server_host.name, "server",
-            compose(commands.server.argv, spec.server, spec.timeout + SERVER_GRACE),
-            env=dict(spec.server.env))
-    add(plan.host_of(spec.client.role).name, "client",
-        compose(commands.client, spec.client, spec.timeout), env=dict(spec.client.env))
-    for host, specs in collectors.items():
-        if specs:
-            add(host, "snapshot", snapshot_argv(sorted({s.name for _, s in specs})))
-    for host, files in writes.items():
-        paths = [w.path for w in files]
-        add(host, "restore", ["tail", "-v", "-n", "+1", "--", *paths])
-        for w in reversed(files):
-            add(host, "restore", ["tee", "--", w.path], stdin="<original>")
-        add(host, "restore", ["tail", "-v", "-n", "+1", "--", *paths])
-        add(host, "restore", ["rm", "-f", "--", journal_path(run_id, host)])
-    return out
+def _reads(items: list[Item]) -> list[list[str]]:
+    by_backend: dict[str, list[str]] = {}
+    for item in items:
+        by_backend.setdefault(item.backend, []).append(item.key)
+    return [argv for name, keys in by_backend.items()
+            for argv in BACKENDS[name].read_argvs(keys)]
 
 
 def estimate(plan: Plan) -> float:

@@ -32,10 +32,10 @@ from harness.profile_sections import (
     TableRow,
     WorkloadSpec,
     parse_collect,
-    parse_setup,
     parse_table,
     parse_workload,
 )
+from harness.profile_setup import parse_setup
 from harness.schema import Checker, join, suggest
 from harness.yamlsrc import Node, load_file
 

@@ -18,7 +18,6 @@ from runners.collector import COLLECTORS
 from runners.registry import TOOLS
 from runners.workload import ArgSpec
 
-SETUP_KINDS = ("sysctl", "netdev", "rps", "xps")
 PLACEHOLDER = re.compile(r"\$\{([a-z_][a-z0-9_]*)\}")
 COLLECTOR_OPTIONS: dict[str, tuple[str, ...]] = {"interrupts": ("irqs",), "softirqs": ("names",)}
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -72,120 +71,6 @@ def cpu_text(check: Checker, node: Node, key: str, path: str) -> str | None:
     except knobs.KnobValueError as exc:
         check.error(node.where(key), join(path, key), str(exc))
         return None
-
-
-def parse_setup(check: Checker, node: Node, path: str, roles: Mapping[str, Any]
-                ) -> list[knobs.Setting]:
-    settings: list[knobs.Setting] = []
-    for role, raw in node.items():
-        role_path = join(path, role)
-        if role not in roles:
-            check.error(node.key_locations.get(role), role_path,
-                        f"no such role; roles are {sorted(roles)}{suggest(role, roles)}")
-            continue
-        kinds = check.mapping(raw, node.where(role), role_path)
-        if kinds is None:
-            continue
-        check.keys(kinds, role_path, SETUP_KINDS)
-        for kind in SETUP_KINDS:
-            if kind in kinds:
-                body = check.mapping(kinds[kind], kinds.where(kind), join(role_path, kind))
-                if body is not None:
-                    settings += _KIND_PARSERS[kind](check, body, join(role_path, kind), role)
-    return settings
-
-
-def _value(check: Checker, node: Node, key: str, path: str,
-           convert: Any) -> str | None:
-    try:
-        return str(convert(node[key]))
-    except knobs.KnobValueError as exc:
-        check.error(node.where(key), join(path, key), str(exc))
-        return None
-
-
-def _iface(check: Checker, node: Node, key: str, path: str) -> bool:
-    if PLACEHOLDER.fullmatch(key):
-        return True
-    try:
-        knobs.check_iface(key)
-        return True
-    except knobs.KnobValueError as exc:
-        check.error(node.key_locations.get(key), join(path, key), str(exc))
-        return False
-
-
-def _sysctl(check: Checker, node: Node, path: str, role: str) -> list[knobs.Setting]:
-    out = []
-    for name in node:
-        try:
-            knobs.check_sysctl(name)
-        except knobs.KnobValueError as exc:
-            check.error(node.key_locations.get(name), join(path, name), str(exc))
-            continue
-        value = _value(check, node, name, path, knobs.sysctl_value)
-        if value is not None:
-            out.append(knobs.Setting(role, "sysctl", name, value))
-    return out
-
-
-def _netdev(check: Checker, node: Node, path: str, role: str) -> list[knobs.Setting]:
-    out = []
-    for iface, raw in node.items():
-        if not _iface(check, node, iface, path):
-            continue
-        attrs = check.mapping(raw, node.where(iface), join(path, iface))
-        if attrs is None:
-            continue
-        check.keys(attrs, join(path, iface), knobs.NETDEV_ATTRS)
-        for attr, convert in knobs.NETDEV_ATTRS.items():
-            if attr in attrs:
-                value = _value(check, attrs, attr, join(path, iface), convert)
-                if value is not None:
-                    out.append(knobs.Setting(role, "netdev", f"{iface}/{attr}", value))
-    return out
-
-
-def _queues_kind(kind: str) -> Any:
-    """rps / xps: `{IFACE: CPULIST}` or `{IFACE: {cpus: CPULIST, queues: [rx-0],
-    flow_cnt: N}}`; without `queues`, every rx (tx for xps) queue of the interface."""
-
-    def parse(check: Checker, node: Node, path: str, role: str) -> list[knobs.Setting]:
-        out = []
-        allowed = ("cpus", "queues", "flow_cnt") if kind == "rps" else ("cpus", "queues")
-        for iface, raw in node.items():
-            if not _iface(check, node, iface, path):
-                continue
-            spec = raw if isinstance(raw, Node) else Node({"cpus": raw})
-            if not isinstance(raw, Node):
-                spec.value_locations["cpus"] = node.where(iface)  # type: ignore[assignment]
-            ipath = join(path, iface)
-            check.keys(spec, ipath, allowed)
-            queues = check.string_list(spec, "queues", ipath) or [
-                ("rx-*" if kind == "rps" else "tx-*")]
-            for queue in queues:
-                if queue.endswith("*"):
-                    continue
-                try:
-                    knobs.check_queue(queue)
-                except knobs.KnobValueError as exc:
-                    check.error(spec.where("queues"), join(ipath, "queues"), str(exc))
-            if "cpus" in spec:
-                value = _value(check, spec, "cpus", ipath, knobs.cpu_list)
-                if value is not None:
-                    out += [knobs.Setting(role, kind, f"{iface}/{q}", value) for q in queues]
-            if "flow_cnt" in spec:
-                value = _value(check, spec, "flow_cnt", ipath, knobs.integer(0, 2**31))
-                if value is not None:
-                    out += [knobs.Setting(role, "rps_flow_cnt", f"{iface}/{q}", value)
-                            for q in queues]
-        return out
-
-    return parse
-
-
-_KIND_PARSERS = {"sysctl": _sysctl, "netdev": _netdev, "rps": _queues_kind("rps"),
-                 "xps": _queues_kind("xps")}
 
 
 def parse_workload(check: Checker, node: Node, path: str,

@@ -1,37 +1,42 @@
 """Applying settings to a host and restoring them, with an on-host journal.
 
-For each host, per trial:
-  resolve files -> read originals (one exec) -> journal originals on the host (one exec,
-  atomic rename) -> write what differs -> read back (one exec) and compare.
-Restore writes the originals back in reverse order, reads back, and removes the journal
-only when every file is verified. A journal left behind (SIGKILL, reboot, lost host)
-is replayed by `napilab restore`.
+For each host, per trial, kind by kind (harness.resolve.KIND_ORDER):
+  resolve items -> read originals (one exec per backend) -> journal the originals on
+  the host (atomic rename) -> write what differs.
+Then everything is read back and compared with what was requested. Restore writes the
+originals back in reverse order, reads back, and removes the journal only when every
+item is verified. A journal left behind (SIGKILL, reboot, lost host) is replayed by
+`napilab restore`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import time
+from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from harness import knobs
-from harness.errors import CommandError, HostError, SettingMismatch
+from harness.backends import BACKENDS, Gone, Item
+from harness.errors import HostError, NapilabError, SettingMismatch
+from harness.resolve import DYNAMIC, KIND_ORDER, QUEUE_KINDS, HostQuery, resolve
 from harness.transport import Transport
-from runners.collector import split_tail
 
 JOURNAL_DIR = "/var/tmp/napilab"
 # Writes stdin to a temp file and renames it over the journal: the journal is either
 # the old or the new one, never half written. Paths are positional parameters.
 ATOMIC_WRITE = ["sh", "-c", 'umask 077 && mkdir -p "$1" && cat > "$2" && mv -f "$2" "$3"',
-                 "napilab-journal"]
+                "napilab-journal"]
 
 
 @dataclass(frozen=True)
 class Change:
-    """One file changed for a trial: what it was, what was asked, what the kernel shows."""
+    """One item changed for a trial: what it was, what was asked, what the kernel shows.
+    `path` is the item's address in its backend (a file path for files)."""
 
     role: str
     kind: str
@@ -40,28 +45,31 @@ class Change:
     original: str
     requested: str
     effective: str | None = None
+    backend: str = "file"
 
     @property
     def matches(self) -> bool:
-        return self.effective is not None and (
-            knobs.canonical(self.path, self.effective) == knobs.canonical(self.path,
-                                                                          self.requested))
+        return self.effective is not None and BACKENDS[self.backend].same(
+            self.path, self.effective, self.requested)
+
+    def differs(self, value: str, reference: str) -> bool:
+        return not BACKENDS[self.backend].same(self.path, value, reference)
 
 
 def journal_path(run_id: str, host: str) -> str:
     return f"{JOURNAL_DIR}/journal-{run_id}-{host}.json"
 
 
-def read_files(transport: Transport, paths: Sequence[str]) -> dict[str, str]:
-    """Every path's content in one exec; a missing path is an error naming it."""
-    result = transport.run(["tail", "-v", "-n", "+1", "--", *paths], check=False)
-    files = split_tail(result.stdout) if result.stdout.startswith("==> ") else {}
-    missing = [p for p in paths if p not in files]
-    if missing:
-        raise HostError(f"{transport.host.name}: cannot read {', '.join(missing)}: "
-                        f"{result.stderr.strip()}",
-                        hint="is the interface or knob present on this host and kernel?")
-    return files
+def read_items(transport: Transport, items: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """(backend, key) pairs -> current values, one read per backend."""
+    by_backend: dict[str, list[str]] = defaultdict(list)
+    for backend, key in items:
+        if key not in by_backend[backend]:
+            by_backend[backend].append(key)
+    values: dict[str, str] = {}
+    for backend, keys in by_backend.items():
+        values.update(BACKENDS[backend].read(transport, keys))
+    return values
 
 
 class HostSettings:
@@ -74,65 +82,79 @@ class HostSettings:
         self.changes: list[Change] = []
         self.journal = journal_path(run_id, transport.host.name)
 
-    def _queues(self, iface: str) -> list[str]:
-        result = self.transport.run(["ls", "-1", f"/sys/class/net/{iface}/queues"], check=False)
-        if result.exit_code != 0:
-            raise HostError(f"{self.transport.host.name}: no interface {iface!r}: "
-                            f"{result.stderr.strip()}")
-        return result.stdout.split()
-
-    def _resolve(self, settings: Sequence[knobs.Setting]) -> list[tuple[knobs.Setting,
-                                                                        knobs.FileWrite]]:
-        queues: dict[str, list[str]] = {}
-        writes: dict[str, tuple[knobs.Setting, knobs.FileWrite]] = {}
-        for setting in settings:
-            iface = setting.target.partition("/")[0]
-            if knobs.needs_queues(setting) and iface not in queues:
-                queues[iface] = self._queues(iface)
-            for write in knobs.files(setting, queues.get(iface, [])):
-                writes.pop(write.path, None)  # a later setting of the same file wins
-                writes[write.path] = (setting, write)
-        return list(writes.values())
+    @property
+    def host(self) -> str:
+        return self.transport.host.name
 
     def apply(self, settings: Sequence[knobs.Setting]) -> list[Change]:
-        """Journal, write and verify; on any failure restore what was written, then raise."""
+        """Journal, write and verify, kind by kind; on any failure restore what was
+        written, then raise.
+
+        Kinds whose items exist before anything is written are resolved and read up
+        front, so a missing interface or knob fails before the first write. NAPI
+        instances and NAPI threads are resolved in their turn: they appear only once
+        earlier kinds (GRO, `threaded`) are in place.
+        """
         if not settings:
             return []
-        plan = self._resolve(settings)
-        originals = read_files(self.transport, [w.path for _, w in plan])
-        self.changes = [Change(s.role, s.kind, w.target, w.path, originals[w.path].strip(),
-                               w.value) for s, w in plan]
-        self._write_journal()
+        query = HostQuery(self.transport)
+        dynamic = DYNAMIC + (QUEUE_KINDS if any(s.kind == "ethtool" for s in settings) else ())
         try:
-            for change in self.changes:
-                if knobs.canonical(change.path, change.original) != knobs.canonical(
-                        change.path, change.requested):
-                    self._write(change.path, change.requested, change)
-            effective = read_files(self.transport, [c.path for c in self.changes])
-            self.changes = [Change(**{**asdict(c), "effective": effective[c.path].strip()})
-                            for c in self.changes]
-            bad = [c for c in self.changes if not c.matches]
-            if bad and self.policy == "fail":
-                raise SettingMismatch(
-                    f"{self.transport.host.name}: the kernel did not take "
-                    + "; ".join(f"{c.target}: wrote {c.requested!r}, reads {c.effective!r}"
-                                for c in bad),
-                    hint="set `on_mismatch: warn` in the profile to measure anyway")
+            self._journal_originals([s for s in settings if s.kind not in dynamic], query)
+            for kind in KIND_ORDER:
+                phase = [s for s in settings if s.kind == kind]
+                if kind in dynamic and phase:
+                    self._journal_originals(phase, query)
+                for change, value in self._phase_writes(kind):
+                    self._write(change, value)
+            self._verify()
         except BaseException:
             self.restore()
             raise
         return self.changes
 
-    def _write(self, path: str, value: str, change: Change) -> None:
+    def _journal_originals(self, settings: list[knobs.Setting], query: HostQuery) -> None:
+        """Resolve, read the originals (one read per backend) and journal them."""
+        planned: dict[tuple[str, str], tuple[knobs.Setting, Item]] = {}
+        for setting in settings:
+            for item in resolve(setting, query):
+                planned.pop((item.backend, item.key), None)  # a later setting wins
+                planned[(item.backend, item.key)] = (setting, item)
+        fresh = [(s, i) for key, (s, i) in planned.items()
+                 if not any((c.backend, c.path) == key for c in self.changes)]
+        if not fresh:
+            return
+        originals = read_items(self.transport, [(i.backend, i.key) for _, i in fresh])
+        self.changes += [Change(s.role, s.kind, i.target, i.key, originals[i.key], i.value,
+                                backend=i.backend) for s, i in fresh]
+        self._write_journal()
+
+    def _phase_writes(self, kind: str) -> list[tuple[Change, str]]:
+        return [(c, c.requested) for c in self.changes
+                if c.kind == kind and c.differs(c.original, c.requested)]
+
+    def _verify(self) -> None:
+        effective = read_items(self.transport, [(c.backend, c.path) for c in self.changes])
+        self.changes = [replace(c, effective=effective[c.path]) for c in self.changes]
+        bad = [c for c in self.changes if not c.matches]
+        if bad and self.policy == "fail":
+            raise SettingMismatch(
+                f"{self.host}: the kernel did not take "
+                + "; ".join(f"{c.target}: wrote {c.requested!r}, reads {c.effective!r}"
+                            for c in bad),
+                hint="set `on_mismatch: warn` in the profile to measure anyway")
+
+    def _write(self, change: Change, value: str) -> None:
         try:
-            self.transport.write_file(path, value + "\n")
-        except CommandError as exc:
-            reason = exc.stderr.strip().rpartition(": ")[2] or f"exit {exc.returncode}"
-            raise HostError(f"{self.transport.host.name}: cannot set {change.kind} "
-                            f"{change.target} = {value!r}: {reason}") from None
+            BACKENDS[change.backend].write(self.transport, change.path, value)
+        except Gone:
+            raise
+        except HostError as exc:
+            raise HostError(f"{self.host}: cannot set {change.kind} {change.target} = "
+                            f"{value!r}: {exc.message}") from None
 
     def _write_journal(self) -> None:
-        doc = {"schema": 1, "run_id": self.run_id, "host": self.transport.host.name,
+        doc = {"schema": 2, "run_id": self.run_id, "host": self.host,
                "controller": socket.gethostname(), "pid": os.getpid(), "created": time.time(),
                "entries": [asdict(c) for c in self.changes]}
         self.transport.run([*ATOMIC_WRITE, JOURNAL_DIR, self.journal + ".tmp", self.journal],
@@ -141,41 +163,56 @@ class HostSettings:
     def restore(self) -> list[Change]:
         """Write originals back in reverse order; remove the journal once verified.
 
-        Every entry is attempted even if one fails; the first failure is raised after
-        the others were tried, and the journal stays for `napilab restore`.
+        Every entry is attempted even if one fails; failures are raised together after
+        the others were tried, and the journal stays for `napilab restore`. An item
+        whose object is gone (a thread that exited) has nothing left to restore.
         """
         failures: list[str] = []
-        paths = [c.path for c in self.changes]
-        current = read_files(self.transport, paths) if paths else {}
+        current = self._read_present(self.changes)
         for change in reversed(self.changes):
-            if knobs.canonical(change.path, current[change.path]) == knobs.canonical(
-                    change.path, change.original):
-                continue
+            if change.path not in current:
+                continue  # gone: nothing left to restore
             try:
-                self._write(change.path, change.original, change)
-            except HostError as exc:
+                if change.differs(current[change.path], change.original):
+                    self._write(change, change.original)
+            except Gone:
+                current.pop(change.path)
+            except NapilabError as exc:
                 failures.append(str(exc))
-        if not failures and paths:
-            now = read_files(self.transport, paths)
-            failures = [f"{c.target} reads {now[c.path].strip()!r}, was {c.original!r}"
-                        for c in self.changes
-                        if knobs.canonical(c.path, now[c.path]) != knobs.canonical(c.path,
-                                                                                   c.original)]
+        if not failures:
+            try:
+                now = self._read_present([c for c in self.changes if c.path in current])
+                failures = [f"{c.target} reads {now[c.path]!r}, was {c.original!r}"
+                            for c in self.changes
+                            if c.path in now and c.differs(now[c.path], c.original)]
+            except NapilabError as exc:
+                failures.append(str(exc))
         if failures:
-            raise HostError(f"{self.transport.host.name}: restore incomplete: "
-                            + "; ".join(failures),
+            raise HostError(f"{self.host}: restore incomplete: " + "; ".join(failures),
                             hint=f"the journal {self.journal} is kept on the host; "
                             "`napilab restore -i INVENTORY` replays it")
         self.transport.run(["rm", "-f", "--", self.journal])
         restored, self.changes = self.changes, []
         return restored
 
+    def _read_present(self, changes: Sequence[Change]) -> dict[str, str]:
+        """Current values of the items that still exist (one read per backend, item by
+        item only when something turned out to be gone)."""
+        try:
+            return read_items(self.transport, [(c.backend, c.path) for c in changes])
+        except Gone:
+            present: dict[str, str] = {}
+            for change in changes:
+                with contextlib.suppress(Gone):
+                    present.update(read_items(self.transport, [(change.backend, change.path)]))
+            return present
+
     @classmethod
     def from_journal(cls, transport: Transport, text: str) -> HostSettings:
         """Settings left by an interrupted run, ready for `restore()`."""
         doc = json.loads(text)
         settings = cls(transport, str(doc["run_id"]))
-        fields = {f for f in Change.__dataclass_fields__}
+        fields = set(Change.__dataclass_fields__)
         settings.changes = [Change(**{k: v for k, v in e.items() if k in fields})
                             for e in doc["entries"]]
         return settings

@@ -1,0 +1,127 @@
+"""napilab's fallback netdev netlink client, run on a host that has python3 but no `ynl`.
+
+It speaks the two operations napilab needs from the kernel's netdev generic-netlink
+family (Documentation/netlink/specs/netdev.yaml) and prints what `ynl --output-json`
+prints for them, so both are read by one parser:
+
+    python3 - napi-get IFINDEX        # dump: [{"id": 291, "ifindex": 2, ...}, ...]
+    python3 - napi-set '{"id": 291, "threaded": "enabled"}'
+
+The script arrives on stdin and uses only the standard library (Python >= 3.6), so
+nothing is installed on the host. Errors print `netlink: <reason> (errno N)` and exit 1.
+"""
+
+import json
+import os
+import socket
+import struct
+import sys
+
+NETLINK_GENERIC = 16
+GENL_ID_CTRL = 0x10
+CTRL_CMD_GETFAMILY = 3
+CTRL_ATTR_FAMILY_ID = 1
+CTRL_ATTR_FAMILY_NAME = 2
+NLM_F_REQUEST, NLM_F_ACK, NLM_F_DUMP = 0x1, 0x4, 0x300
+NLMSG_ERROR, NLMSG_DONE = 2, 3
+NETDEV_CMD_NAPI_GET, NETDEV_CMD_NAPI_SET = 11, 14
+# netdev.yaml `napi` attribute-set: name -> (number, kind); uint attributes are 4 or 8 bytes.
+NAPI_ATTRS = {
+    "ifindex": (1, "u32"), "id": (2, "u32"), "irq": (3, "u32"), "pid": (4, "u32"),
+    "defer-hard-irqs": (5, "u32"), "gro-flush-timeout": (6, "uint"),
+    "irq-suspend-timeout": (7, "uint"), "threaded": (8, "threaded"),
+}
+THREADED = ["disabled", "enabled", "busy-poll"]  # enum napi-threaded
+
+
+def attr(number, data):
+    length = 4 + len(data)
+    return struct.pack("HH", length, number) + data + b"\0" * ((4 - length % 4) % 4)
+
+
+def encode(name, value):
+    number, kind = NAPI_ATTRS[name]
+    if kind == "threaded":
+        value = THREADED.index(value) if isinstance(value, str) else int(value)
+    if kind == "uint" and int(value) > 0xFFFFFFFF:
+        return attr(number, struct.pack("Q", int(value)))
+    return attr(number, struct.pack("I", int(value)))
+
+
+def decode(payload):
+    out = {}
+    names = {number: (name, kind) for name, (number, kind) in NAPI_ATTRS.items()}
+    offset = 0
+    while offset + 4 <= len(payload):
+        length, number = struct.unpack_from("HH", payload, offset)
+        data = payload[offset + 4:offset + length]
+        name, kind = names.get(number & 0x3FFF, (None, None))
+        if name is not None:
+            value = int.from_bytes(data, sys.byteorder)
+            out[name] = THREADED[value] if kind == "threaded" and value < 3 else value
+        offset += (length + 3) & ~3
+    return out
+
+
+class Netlink:
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_GENERIC)
+        self.sock.bind((0, 0))
+        self.seq = 0
+
+    def request(self, family, flags, cmd, attrs):
+        self.seq += 1
+        payload = struct.pack("BBH", cmd, 1, 0) + attrs
+        header = struct.pack("IHHII", 16 + len(payload), family, flags | NLM_F_REQUEST,
+                             self.seq, 0)
+        self.sock.send(header + payload)
+        replies = []
+        while True:
+            data = self.sock.recv(1 << 16)
+            offset = 0
+            while offset < len(data):
+                length, kind, _, _, _ = struct.unpack_from("IHHII", data, offset)
+                if kind == NLMSG_DONE:
+                    return replies
+                if kind == NLMSG_ERROR:
+                    errno = -struct.unpack_from("i", data, offset + 16)[0]
+                    if errno:
+                        raise OSError(errno, os.strerror(errno))
+                    return replies
+                replies.append(data[offset + 20:offset + length])
+                offset += (length + 3) & ~3
+
+    def family(self, name):
+        replies = self.request(GENL_ID_CTRL, NLM_F_ACK, CTRL_CMD_GETFAMILY,
+                               attr(CTRL_ATTR_FAMILY_NAME, name.encode() + b"\0"))
+        offset, payload = 0, replies[0]
+        while offset + 4 <= len(payload):
+            length, number = struct.unpack_from("HH", payload, offset)
+            if number == CTRL_ATTR_FAMILY_ID:
+                return struct.unpack_from("H", payload, offset + 4)[0]
+            offset += (length + 3) & ~3
+        raise OSError(2, "no netdev netlink family (kernel older than 6.3?)")
+
+
+def main(argv):
+    nl = Netlink()
+    family = nl.family("netdev")
+    if argv[1] == "napi-get":
+        replies = nl.request(family, NLM_F_DUMP, NETDEV_CMD_NAPI_GET,
+                             encode("ifindex", int(argv[2])))
+        print(json.dumps([decode(r) for r in replies]))
+    elif argv[1] == "napi-set":
+        request = json.loads(argv[2])
+        nl.request(family, NLM_F_ACK, NETDEV_CMD_NAPI_SET,
+                   b"".join(encode(k, v) for k, v in request.items()))
+        print("{}")
+    else:
+        raise SystemExit("usage: napi-get IFINDEX | napi-set JSON")
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv)
+    except OSError as exc:
+        sys.stderr.write("netlink: %s (errno %d)\n" % (exc.strerror, exc.errno or 0))
+        sys.exit(1)
