@@ -119,9 +119,10 @@ def format_ci(ci: tuple[float, float] | None) -> str:
 
 
 def format_p(p: float | None) -> str:
+    """Two significant digits in at most 5 characters: 0.028, 0.5, 1, 5e-04."""
     if p is None:
         return "-"
-    return "<1e-4" if p < 1e-4 else f"{p:.2g}"
+    return f"{p:.0e}" if p < 0.01 else f"{p:.2g}"
 
 
 def verdict_text(comparison: Comparison | None) -> tuple[str, str]:

@@ -31,6 +31,8 @@ _ENV.filters["num"] = format_number
 _ENV.filters["pct"] = format_pct
 _ENV.filters["ci"] = format_ci
 _ENV.filters["pval"] = format_p
+# "~" is no CSS class name a stylesheet can select; the other verdicts are
+_ENV.filters["vclass"] = lambda verdict: "same" if verdict == "~" else verdict
 _ENV.filters["when"] = lambda t: (dt.datetime.fromtimestamp(t, dt.UTC).strftime(
     "%Y-%m-%d %H:%M:%S UTC") if isinstance(t, int | float) else "-")
 
