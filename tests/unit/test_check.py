@@ -1,0 +1,193 @@
+"""`napilab check` end to end on stored runs (RunStore, fixed seeds): exit 3 on a
+regression beyond the threshold, 0 on an improvement or noise; the JUnit XML parses and
+carries the failure with change, CI and p; the JSON summary says the same."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from harness import cli
+from harness.stats import GateStatus, check_regression
+from reports.check import gate, parse_thresholds
+from reports.compare import load_run
+from tests.synthetic_runs import lognormal, store_run
+
+N = 10  # repetitions per variant
+# 1% noise: at n = 10 with Holm over 4 gated cases the detectable change is ~3%, below the
+# 5% default threshold, so "noise" is a verdict the gate can reach (at 2% it is ~6%, and
+# an unchanged candidate is honestly "not-enough-data").
+SIGMA = 0.01
+BASE = {"ping.rtt_avg": {"off": lognormal(1, N, 100, SIGMA), "on": lognormal(2, N, 50, SIGMA)},
+        "ping.received": {"off": lognormal(3, N, 1e6, SIGMA), "on": lognormal(4, N, 2e6, SIGMA)}}
+UNITS = {"ping.received": "count"}
+
+
+def candidate(rtt_factor: float, seed: int = 10) -> dict[str, dict[str, list[float]]]:
+    """The baseline's distributions with the `on` variant's rtt scaled (new seeds)."""
+    return {"ping.rtt_avg": {"off": lognormal(seed, N, 100, SIGMA),
+                             "on": lognormal(seed + 1, N, 50 * rtt_factor, SIGMA)},
+            "ping.received": {"off": lognormal(seed + 2, N, 1e6, SIGMA),
+                              "on": lognormal(seed + 3, N, 2e6, SIGMA)}}
+
+
+def napilab(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        cli.main(args)
+    out = capsys.readouterr()
+    return int(exc.value.code or 0), out.out, out.err
+
+
+@pytest.fixture()
+def results(tmp_path: Path) -> Path:
+    store_run(tmp_path / "results", BASE, profile="nightly", units=UNITS, started=1000.0)
+    return tmp_path / "results"
+
+
+def run_check(results: Path, cand: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+              *extra: str) -> tuple[int, str, ET.Element, dict[str, object]]:
+    junit, summary = tmp_path / "check.xml", tmp_path / "check.json"
+    code, out, _ = napilab(["check", str(cand), "--baseline", str(results), "--junit",
+                            str(junit), "--json", str(summary), *extra], capsys)
+    return code, out, ET.parse(junit).getroot(), json.loads(summary.read_text())
+
+
+def test_regression_exits_3_with_junit_failure_and_json(results: Path, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    cand = store_run(tmp_path / "new", candidate(1.15), profile="nightly", units=UNITS)
+    code, out, junit, summary = run_check(results, cand, tmp_path, capsys)
+    assert code == 3
+    assert out.startswith("napilab check: REGRESSION")
+    assert junit.tag == "testsuites" and junit.get("failures") == "1"
+    assert junit.get("tests") == "4"  # 2 metrics x 2 variants
+    failures = [(case.get("classname"), case.get("name"), f.get("message"))
+                for case in junit.iter("testcase") for f in case.findall("failure")]
+    assert len(failures) == 1
+    classname, name, message = failures[0]
+    assert (classname, name) == ("napilab.nightly.on", "ping.rtt_avg[sender]")
+    assert message is not None
+    assert "regression" in message and "95% CI" in message and "p=" in message
+    assert "threshold 5%" in message and "+1" in message  # about +15%
+    assert summary["status"] == "regression"
+    case = next(c for c in summary["cases"] if c["status"] == "regression")  # type: ignore
+    assert case["variant"] == "on" and case["comparison"]["change"] > 0.05
+    assert case["comparison"]["p_adjusted"] < 0.05
+    assert case["comparison"]["change_ci"][0] > 0
+
+
+def test_improvement_exits_0(results: Path, tmp_path: Path,
+                             capsys: pytest.CaptureFixture[str]) -> None:
+    cand = store_run(tmp_path / "new", candidate(0.8), profile="nightly", units=UNITS)
+    code, out, junit, summary = run_check(results, cand, tmp_path, capsys)
+    assert code == 0 and out.startswith("napilab check: pass")
+    assert junit.get("failures") == "0"
+    statuses = {(c["variant"], c["metric"]): c["status"] for c in summary["cases"]}  # type: ignore
+    assert statuses[("on", "rtt_avg")] == "improvement"
+    assert statuses[("off", "rtt_avg")] == "noise"
+
+
+def test_noise_exits_0(results: Path, tmp_path: Path,
+                       capsys: pytest.CaptureFixture[str]) -> None:
+    cand = store_run(tmp_path / "new", candidate(1.0), profile="nightly", units=UNITS)
+    code, _, junit, summary = run_check(results, cand, tmp_path, capsys)
+    assert code == 0 and junit.get("failures") == "0" and junit.get("skipped") == "0"
+    assert {c["status"] for c in summary["cases"]} == {"noise"}  # type: ignore
+
+
+def test_threshold_from_cli_then_policy_then_default(results: Path, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    cand = store_run(tmp_path / "new", candidate(1.08), profile="nightly", units=UNITS)
+    assert run_check(results, cand, tmp_path, capsys)[0] == 3  # +8% > default 5%
+    code, _, _, summary = run_check(results, cand, tmp_path, capsys,
+                                    "--max-regression", "ping.rtt_avg=10%")
+    assert code == 0
+    case = next(c for c in summary["cases"] if c["metric"] == "rtt_avg"  # type: ignore
+                and c["variant"] == "on")
+    assert (case["max_regression_pct"], case["threshold_origin"]) == (10.0, "cli")
+    assert case["status"] == "noise"  # significant, but within the tolerated 10%
+    lenient = store_run(tmp_path / "policy", candidate(1.08), profile="nightly", units=UNITS,
+                        policies={"rtt_avg": {"max_regression": 12.0}})
+    code, _, _, summary = run_check(results, lenient, tmp_path, capsys)
+    assert code == 0
+    assert {c["threshold_origin"] for c in summary["cases"]  # type: ignore
+            if c["metric"] == "rtt_avg"} == {"policy"}
+
+
+def test_gate_with_one_metric_is_check_regression(tmp_path: Path) -> None:
+    """The gate is stats.check_regression with Holm across metrics: for one metric and
+    one variant (no adjustment) the verdicts and numbers are identical."""
+    base, slow = lognormal(1, N, 100), lognormal(2, N, 110)
+    a = load_run(store_run(tmp_path / "a", {"ping.rtt_avg": {"x": base}}))
+    b = load_run(store_run(tmp_path / "b", {"ping.rtt_avg": {"x": slow}}))
+    report = gate(a, b)
+    expected = check_regression(base, slow, "lower", 5.0)
+    (case,) = report.cases
+    assert case.status == expected.status.value == GateStatus.REGRESSION.value
+    assert case.comparison is not None
+    assert case.comparison.change == expected.comparison.change
+    assert case.comparison.change_ci == expected.comparison.change_ci
+    assert case.comparison.p_value == expected.comparison.p_value
+
+
+def test_baseline_from_results_dir_is_newest_complete_run_of_the_profile(
+        results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    newest = store_run(results, BASE, profile="nightly", units=UNITS, started=2000.0)
+    store_run(results, BASE, profile="nightly", units=UNITS, started=3000.0, status="partial")
+    store_run(results, BASE, profile="other", units=UNITS, started=4000.0)
+    cand = store_run(results, candidate(1.0), profile="nightly", units=UNITS, started=5000.0)
+    for where in (results, results / "nightly"):
+        code, _, _, summary = run_check(where, cand, tmp_path, capsys)
+        assert code == 0
+        assert summary["baseline"]["dir"] == str(newest)  # type: ignore
+
+
+def test_not_enough_data_is_skipped_in_junit_and_warned(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    few = {"ping.rtt_avg": {"x": [100.0, 101, 99]}}
+    base = store_run(tmp_path / "a", few)
+    cand = store_run(tmp_path / "b", {"ping.rtt_avg": {"x": [150.0, 151, 149]}})
+    junit_path = tmp_path / "few.xml"
+    code, _, err = napilab(["check", str(cand), "--baseline", str(base), "--junit",
+                            str(junit_path)], capsys)
+    assert code == 0 and "a pass here means nothing" in err
+    junit = ET.parse(junit_path).getroot()
+    summary = gate(load_run(base), load_run(cand))
+    assert junit.get("skipped") == "1" and junit.find(".//skipped") is not None
+    skipped = junit.find(".//skipped")
+    assert skipped is not None and "not-enough-data" in (skipped.get("message") or "")
+    assert summary.counts() == {"not-enough-data": 1}
+
+
+def test_unknown_direction_is_not_gated_without_a_threshold(tmp_path: Path) -> None:
+    values = {"softnet_stat.processed": {"x": lognormal(1, N, 1000)}}
+    worse = {"softnet_stat.processed": {"x": lognormal(2, N, 1500)}}
+    a = load_run(store_run(tmp_path / "a", values, units={"softnet_stat.processed": "count"}))
+    b = load_run(store_run(tmp_path / "b", worse, units={"softnet_stat.processed": "count"}))
+    (case,) = gate(a, b).cases
+    assert case.status == "skipped" and "direction unknown" in case.reason
+    (case,) = gate(a, b, {"processed": 10.0}).cases
+    assert case.status == "regression" and case.direction_origin == "assumed"
+
+
+def test_bad_thresholds_are_bad_input(results: Path, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    cand = store_run(tmp_path / "new", candidate(1.0), profile="nightly", units=UNITS)
+    for bad in ("rtt_avg", "rtt_avg=0", "rtt_avg=x", "=5"):
+        code, _, err = napilab(["check", str(cand), "--baseline", str(results),
+                                "--max-regression", bad], capsys)
+        assert code == 2 and "METRIC=PCT" in err, bad
+    code, _, err = napilab(["check", str(cand), "--baseline", str(results),
+                            "--max-regression", "rtt_avgg=5"], capsys)
+    assert code == 2 and "no such metric" in err and "ping.rtt_avg" in err
+    code, _, err = napilab(["check", str(cand), "--baseline", str(cand)], capsys)
+    assert code == 2 and "is the run being checked" in err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, _, err = napilab(["check", str(cand), "--baseline", str(empty)], capsys)
+    assert code == 2 and "no complete run of profile 'nightly'" in err
+    assert parse_thresholds(["a=5", "s.b=2.5%"]) == {"a": 5.0, "s.b": 2.5}
