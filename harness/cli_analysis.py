@@ -109,6 +109,10 @@ def check(run_dir: str, baseline: str, limits: tuple[str, ...], junit_path: str 
     if json_path:
         atomic_write(Path(json_path), gate_json(report))
     click.echo(gate_text(report), nl=False)
+    for label, run in (("candidate", candidate), ("baseline", report.baseline)):
+        if run.manifest.get("status") != "complete":
+            _warn(f"{label} {run.directory} is {run.manifest.get('status')}: judged on its "
+                  "completed trials only")
     for difference in report.confounders.confounders:
         _warn(f"runs differ: {difference}")
     if report.cases and all(c.status in ("not-enough-data", "skipped") for c in report.cases):

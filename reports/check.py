@@ -108,7 +108,8 @@ def find_baseline(path: Path, candidate: RunData) -> Path:
         return path
     name = str(candidate.manifest.get("profile", {}).get("name", ""))
     found: list[tuple[float, str, Path]] = []
-    for manifest_path in [*path.glob("*/manifest.json"), *path.glob(f"{name}/*/manifest.json")]:
+    nested = path.glob(f"{name}/*/manifest.json") if name else iter(())
+    for manifest_path in [*path.glob("*/manifest.json"), *nested]:
         run_dir = manifest_path.parent
         try:
             manifest = load_manifest(run_dir)
