@@ -101,12 +101,15 @@ def plan(profile: str, inventory: str, transport: str | None, as_json: bool) -> 
 @click.option("--keep-going", is_flag=True, help="Record a failed trial and continue (exit 4).")
 @click.option("--format", "formats", default="html", show_default=True,
               help="Reports to write after the run (html,text).")
+@click.option("--break-lock", is_flag=True,
+              help="Take the hosts even if another run's lock is on them.")
 def run(profile: str, inventory: str, results: str, transport: str | None, keep_going: bool,
-        formats: str) -> None:
+        formats: str, break_lock: bool) -> None:
     """Run a profile: apply, measure, restore, store, report."""
     bound, _ = _load(profile, inventory, transport)
     assert bound is not None
-    code = execute(bound, results, keep_going=keep_going, formats=_formats(formats))
+    code = execute(bound, results, keep_going=keep_going, formats=_formats(formats),
+                   break_lock=break_lock)
     sys.exit(int(code))
 
 
@@ -120,9 +123,10 @@ def _formats(text: str) -> list[str]:
 
 
 def execute(bound: Plan, results: str, *, keep_going: bool = False,
-            formats: list[str] | None = None) -> ExitCode:
+            formats: list[str] | None = None, break_lock: bool = False) -> ExitCode:
+    from harness import lock
     from harness.engine import Engine
-    from harness.store import RunStore
+    from harness.store import RunStore, new_run_id
     from reports.render import write_reports
 
     profile = bound.profile
@@ -138,13 +142,21 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
         "napilab": {"version": __version__, "git_sha": _git_sha()},
         "argv": sys.argv, "pid": os.getpid(),
     }
+    run_id = new_run_id()
     transports = connect(bound.hosts.values())
-    store = RunStore.create(results, profile.name, manifest)
+    try:
+        locked = lock.acquire_all(transports.values(), run_id, break_lock=break_lock)
+    except BaseException:
+        close(transports.values())
+        raise
+    store = RunStore.create(results, profile.name, manifest, run_id=run_id)
     _say(f"napilab: run {store.run_id}: {len(profile.trials())} trials -> {store.dir}")
     code = ExitCode.ERROR
     try:
         code = Engine(bound, store, transports, progress=_say, keep_going=keep_going).run()
     finally:
+        for transport in locked:
+            lock.release(transport, run_id)
         close(transports.values())
         if formats and store.manifest.get("trials"):
             for path in write_reports(store.dir, formats):
@@ -212,6 +224,28 @@ def parse(tool: str, file: str, as_json: bool) -> None:
     else:
         for name, number in metrics.items():
             click.echo(f"{name:<32} {number:>16g} {units[name]}")
+
+
+@cli.group()
+def hosts() -> None:
+    """Facts about the inventory's hosts."""
+
+
+@hosts.command("check")
+@click.option("-i", "--inventory", required=True, type=click.Path(dir_okay=False))
+@click.option("--transport", type=click.Choice(["ssh", "local"]))
+@click.option("--json", "as_json", is_flag=True)
+def hosts_check(inventory: str, transport: str | None, as_json: bool) -> None:
+    """Kernel, CPUs, irqbalance, which knobs exist and are writable, which tools exist."""
+    from harness import hosts_check as check
+
+    inv = load_inventory(inventory).with_transport(transport)
+    transports = connect(inv.hosts.values())
+    try:
+        reports = [check.check_host(inv.hosts[name], t) for name, t in transports.items()]
+    finally:
+        close(transports.values())
+    click.echo(check.as_json(reports) if as_json else check.render(reports), nl=False)
 
 
 @cli.group()

@@ -7,6 +7,7 @@ import os
 import socket
 from collections.abc import Iterable, Iterator
 
+from harness import lock
 from harness.connect import close, transport_for
 from harness.errors import HostError, NapilabError
 from harness.inventory import Host
@@ -15,16 +16,8 @@ from harness.settings import JOURNAL_DIR, HostSettings
 
 def _running_here(doc: dict[str, object]) -> bool:
     """The run that wrote the journal is still alive on this controller."""
-    pid = doc.get("pid")
-    if doc.get("controller") != socket.gethostname() or not isinstance(pid, int):
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return pid != os.getpid()
+    return (doc.get("controller") == socket.gethostname() and lock.pid_alive(doc.get("pid"))
+            and doc.get("pid") != os.getpid())
 
 
 def replay(hosts: Iterable[Host]) -> Iterator[str]:
@@ -58,6 +51,10 @@ def replay(hosts: Iterable[Host]) -> Iterator[str]:
                        + (", ".join(f"{c.target}={c.original}" for c in restored) or "-"))
             if not found:
                 yield f"{host.name}: no journal, nothing to restore"
+            holder = lock.read_lock(transport)
+            if holder is not None and lock.is_stale(holder):
+                transport.run(["rm", "-f", "--", lock.lock_path(host.name)])
+                yield f"{host.name}: removed the stale lock of {lock.describe(holder)}"
         except NapilabError as exc:
             failures.append(str(exc))
         finally:

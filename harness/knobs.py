@@ -115,11 +115,17 @@ def cpu_list(value: object) -> str:
 
 
 def sysctl_value(value: object) -> str:
+    """An integer, a word, or a list of them for multi-value sysctls (tcp_rmem:
+    [4096, 131072, 6291456]), written tab-separated. Strings never hold spaces,
+    quotes or shell characters: nothing a sysctl value needs."""
+    if isinstance(value, list):
+        return "\t".join(sysctl_value(v) for v in value)
     if isinstance(value, bool) or not isinstance(value, int | str):
-        raise KnobValueError(f"expected an integer or a string, got {value!r}")
+        raise KnobValueError(f"expected an integer, a word or a list, got {value!r}")
     text = str(value)
-    if not re.fullmatch(r"[A-Za-z0-9_. :,/+-]{0,256}", text):
-        raise KnobValueError(f"{text!r} has characters a sysctl value never needs")
+    if not re.fullmatch(r"[A-Za-z0-9_.:,/+-]{1,256}", text):
+        raise KnobValueError(f"{text!r}: a sysctl value is an integer or a word of letters, "
+                             "digits and . : , / + - _ (use a list for several values)")
     return text
 
 

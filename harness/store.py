@@ -78,8 +78,9 @@ class RunStore:
         return str(self.manifest["run_id"])
 
     @classmethod
-    def create(cls, results: str | Path, profile_name: str, manifest: dict[str, Any]) -> RunStore:
-        run_id = new_run_id()
+    def create(cls, results: str | Path, profile_name: str, manifest: dict[str, Any],
+               run_id: str | None = None) -> RunStore:
+        run_id = run_id or new_run_id()
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         directory = Path(results) / profile_name / f"{stamp}-{run_id}"
         directory.mkdir(parents=True, exist_ok=False)

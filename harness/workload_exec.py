@@ -103,8 +103,8 @@ def run(commands: ToolCommands, *, client: ProcessSpec, server: ProcessSpec,
             argv = compose(server_cmd.argv, server, limit=timeout + SERVER_GRACE)
             proc = server_transport.start(argv, env=server.env)
             wait_ready(server_transport, proc, server_cmd.ready, record)
-        result = client_transport.run(compose(commands.client, client, limit=timeout),
-                                      env=client.env, timeout=timeout + 15, check=False)
+        result = _run_client(client_transport, compose(commands.client, client, limit=timeout),
+                             client.env, timeout + 15)
         record.client = result
     finally:
         if proc is not None and server_cmd is not None:
@@ -117,6 +117,22 @@ def run(commands: ToolCommands, *, client: ProcessSpec, server: ProcessSpec,
                                    record.server.stderr, server_files)
     return ToolOutput(ProcessOutput(result.exit_code, result.stdout, result.stderr, client_files),
                       server_out)
+
+
+def _run_client(transport: Transport, argv: list[str], env: Mapping[str, str],
+                wait: float) -> CommandResult:
+    """Run the client in the background so that an interrupt (SIGINT, SIGTERM, an error
+    here) stops it on the host too: closing an SSH channel does not kill its command."""
+    proc = transport.start(argv, env=env)
+    try:
+        return proc.wait(wait)
+    except BaseException:
+        proc.signal("TERM")
+        try:
+            proc.wait(STOP_GRACE)
+        except HostError:
+            proc.signal("KILL")
+        raise
 
 
 def _fetch(transport: Transport, files: Mapping[str, str],

@@ -106,7 +106,7 @@ def test_global_sysctl_in_the_root_namespace_comes_back(root_only: None) -> None
     paths = [Path("/proc/sys/net/core/busy_poll"), Path("/proc/sys/net/core/busy_read")]
     before = [p.read_text() for p in paths]
     new = str(int(before[0]) + 7)
-    root = LocalRoot()
+    root = local_root()
     settings = HostSettings(root, "knobs6")
     try:
         settings.apply([Setting("r", "sysctl", "net.core.busy_poll", new),
@@ -117,5 +117,5 @@ def test_global_sysctl_in_the_root_namespace_comes_back(root_only: None) -> None
     assert [p.read_text() for p in paths] == before
 
 
-def LocalRoot() -> Transport:  # noqa: N802 - reads like the host it stands for
+def local_root() -> Transport:
     return transport_for(Host(name="root", transport="local"))

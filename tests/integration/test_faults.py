@@ -1,0 +1,210 @@
+"""Hosts come back after every fault: a failing workload, SIGINT mid-workload, the
+sshd of a host killed mid-trial and restarted, napilab SIGKILLed (then `napilab
+restore`), and a second run on locked hosts is refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import testbed as tb
+from tests.conftest import sysfs
+
+NAPILAB = str(Path(sys.executable).parent / "napilab")
+PROFILE = """\
+name: faults
+hosts:
+  sender: {host: a}
+  receiver: {host: b}
+setup:
+  receiver:
+    netdev: {data0: {gro_flush_timeout: 30000, napi_defer_hard_irqs: 3}}
+    rps: {data0: "1"}
+workload:
+  tool: ping
+  duration: DURATION
+  client: {role: sender, cpus: "0", args: ARGS}
+  server: {role: receiver}
+collect:
+  softnet_stat: {roles: [receiver]}
+repeat: REPEAT
+"""
+KNOBS = ("gro_flush_timeout", "napi_defer_hard_irqs", "queues/rx-0/rps_cpus")
+
+
+def knobs(bed: tb.Testbed) -> dict[str, str]:
+    return {k: sysfs(bed, "b", k) for k in KNOBS}
+
+
+def profile(tmp_path: Path, duration: float = 6, repeat: int = 1, args: str = "{}") -> Path:
+    path = tmp_path / "faults.yaml"
+    path.write_text(PROFILE.replace("DURATION", str(duration)).replace("REPEAT", str(repeat))
+                    .replace("ARGS", args))
+    return path
+
+
+def start_run(bed: tb.Testbed, tmp_path: Path, prof: Path, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([NAPILAB, "run", str(prof), "-i", str(bed.inventory_path), "-o",
+                             str(tmp_path / "results"), "--format", "", *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_workload(bed: tb.Testbed, timeout: float = 30) -> None:
+    """Until the ping flood runs inside namespace a (settings are applied by then)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        pids = subprocess.run(["ip", "netns", "pids", f"{bed.prefix}-a"], capture_output=True,
+                              text=True).stdout.split()
+        for pid in pids:
+            try:
+                if Path(f"/proc/{pid}/comm").read_text().strip() == "ping":
+                    return
+            except OSError:
+                continue
+        time.sleep(0.05)
+    raise AssertionError("the workload never started")
+
+
+def manifest(tmp_path: Path) -> dict[str, object]:
+    run_dir = next((tmp_path / "results" / "faults").iterdir())
+    return json.loads((run_dir / "manifest.json").read_text())  # type: ignore[no-any-return]
+
+
+def test_failing_workload_keep_going(testbed: tb.Testbed, tmp_path: Path) -> None:
+    before = knobs(testbed)
+    proc = subprocess.run([NAPILAB, "run", str(profile(tmp_path, 1, 2, "{size: 70000}")), "-i",
+                           str(testbed.inventory_path), "-o", str(tmp_path / "results"),
+                           "--keep-going", "--format", ""],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 4, proc.stderr
+    assert knobs(testbed) == before
+    doc = manifest(tmp_path)
+    trials = doc["trials"]
+    assert isinstance(trials, list) and [t["status"] for t in trials] == ["failed", "failed"]
+    assert "ping failed" in trials[0]["error"]
+    assert doc["status"] == "partial"
+
+
+def test_sigint_mid_workload_restores_and_exits_130(testbed: tb.Testbed,
+                                                     tmp_path: Path) -> None:
+    before = knobs(testbed)
+    run = start_run(testbed, tmp_path, profile(tmp_path, 20))
+    wait_for_workload(testbed)
+    assert knobs(testbed) != before  # applied
+    started = time.time()
+    run.send_signal(signal.SIGINT)
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 130, err
+    assert time.time() - started < 15, "restore took too long after SIGINT"
+    assert knobs(testbed) == before
+    doc = manifest(tmp_path)
+    assert doc["status"] == "interrupted" and doc["incomplete"] is True
+    left = subprocess.run(["ip", "netns", "pids", f"{testbed.prefix}-a"], capture_output=True,
+                          text=True).stdout.split()
+    assert [p for p in left if _comm(p) != "sshd"] == [], "the workload outlived the run"
+
+
+def _sshd_pids(bed: tb.Testbed, node: str) -> list[str]:
+    pids = subprocess.run(["ip", "netns", "pids", f"{bed.prefix}-{node}"], capture_output=True,
+                          text=True).stdout.split()
+    return [p for p in pids if _comm(p) == "sshd"]
+
+
+def _comm(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def test_sshd_killed_mid_trial_and_restarted(testbed: tb.Testbed, tmp_path: Path) -> None:
+    before = knobs(testbed)
+    run = start_run(testbed, tmp_path, profile(tmp_path, 6))
+    wait_for_workload(testbed)
+    for pid in _sshd_pids(testbed, "b"):  # the listener and the live session: a real drop
+        os.kill(int(pid), signal.SIGKILL)
+    time.sleep(1.5)
+    node = testbed.state / "b"
+    subprocess.run(["ip", "netns", "exec", f"{testbed.prefix}-b", "/usr/sbin/sshd", "-f",
+                    str(node / "sshd_config"), "-E", str(node / "sshd.log")], check=True)
+    _, err = run.communicate(timeout=120)
+    assert knobs(testbed) == before, err
+    # the SSH transport reconnects with backoff: the trial completes and restores
+    assert run.returncode == 0, err
+    doc = manifest(tmp_path)
+    assert doc["status"] == "complete"
+
+
+def test_sigkill_then_restore_and_stale_lock(testbed: tb.Testbed, tmp_path: Path) -> None:
+    before = knobs(testbed)
+    run = start_run(testbed, tmp_path, profile(tmp_path, 20))
+    wait_for_workload(testbed)
+    run.kill()
+    run.communicate(timeout=30)
+    assert knobs(testbed) != before  # nobody restored them
+    second = subprocess.run([NAPILAB, "run", str(profile(tmp_path, 1)), "-i",
+                             str(testbed.inventory_path), "-o", str(tmp_path / "results2")],
+                            capture_output=True, text=True, timeout=60)
+    assert second.returncode == 1
+    assert "which is no longer running" in second.stderr
+    assert "napilab restore" in second.stderr
+    assert knobs(testbed) != before  # the refused run touched nothing
+    restore = subprocess.run([NAPILAB, "restore", "-i", str(testbed.inventory_path)],
+                             capture_output=True, text=True, timeout=60)
+    assert restore.returncode == 0, restore.stderr
+    assert "b: restored 3 setting(s)" in restore.stdout
+    assert "removed the stale lock" in restore.stdout
+    assert knobs(testbed) == before
+
+
+def test_concurrent_run_is_refused(testbed: tb.Testbed, tmp_path: Path) -> None:
+    before = knobs(testbed)
+    first = start_run(testbed, tmp_path, profile(tmp_path, 20))
+    try:
+        wait_for_workload(testbed)
+        second = subprocess.run([NAPILAB, "run", str(profile(tmp_path, 1)), "-i",
+                                 str(testbed.inventory_path), "-o", str(tmp_path / "other")],
+                                capture_output=True, text=True, timeout=60)
+        assert second.returncode == 1
+        assert "locked by run" in second.stderr and "one napilab run per host" in second.stderr
+        assert not (tmp_path / "other").exists()
+    finally:
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=60)
+    assert knobs(testbed) == before
+
+
+@pytest.mark.parametrize("bad", [
+    "net.core.busy_poll;reboot", "net.core.$(reboot)", "net.core.`id`", "net.core.'x'",
+    "net.core.busy poll", "net.core.busy\\npoll"])
+def test_injection_in_names_is_refused(bad: str, tmp_path: Path) -> None:
+    text = PROFILE.replace("DURATION", "1").replace("REPEAT", "1").replace("ARGS", "{}")
+    text = text.replace("    rps: {data0: \"1\"}\n", f"    sysctl: {{\"{bad}\": 1}}\n")
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    proc = subprocess.run([NAPILAB, "validate", str(path)], capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stderr
+    assert "is not a sysctl name" in proc.stderr
+
+
+@pytest.mark.parametrize("value", ["1;reboot", "$(id)", "`id`", "'1'", "1 2", "1\\n2"])
+def test_injection_in_values_is_refused(value: str, tmp_path: Path) -> None:
+    text = PROFILE.replace("DURATION", "1").replace("REPEAT", "1").replace("ARGS", "{}")
+    text = text.replace("    rps: {data0: \"1\"}\n",
+                        f"    sysctl: {{net.core.busy_read: \"{value}\"}}\n"
+                        f"    napi: {{\"data0;x\": {{defer-hard-irqs: \"{value}\"}}}}\n"
+                        f"    xps: {{data0: \"{value}\"}}\n")
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    proc = subprocess.run([NAPILAB, "validate", str(path)], capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stderr
+    assert "setup.receiver.sysctl.net.core.busy_read" in proc.stderr
+    assert "setup.receiver.napi.data0;x: 'data0;x' is not an interface name" in proc.stderr
+    assert "setup.receiver.xps.data0.cpus:" in proc.stderr
