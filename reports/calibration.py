@@ -17,9 +17,12 @@ from typing import Any
 
 from harness.stats import Comparison, StatsError
 from harness.stats_noise import Calibration, calibrate
-from reports.ab_model import Line, format_number, format_pct
+from harness.stats_power import Noise, n_per_arm_needed
+from reports.ab_model import Line, format_number, format_pct, verdict_text
 from reports.compare import RunData, table
 from reports.table_json import comparison_doc, summary_doc
+
+TARGET_CHANGE = 0.05  # the "n@5%" column: a change worth detecting in most tuning work
 
 
 @dataclass(frozen=True)
@@ -60,31 +63,53 @@ def calibrate_run(run: RunData, n_per_arm: int) -> list[CalibrationLine]:
     return out
 
 
-def _cells(line: CalibrationLine) -> tuple[str, str, str, str, str]:
+def _ratio(value: float) -> str:
+    return f"{value:,.0%}" if value >= 1 else f"{value:.1%}"
+
+
+def n_for(line: CalibrationLine, change: float = TARGET_CHANGE) -> int | None:
+    """Repetitions per variant that would detect `change` at this noise (80% power)."""
     cal = line.calibration
-    aa = "n/a" if line.aa is None else line.aa.verdict.value
+    if cal is None or cal.log_sd is None or cal.summary.median == 0:
+        return None  # a counter that stays 0 has no relative change to detect
+    # stats_power.pooled_noise works on logs exactly when every value is positive
+    noise = Noise(cal.log_sd, log_scale=cal.summary.minimum > 0)
+    return n_per_arm_needed(noise, change, cal.alpha, cal.power)
+
+
+def _cells(line: CalibrationLine) -> tuple[str, str, str, str, str, str]:
+    cal = line.calibration
+    aa = "n/a"
+    if line.aa is not None:
+        verdict, need = verdict_text(line.aa)
+        aa = (f"need {need}" if need else "need more n") if verdict == "not-enough-data" \
+            else verdict
     if cal is None:
-        return "-", "-", "-", "-", aa
-    cv = "-" if cal.summary.cv is None else f"{cal.summary.cv:.1%}"
-    width = "-" if cal.ci_rel_width is None else f"{cal.ci_rel_width:.1%}"
+        return "-", "-", "-", "-", "-", aa
+    cv = "-" if cal.summary.cv is None else _ratio(cal.summary.cv)
+    width = "-" if cal.ci_rel_width is None else _ratio(cal.ci_rel_width)
     mde = "n/a" if cal.mde is None else format_pct(cal.mde)
-    return format_number(cal.summary.median), cv, width, mde, aa
+    needed = n_for(line)
+    return (format_number(cal.summary.median), cv, width, mde,
+            "-" if needed is None else str(needed), aa)
 
 
 def calibration_text(lines: list[CalibrationLine], *, profile: str, baseline: str,
                      n_per_arm: int) -> str:
-    """<= 80 columns: label 22, median 9, CV 6, CI width 7, detectable 8, A/A 15."""
+    """<= 80 columns: label 20, median 9, CV 6, CI width 7, detect 7, n@5% 5, A/A 12."""
     out = [f"napilab calibrate {profile}: A/A, {baseline} against itself, "
            f"{n_per_arm} repetition(s) each",
-           f"  {'':<22}  {'median':>9}  {'CV':>6}  {'CI wid':>7}  {'detect':>8}  A/A"]
+           f"  {'':<20}  {'median':>9}  {'CV':>6}  {'CI wid':>7}  {'detect':>7}  "
+           f"{'n@5%':>5}  A/A"]
     for line in lines:
-        median, cv, width, mde, aa = _cells(line)
-        out.append(f"  {line.label[:22]:<22}  {median:>9}  {cv:>6}  {width:>7}  {mde:>8}  "
-                   f"{aa}")
+        median, cv, width, mde, needed, aa = _cells(line)
+        out.append(f"  {line.label[:20]:<20}  {median:>9}  {cv:>6}  {width:>7}  {mde:>7}  "
+                   f"{needed:>5}  {aa}")
     legend = (f"CV over both copies in trial order; CI wid: the 95% CI of the median over "
               f"the median; detect: the smallest change a run with {n_per_arm} "
               "repetition(s) per variant detects with 80% power (n/a: Mann-Whitney cannot "
-              "reach p < 0.05 at that n). A/A should be ~.")
+              f"reach p < 0.05 at that n); n@5%: repetitions per variant to detect a "
+              f"{TARGET_CHANGE:.0%} change. A/A should be ~.")
     out += textwrap.wrap(legend, 80, initial_indent="  ", subsequent_indent="  ")
     warnings = [f"{ln.label}: A/A verdict {ln.aa.verdict.value}: a false positive; "
                 "check warm-up, order and interference" for ln in lines
@@ -108,6 +133,7 @@ def calibration_doc(lines: list[CalibrationLine], *, profile: str, baseline: str
             doc.update(summary=summary_doc(cal.summary), ci_rel_width=cal.ci_rel_width,
                        log_sd=cal.log_sd, n_per_arm=cal.n_per_arm, detectable_change=cal.mde,
                        detectable_by_n={str(n): m for n, m in cal.mde_by_n},
+                       n_for_target_change=n_for(line), target_change=TARGET_CHANGE,
                        drift=None if cal.drift is None else {
                            "tau": cal.drift.tau, "p": cal.drift.p_value,
                            "significant": cal.drift.significant})
