@@ -13,7 +13,8 @@ from harness.inventory import load_inventory
 from harness.plan import bind
 from harness.profile import load_profile
 from harness.stats_noise import calibrate
-from reports.calibration import calibrate_run, calibration_doc, calibration_text
+from harness.stats_power import Noise, n_per_arm_needed
+from reports.calibration import calibrate_run, calibration_doc, calibration_text, n_for
 from reports.compare import load_run
 from tests.synthetic_runs import lognormal, store_run
 
@@ -75,6 +76,9 @@ def test_calibrate_run_pools_both_copies_in_trial_order(tmp_path: Path) -> None:
     assert rtt.calibration is not None and rtt.calibration.summary.n == 10
     assert rtt.calibration.mde is not None and 0.02 < rtt.calibration.mde < 0.2
     assert rtt.aa is not None and rtt.aa.verdict.value in ("~", "not-enough-data")
+    assert rtt.calibration.log_sd is not None
+    assert n_for(rtt) == n_per_arm_needed(Noise(rtt.calibration.log_sd, True), 0.05)
+    assert n_for(lines[1]) is None  # median 0: no relative change to detect
     meta = {"profile": "synth", "baseline": "off", "n_per_arm": 5}
     text = calibration_text(lines, **meta)
     assert max(len(line) for line in text.splitlines()) <= 80
