@@ -8,6 +8,7 @@ the `harness.stats.Comparison` against its baseline (Holm-adjusted across the ta
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 
@@ -88,6 +89,8 @@ def format_number(value: float | None, unit: str = "") -> str:
 
 
 def _pct_number(change: float) -> str:
+    if math.isinf(change):  # an unbounded CI side (see reports.line_stats._unbounded)
+        return "+inf" if change > 0 else "-inf"
     pct = change * 100
     if abs(pct) >= 100:
         return f"{pct:+,.0f}"
@@ -114,7 +117,8 @@ def format_ci(ci: tuple[float, float] | None) -> str:
     if ci is None:
         return "-"
     if ci[0] >= _RATIO_FROM:
-        return f"x{format_number(1 + ci[0])}..x{format_number(1 + ci[1])}"
+        high = "inf" if math.isinf(ci[1]) else format_number(1 + ci[1])
+        return f"x{format_number(1 + ci[0])}..x{high}"
     return f"{_pct_number(ci[0])}..{_pct_number(ci[1])}%"
 
 

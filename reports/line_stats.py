@@ -10,6 +10,7 @@ every comparison of the table (all lines x all compared columns: every "better" 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -18,6 +19,7 @@ import numpy as np
 
 from harness.stats import (
     Adjust,
+    Comparison,
     MetricSamples,
     StatsError,
     compare_metrics,
@@ -56,6 +58,15 @@ def not_comparable(base: Cell, other: Cell) -> str:
     return ""
 
 
+def _unbounded(found: Comparison) -> Comparison:
+    low, high = found.change_ci
+    if math.isnan(low) or math.isnan(high):
+        low = -math.inf if math.isnan(low) else low
+        high = math.inf if math.isnan(high) else high
+        return replace(found, change_ci=(low, high))
+    return found
+
+
 def with_stats(lines: Sequence[Line], pairs: Sequence[tuple[str, str]],
                policies: Mapping[str, Any], *,
                min_effect: Mapping[int, float] | None = None) -> tuple[list[Line], int]:
@@ -82,8 +93,13 @@ def with_stats(lines: Sequence[Line], pairs: Sequence[tuple[str, str]],
                                         judged[i].direction)
             pct = judged[i].min_effect_pct
             effects[key] = (min_effect or {}).get(i, (pct or 0.0) / 100)
-    results = compare_metrics(family, adjust=Adjust.HOLM, min_effect=effects, n_boot=N_BOOT,
-                              seed=SEED) if family else {}
+    # A resample of a baseline with zeros in it (e.g. ping's rtt_mdev of 0 and 1 us) can
+    # have median 0: that ratio is +inf, and numpy's percentile interpolates inf - inf
+    # into NaN (with a RuntimeWarning). The interval is then unbounded on that side.
+    with np.errstate(invalid="ignore"):
+        results = {k: _unbounded(c) for k, c in compare_metrics(
+            family, adjust=Adjust.HOLM, min_effect=effects, n_boot=N_BOOT,
+            seed=SEED).items()} if family else {}
     out = []
     for i, line in enumerate(described):
         comparisons = {}

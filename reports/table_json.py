@@ -3,6 +3,7 @@ the text and HTML show, unrounded, plus the reasons behind each verdict."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from harness.stats import Comparison, Summary
@@ -34,9 +35,14 @@ def cell_doc(cell: Cell) -> dict[str, Any]:
     return doc
 
 
+def _bound(value: float) -> float | None:
+    """JSON has no infinity: an unbounded CI side is null."""
+    return value if math.isfinite(value) else None
+
+
 def comparison_doc(found: Comparison) -> dict[str, Any]:
     return {"verdict": found.verdict.value, "change": found.change,
-            "change_ci": list(found.change_ci), "confidence": found.confidence,
+            "change_ci": [_bound(v) for v in found.change_ci], "confidence": found.confidence,
             "p": found.p_value, "p_adjusted": found.p_adjusted, "adjust": found.adjust.value,
             "test": found.test_method, "alpha": found.alpha, "min_effect": found.min_effect,
             "detectable_change": found.mde, "n_needed": found.n_needed,

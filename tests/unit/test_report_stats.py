@@ -198,3 +198,14 @@ def test_renderers_show_the_evidence_in_80_columns(tmp_path: Path) -> None:
     compared = doc["lines"][0]["comparisons"]["on"]
     assert compared["verdict"] == "worse" and compared["adjust"] == "holm"
     assert doc["family"] == 3
+
+
+def test_a_baseline_resample_with_median_zero_gives_an_unbounded_ci(tmp_path: Path) -> None:
+    """ping's rtt_mdev is often 0 or 1 us: a resampled baseline median of 0 makes the
+    ratio infinite, and the CI is open on that side (not NaN)."""
+    run = load_run(store_run(tmp_path, {"ping.rtt_mdev": {"off": [0.0, 1.0],
+                                                          "on": [1.0, 1.0]}}))
+    found = table(run).lines[0].comparisons["on"]
+    assert found.change == 1.0 and found.change_ci[1] == float("inf")
+    assert "+inf%" in text(run)
+    assert table_doc(table(run))["lines"][0]["comparisons"]["on"]["change_ci"][1] is None
