@@ -68,9 +68,10 @@ def read_files(transport: Transport, paths: Sequence[str]) -> dict[str, str]:
     missing = [p for p in paths if p not in files]
     if missing:
         hint = "is the interface or knob present on this host and kernel?"
-        if any(p.startswith("/proc/sys/net/core/busy_") for p in missing):
-            hint = ("net.core.busy_poll and busy_read exist only in the initial network "
-                    "namespace, not inside a container or testbed namespace")
+        if any(p.startswith("/proc/sys/net/core/") for p in missing):
+            hint = ("sysctls such as net.core.busy_poll, busy_read and skb_defer_max exist "
+                    "only in the initial network namespace, not inside a container or "
+                    "testbed namespace")
         raise HostError(f"{transport.host.name}: cannot read {', '.join(missing)}: "
                         f"{result.stderr.strip()}", hint=hint)
     return {p: files[p].strip() for p in paths}
@@ -249,7 +250,7 @@ _POLICY = re.compile(r"scheduling policy: SCHED_(\w+)")
 _PRIORITY = re.compile(r"scheduling priority: (\d+)")
 _CHRT = {"fifo": "-f", "rr": "-r", "other": "-o", "batch": "-b", "idle": "-i"}
 # Reads affinity and policy of every PID in one exec; PIDs are positional parameters.
-_SCHED_READ = ["sh", "-c", 'for p do echo "== $p"; taskset -pc "$p"; chrt -p "$p"; done',
+SCHED_READ = ["sh", "-c", 'for p do echo "== $p"; taskset -pc "$p"; chrt -p "$p"; done',
                "napilab-sched"]
 
 
@@ -257,7 +258,7 @@ class SchedBackend:
     """CPU affinity and scheduling policy of kernel threads (napi/IF-ID, backlog_napi/N)."""
 
     def read_argvs(self, keys: Sequence[str]) -> list[list[str]]:
-        return [[*_SCHED_READ, *dict.fromkeys(k.split("/")[0] for k in keys)]]
+        return [[*SCHED_READ, *dict.fromkeys(k.split("/")[0] for k in keys)]]
 
     def read(self, transport: Transport, keys: Sequence[str]) -> dict[str, str]:
         result = transport.run(self.read_argvs(keys)[0], check=False)
@@ -283,6 +284,8 @@ class SchedBackend:
         if what == "cpus":
             return ["taskset", "-pc", value, pid]
         policy, _, priority = value.partition(":")
+        if policy not in _CHRT:  # `napilab plan`: the original policy
+            return ["chrt", "<policy>", "-p", "<priority>", pid]
         return ["chrt", _CHRT[policy], "-p", priority, pid]
 
     def write(self, transport: Transport, key: str, value: str) -> None:
@@ -312,6 +315,8 @@ class ServiceBackend:
         return {key: "running" if running else "stopped" for key in keys}
 
     def write_argv(self, key: str, value: str) -> list[str]:
+        if value not in ("running", "stopped"):  # `napilab plan`: the original state
+            return ["systemctl", "start|stop", key]
         return ["systemctl", "start" if value == "running" else "stop", key]
 
     def write(self, transport: Transport, key: str, value: str) -> None:
@@ -325,6 +330,69 @@ class ServiceBackend:
         return a == b
 
 
+class KprobeUnavailable(HostError):
+    """The kernel cannot probe this function (or has no kprobe events at all)."""
+
+
+# tracefs is at /sys/kernel/tracing (4.1+) or under debugfs; scripts take it as data.
+KPROBE_LIST = ["sh", "-c", 'for d in /sys/kernel/tracing /sys/kernel/debug/tracing; do '
+                'if [ -w "$d/kprobe_events" ]; then echo "$d"; cat "$d/kprobe_events"; '
+                'exit 0; fi; done; exit 3', "napilab-kprobes"]
+KPROBE_ADD = ["sh", "-c", 'echo "$1" >> "$3/kprobe_events" && '
+               'echo 1 > "$3/events/kprobes/$2/enable"', "napilab-kprobe"]
+KPROBE_DEL = ["sh", "-c", 'echo 0 > "$3/events/kprobes/$2/enable"; '
+               'echo "$1" >> "$3/kprobe_events"', "napilab-kprobe"]
+
+
+class KprobeBackend:
+    """kprobe events napilab creates for the `kprobes` collector: key FUNCTION, value
+    present | absent. Creating one is a change like any other: journalled, so a
+    crashed run's probes are removed by `napilab restore`."""
+
+    def __init__(self) -> None:
+        self._tracefs: dict[str, str] = {}
+
+    def read_argvs(self, keys: Sequence[str]) -> list[list[str]]:
+        return [list(KPROBE_LIST)]
+
+    def read(self, transport: Transport, keys: Sequence[str]) -> dict[str, str]:
+        from runners.kprobes import event_name
+
+        result = transport.run(KPROBE_LIST, check=False)
+        if result.exit_code != 0:
+            return {key: "absent" for key in keys}
+        lines = result.stdout.splitlines()
+        self._tracefs[transport.host.name] = lines[0].strip()
+        events = {line.split()[0].split("/")[-1] for line in lines[1:] if line.strip()}
+        return {key: "present" if event_name(key) in events else "absent" for key in keys}
+
+    def write_argv(self, key: str, value: str, tracefs: str = "<tracefs>") -> list[str]:
+        from runners.kprobes import event_name
+
+        name = event_name(key)
+        if value == "present":
+            return [*KPROBE_ADD, f"p:{name} {key}", name, tracefs]
+        return [*KPROBE_DEL, f"-:{name}", name, tracefs]
+
+    def write(self, transport: Transport, key: str, value: str) -> None:
+        tracefs = self._tracefs.get(transport.host.name)
+        if tracefs is None:
+            self.read(transport, [key])
+            tracefs = self._tracefs.get(transport.host.name)
+        if tracefs is None:
+            raise KprobeUnavailable("no writable kprobe_events (kernel without "
+                                    "CONFIG_KPROBE_EVENTS, or tracefs not mounted)")
+        result = transport.run(self.write_argv(key, value, tracefs), check=False)
+        if result.exit_code != 0 and value == "present":
+            raise KprobeUnavailable(f"the kernel cannot probe {key}: "
+                                    f"{result.stderr.strip().rpartition(': ')[2]}")
+        if result.exit_code != 0:
+            raise HostError(f"removing the kprobe on {key}: {result.stderr.strip()}")
+
+    def same(self, key: str, a: str, b: str) -> bool:
+        return a == b
+
+
 BACKENDS: dict[str, Backend] = {"file": FileBackend(), "napi": NapiBackend(),
                                 "ethtool": EthtoolBackend(), "sched": SchedBackend(),
-                                "service": ServiceBackend()}
+                                "service": ServiceBackend(), "kprobe": KprobeBackend()}

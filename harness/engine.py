@@ -125,10 +125,11 @@ class Engine:
         try:
             try:
                 entry["settings"] = self._apply(trial, variant, settings)
-                before = self._snapshot(trial, variant, "before")
-                result = self._workload(trial, variant)
-                after = self._snapshot(trial, variant, "after")
-                rows = self._rows(trial, variant, result, before, after)
+                absent = [c["target"] for c in entry["settings"]
+                          if c["kind"] == "kprobe" and c["effective"] == "absent"]
+                if absent:
+                    entry["absent"] = absent
+                rows = self._measure(trial, variant)
             finally:
                 with deferred_interrupts():
                     entry["restore"] = self._restore(trial, settings)
@@ -146,6 +147,23 @@ class Engine:
         entry.update(status="ok", end=time.time())
         self.store.save_manifest()
         return True
+
+    def _measure(self, trial: Trial, variant: Variant) -> list[Row]:
+        """Idle window (if any), warm-up (if any), then the measured load."""
+        spec = variant.workload
+        rows: list[Row] = []
+        if spec.idle:
+            self.progress(f"  idle window {spec.idle:g}s")
+            start = self._snapshot(trial, variant, "idle-before")
+            time.sleep(spec.idle)
+            end = self._snapshot(trial, variant, "idle-after")
+            rows += self._collector_rows(trial, variant, start, end, suffix=".idle")
+        if spec.warmup:
+            self._workload(trial, variant, warmup=True)
+        before = self._snapshot(trial, variant, "before")
+        result = self._workload(trial, variant)
+        after = self._snapshot(trial, variant, "after")
+        return rows + self._rows(trial, variant, result, before, after)
 
     def _apply(self, trial: Trial, variant: Variant,
                settings: dict[str, HostSettings]) -> list[dict[str, Any]]:
@@ -193,18 +211,20 @@ class Engine:
             out[host] = parsed
         return out
 
-    def _workload(self, trial: Trial, variant: Variant) -> ToolResult:
+    def _workload(self, trial: Trial, variant: Variant, *, warmup: bool = False) -> ToolResult:
         spec = variant.workload
         tool = TOOLS[spec.tool]
         client_host = self.plan.host_of(spec.client.role)
         server_host = self.plan.host_of(spec.server.role)
+        duration = spec.warmup if warmup else spec.duration
         ctx = Context(target=server_host.target_address, bind=server_host.target_address,
-                      duration=spec.duration, workdir=f"/var/tmp/napilab/{self.store.run_id}",
+                      duration=duration, workdir=f"/var/tmp/napilab/{self.store.run_id}",
                       trial=trial.id)
         commands = tool.commands(self.plan.process_args(spec.client),
                                  self.plan.process_args(spec.server), ctx)
         record = workload_exec.WorkloadRecord()
-        self.progress(f"  {client_host.name}: {spec.tool} for {spec.duration:g}s")
+        self.progress(f"  {client_host.name}: {spec.tool} for {duration:g}s"
+                      + (" (warm-up, not measured)" if warmup else ""))
         try:
             if commands.client_files or commands.server_files:
                 for host in {client_host.name, server_host.name}:
@@ -215,11 +235,13 @@ class Engine:
                 server_transport=self.transports[server_host.name],
                 duration=spec.duration, timeout=spec.timeout, record=record)
         finally:
-            self._store_workload(trial, record)
+            self._store_workload(trial, record, "warmup-" if warmup else "")
         return tool.parse(output)
 
-    def _store_workload(self, trial: Trial, record: workload_exec.WorkloadRecord) -> None:
-        for name, result in (("client", record.client), ("server", record.server)):
+    def _store_workload(self, trial: Trial, record: workload_exec.WorkloadRecord,
+                        prefix: str) -> None:
+        for name, result in ((f"{prefix}client", record.client),
+                             (f"{prefix}server", record.server)):
             if result is None:
                 continue
             self.store.write_raw(trial.id, result.host, f"{name}.out", result.stdout)
@@ -242,15 +264,26 @@ class Engine:
         add(spec.server.role, spec.source, result.server)
         if result.latencies_us is not None:
             self.store.write_latencies(trial.id, result.latencies_us)
+        return rows + self._collector_rows(trial, variant, before, after)
+
+    def _collector_rows(self, trial: Trial, variant: Variant, before: dict[str, dict[str, Any]],
+                        after: dict[str, dict[str, Any]], suffix: str = "") -> list[Row]:
+        """Collector deltas per CPU plus totals over each collector's `cpus`; sources
+        get `suffix` (`.idle` for the idle window)."""
+        rows: list[Row] = []
         for host, specs in self.plan.collectors(variant).items():
-            interval = after[host]["_uptime"] - before[host]["_uptime"]
             for role, cspec in specs:
                 if cspec.name not in before[host] or cspec.name not in after[host]:
                     continue
                 collector = collectors.COLLECTORS[cspec.name]
                 values = collector.delta(before[host][cspec.name], after[host][cspec.name],
                                          cspec.options, self.host_info[host])
-                add(role, cspec.name, values + collectors.totals(values, cspec.cpus))
+                values += collectors.totals(values, cspec.cpus)
+                rows += [Row(trial.index, trial.variant, trial.rep, role, host,
+                             cspec.name + suffix, v.metric, v.cpu, float(v.value), v.unit)
+                         for v in values]
             if specs:
-                add(specs[0][0], "snapshot", [Value("interval", interval, "s")])
+                interval = after[host]["_uptime"] - before[host]["_uptime"]
+                rows.append(Row(trial.index, trial.variant, trial.rep, specs[0][0], host,
+                                "snapshot" + suffix, "interval", None, interval, "s"))
         return rows

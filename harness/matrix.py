@@ -5,6 +5,7 @@
       parameters: {busy_budget: [0, 64, 256], cores: [1, 2]}
       name: "${cores}c-budget-${busy_budget}"           # default: cores-1-busy_budget-0
       exclude: [{cores: 2, busy_budget: 64}]
+      variants: [xdpsock]                               # cross only these variants
 
 A parameter is used as `${name}` anywhere in the profile's strings (setup keys and
 values, workload args, wrapper, env, collect); a string that is exactly `${name}`
@@ -35,12 +36,20 @@ class Combination:
     values: dict[str, Any]
 
 
-def parse_matrix(check: Checker, node: Node, path: str = "matrix"
-                 ) -> tuple[dict[str, list[Any]], str | None, list[dict[str, Any]]]:
-    """(parameters, name template, exclusions) of a `matrix:` mapping."""
+@dataclass(frozen=True)
+class Matrix:
+    parameters: dict[str, list[Any]]
+    template: str | None
+    excludes: list[dict[str, Any]]
+    variants: list[str] | None  # the explicit variants it crosses (None: all of them)
+
+
+def parse_matrix(check: Checker, node: Node, path: str = "matrix") -> Matrix:
+    """A `matrix:` mapping, short form (parameters only) or long form."""
     long_form = "parameters" in node
     if long_form:
-        check.keys(node, path, ("parameters", "name", "exclude"), required=("parameters",))
+        check.keys(node, path, ("parameters", "name", "exclude", "variants"),
+                   required=("parameters",))
         params_node = check.mapping(node["parameters"], node.where("parameters"),
                                     join(path, "parameters")) or Node()
         params_path = join(path, "parameters")
@@ -76,7 +85,8 @@ def parse_matrix(check: Checker, node: Node, path: str = "matrix"
                         check.error(entry.key_locations.get(key), join(path, f"exclude[{i}]."
                                     f"{key}"), f"not a parameter{suggest(key, parameters)}")
                 excludes.append(dict(entry))
-    return parameters, template, excludes
+    variants = check.string_list(node, "variants", path) if long_form else None
+    return Matrix(parameters, template, excludes, variants)
 
 
 def combinations(parameters: dict[str, list[Any]], template: str | None,

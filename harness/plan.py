@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from harness import knobs
-from harness.errors import InputError, Problem
+from harness import cpus, knobs
+from harness.errors import InputError, NapilabError, Problem
 from harness.inventory import Host, Inventory
 from harness.profile import Profile, Trial, Variant
 from harness.profile_sections import PLACEHOLDER, CollectSpec, ProcessSpec
@@ -43,6 +43,12 @@ class Plan:
             host = self.host_of(setting.role)
             target = self.substitute(setting.target, setting.role)
             out[host.name].append(replace(setting, target=target))
+        for spec in variant.collect:  # the kprobes collector's events, created per trial
+            if spec.name == "kprobes":
+                for role in spec.roles:
+                    out[self.host_of(role).name] += [
+                        knobs.Setting(role, "kprobe", function, "present")
+                        for function in spec.options.get("functions", [])]
         return out
 
     def collectors(self, variant: Variant) -> dict[str, list[tuple[str, CollectSpec]]]:
@@ -93,6 +99,58 @@ def bind(profile: Profile, inventory: Inventory) -> Plan:
                                         f"{setting.describe()} uses ${{iface}} but role "
                                         f"{setting.role!r} has no iface (in the profile's hosts "
                                         "or the inventory)"))
+    problems += _check_commands(plan) + _check_cpus(plan)
     if problems:
         raise InputError(sorted(set(problems), key=str))
     return plan
+
+
+def _check_cpus(plan: Plan) -> list[Problem]:
+    """CPU lists fit the host when the inventory says how many CPUs it has."""
+    problems = []
+
+    def fits(role: str, text: str, what: str) -> None:
+        host = plan.host_of(role)
+        if host.cpus is None or not text:
+            return
+        too_big = [c for c in cpus.parse_list(text) if c >= host.cpus]
+        if too_big:
+            problems.append(Problem(plan.profile.roles[role].where, what,
+                                    f"CPU {too_big[0]} does not exist on {host.name}, which has "
+                                    f"{host.cpus} CPUs (0-{host.cpus - 1})"))
+
+    for variant in plan.profile.variants:
+        for side in (variant.workload.client, variant.workload.server):
+            fits(side.role, side.cpus or "", f"variants.{variant.name}.workload.cpus")
+        for setting in variant.settings:
+            if setting.kind in ("rps", "xps", "irq_affinity") or setting.target.endswith("/cpus"):
+                fits(setting.role, setting.value, f"setup.{setting.role}.{setting.kind}")
+            elif setting.kind == "cpufreq":
+                fits(setting.role, setting.target, f"setup.{setting.role}.cpufreq")
+        for spec in variant.collect:
+            for role in spec.roles:
+                fits(role, cpus.format_list(list(spec.cpus or ())), f"collect.{spec.name}.cpus")
+    return problems
+
+
+def _check_commands(plan: Plan) -> list[Problem]:
+    """Build every variant's workload commands now: a tool that finds its arguments
+    wrong (a metric regex that does not compile, an empty argv) says so before any
+    host is touched."""
+    from runners.registry import TOOLS
+    from runners.workload import Context
+
+    problems = []
+    for variant in plan.profile.variants:
+        spec = variant.workload
+        server = plan.host_of(spec.server.role)
+        ctx = Context(target=server.target_address, bind=server.target_address,
+                      duration=spec.duration, workdir="/var/tmp/napilab/<run>", trial="000")
+        try:
+            TOOLS[spec.tool].commands(plan.process_args(spec.client),
+                                      plan.process_args(spec.server), ctx)
+        except NapilabError as exc:
+            where = plan.profile.roles[spec.client.role].where
+            problems.append(Problem(where, f"variants.{variant.name}.workload",
+                                    f"{spec.tool}: {exc.message}"))
+    return problems

@@ -13,7 +13,7 @@ from typing import Any
 from harness.backends import BACKENDS, Item
 from harness.plan import Plan
 from harness.profile import Trial, Variant
-from harness.resolve import plan_items
+from harness.resolve import KIND_ORDER, plan_items
 from harness.settings import ATOMIC_WRITE, JOURNAL_DIR, journal_path
 from harness.transport import command_line
 from harness.workload_exec import SERVER_GRACE, compose
@@ -58,24 +58,26 @@ class _Steps:
             self.add(host, "restore", argv)
         self.add(host, "restore", ["rm", "-f", "--", journal_path(run_id, host)])
 
-    def snapshots(self, variant: Variant) -> None:
+    def snapshots(self, variant: Variant, phase: str = "snapshot") -> None:
         for host, specs in self.plan.collectors(variant).items():
             if specs:
-                self.add(host, "snapshot", snapshot_argv(sorted({s.name for _, s in specs})))
+                self.add(host, phase, snapshot_argv(sorted({s.name for _, s in specs})))
 
-    def workload(self, variant: Variant, trial: Trial, run_id: str) -> None:
+    def workload(self, variant: Variant, trial: Trial, run_id: str, *,
+                 warmup: bool = False) -> None:
         plan, spec = self.plan, variant.workload
         server_host = plan.host_of(spec.server.role)
         ctx = Context(target=server_host.target_address, bind=server_host.target_address,
-                      duration=spec.duration, workdir=f"/var/tmp/napilab/{run_id}",
-                      trial=trial.id)
+                      duration=spec.warmup if warmup else spec.duration,
+                      workdir=f"/var/tmp/napilab/{run_id}", trial=trial.id)
         commands = TOOLS[spec.tool].commands(plan.process_args(spec.client),
                                              plan.process_args(spec.server), ctx)
+        prefix = "warmup-" if warmup else ""
         if commands.server is not None:
-            self.add(server_host.name, "server",
+            self.add(server_host.name, prefix + "server",
                      compose(commands.server.argv, spec.server, spec.timeout + SERVER_GRACE),
                      env=dict(spec.server.env))
-        self.add(plan.host_of(spec.client.role).name, "client",
+        self.add(plan.host_of(spec.client.role).name, prefix + "client",
                  compose(commands.client, spec.client, spec.timeout), env=dict(spec.client.env))
 
 
@@ -83,11 +85,17 @@ def steps(plan: Plan, trial: Trial, run_id: str = "<run>") -> list[dict[str, Any
     """The trial's commands in order: host, phase, argv (and stdin for writes)."""
     variant = plan.profile.variant(trial.variant)
     out = _Steps(plan)
-    applied = {host: [i for s in settings for i in plan_items(s, host)]
+    applied = {host: [i for s in sorted(settings, key=lambda s: KIND_ORDER.index(s.kind))
+                      for i in plan_items(s, host)]
                for host, settings in plan.settings(variant).items()}
     applied = {host: items for host, items in applied.items() if items}
     for host, items in applied.items():
         out.apply(host, items, run_id)
+    if variant.workload.idle:
+        out.snapshots(variant, "idle")
+        out.snapshots(variant, f"idle+{variant.workload.idle:g}s")
+    if variant.workload.warmup:
+        out.workload(variant, trial, run_id, warmup=True)
     out.snapshots(variant)
     out.workload(variant, trial, run_id)
     out.snapshots(variant)
@@ -107,8 +115,11 @@ def _reads(items: list[Item]) -> list[list[str]]:
 def estimate(plan: Plan) -> float:
     profile = plan.profile
     trials = profile.trials()
-    return sum(profile.variant(t.variant).workload.duration + OVERHEAD_PER_TRIAL
-               for t in trials) + profile.cooldown * max(0, len(trials) - 1)
+    total = 0.0
+    for trial in trials:
+        spec = profile.variant(trial.variant).workload
+        total += spec.duration + spec.idle + spec.warmup + OVERHEAD_PER_TRIAL
+    return total + profile.cooldown * max(0, len(trials) - 1)
 
 
 def plan_json(plan: Plan) -> dict[str, Any]:
@@ -124,6 +135,18 @@ def plan_json(plan: Plan) -> dict[str, Any]:
     }
 
 
+def _scripts() -> dict[str, str]:
+    """napilab's fixed shell scripts, shown by name in the text plan (their text is
+    printed once, at the end; `--json` keeps every argv whole)."""
+    from harness import backends, resolve
+    from runners import collector
+
+    return {"snapshot": collector.SNAPSHOT_SCRIPT, "journal": ATOMIC_WRITE[2],
+            "sched-read": backends.SCHED_READ[2], "kprobe-list": backends.KPROBE_LIST[2],
+            "kprobe-add": backends.KPROBE_ADD[2], "kprobe-del": backends.KPROBE_DEL[2],
+            "msi-irqs": resolve.MSI_IRQS[2]}
+
+
 def plan_text(plan: Plan) -> str:
     trials = plan.trials()
     profile = plan.profile
@@ -133,10 +156,20 @@ def plan_text(plan: Plan) -> str:
              + f", estimated {estimate(plan):.0f}s",
              "hosts: " + ", ".join(f"{n} ({h.transport} {h.address or h.netns or 'local'})"
                                    for n, h in plan.hosts.items())]
+    scripts = {text: name for name, text in _scripts().items()}
+    used: dict[str, str] = {}
     for trial in trials:
         lines.append(f"trial {trial.id}: {trial.variant} rep {trial.rep}")
         for step in steps(plan, trial):
             stdin = f" <<< {step['stdin']!r}" if step["stdin"] is not None else ""
-            lines.append(f"  {step['host']:<8} {step['phase']:<8} "
-                         f"{shlex.join(step['argv'])}{stdin}")
+            words = []
+            for word in step["argv"]:
+                if word in scripts:
+                    used[scripts[word]] = word
+                    words.append(f"<{scripts[word]} script>")
+                else:
+                    words.append(shlex.quote(word))
+            lines.append(f"  {step['host']:<8} {step['phase']:<8} {' '.join(words)}{stdin}")
+    for name, text in used.items():
+        lines += ["", f"<{name} script>:", *(f"    {line}" for line in text.splitlines())]
     return "\n".join(lines) + "\n"

@@ -143,7 +143,8 @@ def load_profile(path: str | Path) -> Profile:
         baseline = None
     variants = []
     for name, overlay, values in arms:
-        merged = deep_merge(base, Node({k: v for k, v in overlay.items() if k != "description"}))
+        merged = deep_merge(_without_other_tool(base, overlay),
+                            Node({k: v for k, v in overlay.items() if k != "description"}))
         merged = substitute(merged, values)
         _unknown_placeholders(check, merged, values)
         variant = _variant(check, name, merged, overlay, roles, values)
@@ -174,7 +175,8 @@ def _resolve_extends(path: Path, chain: list[Path]) -> Node:
         raise InputError([Problem(None, "extends", f"cycle: {cycle}")])
     document = load_file(path)
     if not isinstance(document, Node):
-        raise InputError([Problem(None, "", f"{path}: a profile is a YAML mapping")])
+        raise InputError([Problem(Location(str(path), 1, 1), "",
+                                  "a profile is a YAML mapping of keys (name, hosts, ...)")])
     parents = document.get("extends")
     if parents is None:
         return document
@@ -201,7 +203,7 @@ def _arms(check: Checker, document: Node) -> list[tuple[str, Node, dict[str, Any
     with the matrix combinations when there is a matrix."""
     variants_node = check.mapping(document.get("variants"), document.where("variants"),
                                   "variants") or Node()
-    overlays: list[tuple[str | None, Node]] = []
+    overlays: list[tuple[str, Node]] = []
     for name, raw in variants_node.items():
         overlay = check.mapping(raw, variants_node.where(name), join("variants", name))
         check_name(check, name, variants_node.key_locations.get(name), join("variants", name))
@@ -210,24 +212,47 @@ def _arms(check: Checker, document: Node) -> list[tuple[str, Node, dict[str, Any
             overlays.append((name, overlay))
     matrix = check.mapping(document.get("matrix"), document.where("matrix"), "matrix")
     if not matrix:
-        return [(name or "default", overlay, {}) for name, overlay in overlays] or [
+        return [(name, overlay, {}) for name, overlay in overlays] or [
             ("default", Node(), {})]
-    parameters, template, excludes = parse_matrix(check, matrix)
+    spec = parse_matrix(check, matrix)
+    names = [n for n, _ in overlays]
+    crossed = spec.variants if spec.variants is not None else names
+    for wanted in crossed:
+        if wanted not in names:
+            check.error(matrix.where("variants"), "matrix.variants", f"no variant {wanted!r}"
+                        f"{suggest(wanted, names)}")
     used = placeholders({k: v for k, v in plain(document).items() if k != "matrix"})
     params_node = matrix.get("parameters", matrix)
-    for param in parameters:
+    for param in spec.parameters:
         if param not in used:
             check.error(params_node.key_locations.get(param) if isinstance(params_node, Node)
                         else None, f"matrix.{param}",
                         f"parameter never used: write ${{{param}}} where its value goes")
-    arms = []
-    for arm, overlay in overlays or [(None, Node())]:
-        for combo in combinations(parameters, template, excludes, arm):
+    arms: list[tuple[str, Node, dict[str, Any]]] = []
+    implicit: list[tuple[str | None, Node]] = [(None, Node())]
+    for arm, overlay in overlays or implicit:
+        if arm is not None and arm not in crossed:
+            arms.append((arm, overlay, {}))
+            continue
+        for combo in combinations(spec.parameters, spec.template, spec.excludes, arm):
             check_name(check, combo.name, matrix.location, "matrix.name")
             arms.append((combo.name, overlay, combo.values))
     if not arms:
         check.error(matrix.location, "matrix", "every combination is excluded")
     return arms
+
+
+def _without_other_tool(base: Node, overlay: Node) -> Node:
+    """A variant that names another tool gets a fresh workload, not the base's args
+    merged into its own."""
+    workload = overlay.get("workload")
+    base_workload = base.get("workload")
+    if (isinstance(workload, Node) and isinstance(base_workload, Node)
+            and "tool" in workload and workload["tool"] != base_workload.get("tool")):
+        stripped: Node = clone(base)
+        stripped.pop("workload")
+        return stripped
+    return base
 
 
 def _unknown_placeholders(check: Checker, document: Node, values: dict[str, Any]) -> None:

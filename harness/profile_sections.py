@@ -19,7 +19,14 @@ from runners.registry import TOOLS
 from runners.workload import ArgSpec
 
 PLACEHOLDER = re.compile(r"\$\{([a-z_][a-z0-9_]*)\}")
-COLLECTOR_OPTIONS: dict[str, tuple[str, ...]] = {"interrupts": ("irqs",), "softirqs": ("names",)}
+# Collector-specific options and their kind: regex, names (a list of words), patterns
+# (name -> regex), functions (kernel function names).
+COLLECTOR_OPTIONS: dict[str, dict[str, str]] = {
+    "interrupts": {"irqs": "regex"}, "softirqs": {"names": "names"},
+    "dmesg": {"patterns": "patterns"}, "kprobes": {"functions": "functions"},
+    "napi_threads": {"match": "regex"},
+}
+_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,100}$")
 _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -39,6 +46,8 @@ class WorkloadSpec:
     timeout: float
     client: ProcessSpec
     server: ProcessSpec
+    idle: float = 0.0  # seconds of counters measured with no load, before it
+    warmup: float = 0.0  # seconds of unmeasured load before the measured window
 
     @property
     def source(self) -> str:
@@ -75,8 +84,8 @@ def cpu_text(check: Checker, node: Node, key: str, path: str) -> str | None:
 
 def parse_workload(check: Checker, node: Node, path: str,
                    roles: Mapping[str, Any]) -> WorkloadSpec | None:
-    check.keys(node, path, ("tool", "duration", "timeout", "client", "server"),
-               required=("tool", "client"))
+    check.keys(node, path, ("tool", "duration", "timeout", "client", "server", "idle",
+                            "warmup"), required=("tool", "client"))
     tool_name = check.choice(node, "tool", path, TOOLS)
     duration = check.number(node, "duration", path, minimum=0.1, maximum=86400, default=10)
     timeout = check.number(node, "timeout", path, minimum=1, maximum=172800,
@@ -92,7 +101,10 @@ def parse_workload(check: Checker, node: Node, path: str,
     if tool_name is None or "client" not in sides or sides["client"] is None:
         return None
     server = sides.get("server") or ProcessSpec(role=sides["client"].role)
-    return WorkloadSpec(tool_name, float(duration), float(timeout), sides["client"], server)
+    idle = check.number(node, "idle", path, minimum=0, maximum=3600, default=0)
+    warmup = check.number(node, "warmup", path, minimum=0, maximum=3600, default=0)
+    return WorkloadSpec(tool_name, float(duration), float(timeout), sides["client"], server,
+                        float(idle), float(warmup))
 
 
 def _process(check: Checker, node: Node, path: str, roles: Mapping[str, Any],
@@ -154,7 +166,7 @@ def parse_collect(check: Checker, node: Node, path: str,
         options = check.mapping(raw, node.where(name), cpath)
         if options is None:
             continue
-        check.keys(options, cpath, ("roles", "cpus", *COLLECTOR_OPTIONS.get(name, ())))
+        check.keys(options, cpath, ("roles", "cpus", *COLLECTOR_OPTIONS.get(name, {})))
         chosen = check.string_list(options, "roles", cpath) or list(roles)
         for role in chosen:
             if role not in roles:
@@ -162,16 +174,43 @@ def parse_collect(check: Checker, node: Node, path: str,
                             f"no such role {role!r}; roles are {sorted(roles)}"
                             f"{suggest(role, roles)}")
         cpu_list = cpu_text(check, options, "cpus", cpath)
-        extra = {k: options[k] for k in COLLECTOR_OPTIONS.get(name, ()) if k in options}
-        if "irqs" in extra:
-            try:
-                re.compile(str(extra["irqs"]))
-            except re.error as exc:
-                check.error(options.where("irqs"), join(cpath, "irqs"), f"bad regex: {exc}")
+        extra = {key: _option(check, options, key, kind, join(cpath, key))
+                 for key, kind in COLLECTOR_OPTIONS.get(name, {}).items() if key in options}
         out.append(CollectSpec(name, tuple(r for r in chosen if r in roles),
                                cpus.parse_list(cpu_list) if cpu_list is not None else None,
                                extra))
     return out
+
+
+def _option(check: Checker, node: Node, key: str, kind: str, path: str) -> Any:
+    value, where = node[key], node.where(key)
+
+    def regex(text: Any, at: str) -> bool:
+        try:
+            re.compile(str(text))
+            return isinstance(text, str)
+        except re.error as exc:
+            check.error(where, at, f"bad regex: {exc}")
+            return False
+
+    if kind == "regex":
+        return value if regex(value, path) else None
+    if kind == "patterns":
+        if not isinstance(value, dict) or not value:
+            check.error(where, path, "expected a mapping of metric name -> regex")
+            return {}
+        for metric, pattern in value.items():
+            if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", metric):
+                check.error(where, join(path, metric), "metric names are snake_case")
+            regex(pattern, join(path, metric))
+        return dict(value)
+    words = [value] if isinstance(value, str) else value
+    if not isinstance(words, list) or not words or not all(
+            isinstance(w, str) and _WORD.match(w) for w in words):
+        what = "kernel function names" if kind == "functions" else "names"
+        check.error(where, path, f"expected a list of {what}, got {value!r}")
+        return []
+    return list(words)
 
 
 def parse_table(check: Checker, value: Any, where: Any, path: str,

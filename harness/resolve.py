@@ -14,7 +14,7 @@ from harness.transport import Transport
 
 # ethtool first: channels (-L) and GRO (-K) decide which queues and NAPIs exist.
 KIND_ORDER = ("sysctl", "irqbalance", "cpufreq", "ethtool", "netdev", "napi", "rps",
-              "rps_flow_cnt", "xps", "irq_affinity", "napi_threads")
+              "rps_flow_cnt", "xps", "irq_affinity", "napi_threads", "kprobe")
 # Kinds whose items appear only after earlier kinds are written; queue kinds join them
 # when ethtool settings may change the queues.
 DYNAMIC = ("napi", "napi_threads")
@@ -28,7 +28,7 @@ FEATURE_NAMES = {
 }
 _ETHTOOL_FLAGS = {"coalesce": "-c", "channels": "-l", "features": "-k"}
 # IRQ numbers of a NIC: its PCI function's msi_irqs (virtio-net: the parent device's).
-_MSI_IRQS = ["sh", "-c", 'ls "$1/device/msi_irqs" 2>/dev/null || ls "$1/device/../msi_irqs"',
+MSI_IRQS = ["sh", "-c", 'ls "$1/device/msi_irqs" 2>/dev/null || ls "$1/device/../msi_irqs"',
              "napilab-irqs"]
 
 
@@ -64,7 +64,7 @@ class HostQuery:
         return ifindex, ids
 
     def irqs(self, iface: str, pattern: str | None) -> list[tuple[int, str]]:
-        msi = self.transport.run([*_MSI_IRQS, f"/sys/class/net/{iface}"], check=False)
+        msi = self.transport.run([*MSI_IRQS, f"/sys/class/net/{iface}"], check=False)
         numbers = {int(n) for n in msi.stdout.split() if n.isdigit()}
         table = read_files(self.transport, ["/proc/interrupts"])["/proc/interrupts"]
         found = []
@@ -124,6 +124,8 @@ def resolve(setting: knobs.Setting, query: HostQuery) -> list[Item]:
                 for pid, comm in threads]
     if kind == "irqbalance":
         return [Item("service", "irqbalance", "irqbalance", value)]
+    if kind == "kprobe":
+        return [Item("kprobe", target, f"kprobe {target}", value)]
     if kind == "cpufreq":
         return [Item("file", f"/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor",
                      f"cpu{cpu} governor", value) for cpu in cpus.parse_list(target)]

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 
 from harness import knobs
-from harness.backends import BACKENDS, Gone, Item
+from harness.backends import BACKENDS, Gone, Item, KprobeUnavailable
 from harness.errors import HostError, NapilabError, SettingMismatch
 from harness.resolve import DYNAMIC, KIND_ORDER, QUEUE_KINDS, HostQuery, resolve
 from harness.transport import Transport
@@ -136,7 +136,8 @@ class HostSettings:
     def _verify(self) -> None:
         effective = read_items(self.transport, [(c.backend, c.path) for c in self.changes])
         self.changes = [replace(c, effective=effective[c.path]) for c in self.changes]
-        bad = [c for c in self.changes if not c.matches]
+        # A kprobe the kernel refused is a result (the function is absent), not a fault.
+        bad = [c for c in self.changes if not c.matches and c.kind != "kprobe"]
         if bad and self.policy == "fail":
             raise SettingMismatch(
                 f"{self.host}: the kernel did not take "
@@ -149,6 +150,8 @@ class HostSettings:
             BACKENDS[change.backend].write(self.transport, change.path, value)
         except Gone:
             raise
+        except KprobeUnavailable:
+            return  # read back as absent, reported as absent
         except HostError as exc:
             raise HostError(f"{self.host}: cannot set {change.kind} {change.target} = "
                             f"{value!r}: {exc.message}") from None

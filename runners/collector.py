@@ -1,8 +1,10 @@
 """Counter collectors: what one snapshot reads on a host, and the deltas between two.
 
-All collectors of a host are read with one remote exec per snapshot (`tail -v -n +1`
-over every file they need), so a snapshot costs one round trip however many
-collectors a profile enables. Deltas are computed here, in Python, per CPU.
+All collectors of a host are read with one remote exec per snapshot, so a snapshot
+costs one round trip however many collectors a profile enables. A collector names
+files (`/proc/stat`) or sections made by a fixed command (`@dmesg`, `@napi_threads`,
+`@kprobe_profile`); both come back under `==> NAME <==` headers. Deltas are computed
+here, in Python, per CPU.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from runners import interrupts, proc_stat, softnet_stat
+from runners import dmesg, interrupts, kprobes, napi_threads, proc_stat, softnet_stat
 from runners.base import ParseError, Value
 from runners.softirqs import SoftirqsCollector
 
@@ -77,20 +79,84 @@ class ProcStatCollector:
         return proc_stat.delta(before, after, user_hz=host.user_hz)
 
 
+class DmesgCollector:
+    """Options: `patterns: {name: regex}`; each name becomes a metric."""
+
+    name = "dmesg"
+    paths: tuple[str, ...] = ("@dmesg",)
+
+    def parse(self, files: Mapping[str, str], host: HostInfo) -> dmesg.KernelLog:
+        return dmesg.parse(files[self.paths[0]])
+
+    def delta(self, before: dmesg.KernelLog, after: dmesg.KernelLog,
+              options: Mapping[str, Any], host: HostInfo) -> list[Value]:
+        return dmesg.delta(before, after, options.get("patterns") or {})
+
+
+class NapiThreadsCollector:
+    """Options: `match: REGEX` on the thread name (default: every napi/ and
+    backlog_napi/ thread)."""
+
+    name = "napi_threads"
+    paths: tuple[str, ...] = ("@napi_threads",)
+
+    def parse(self, files: Mapping[str, str], host: HostInfo) -> napi_threads.NapiThreads:
+        return napi_threads.parse(files[self.paths[0]])
+
+    def delta(self, before: napi_threads.NapiThreads, after: napi_threads.NapiThreads,
+              options: Mapping[str, Any], host: HostInfo) -> list[Value]:
+        return napi_threads.delta(before, after, user_hz=host.user_hz,
+                                  pattern=options.get("match"))
+
+
+class KprobesCollector:
+    """Options: `functions: [name, ...]`; the engine creates their kprobe events."""
+
+    name = "kprobes"
+    paths: tuple[str, ...] = ("@kprobe_profile",)
+
+    def parse(self, files: Mapping[str, str], host: HostInfo) -> kprobes.KprobeProfile:
+        return kprobes.parse(files[self.paths[0]])
+
+    def delta(self, before: kprobes.KprobeProfile, after: kprobes.KprobeProfile,
+              options: Mapping[str, Any], host: HostInfo) -> list[Value]:
+        return kprobes.delta(before, after, list(options.get("functions") or []))
+
+
 COLLECTORS: dict[str, Collector[Any]] = {
     "softnet_stat": SoftnetStatCollector(),
     "interrupts": InterruptsCollector(),
     "proc_stat": ProcStatCollector(),
     "softirqs": SoftirqsCollector(),
+    "dmesg": DmesgCollector(),
+    "napi_threads": NapiThreadsCollector(),
+    "kprobes": KprobesCollector(),
 }
 
 
+# The snapshot script: a fixed text; files and section names are its positional
+# parameters, never part of it. A section prints its own `==> @name <==` header.
+SNAPSHOT_SCRIPT = """for a do case "$a" in
+@dmesg) echo "==> @dmesg <=="; dmesg;;
+@napi_threads) echo "==> @napi_threads <=="
+  for p in /proc/[0-9]*; do read -r c < "$p/comm" 2>/dev/null || continue
+    case "$c" in napi/*|backlog_napi/*) cat "$p/stat" 2>/dev/null;; esac; done;;
+@kprobe_profile) for f in /sys/kernel/tracing /sys/kernel/debug/tracing; do
+  if [ -r "$f/kprobe_profile" ]; then echo "==> @kprobe_profile <=="
+    cat "$f/kprobe_profile"; break; fi; done;;
+*) tail -v -n +1 -- "$a";;
+esac; done"""
+
+
 def snapshot_argv(names: Iterable[str]) -> list[str]:
-    """The one command that reads every file the named collectors need, plus uptime."""
+    """The one command that reads everything the named collectors need, plus uptime:
+    plain `tail` when they read only files, the snapshot script otherwise."""
     paths = [UPTIME]
     for name in names:
         paths += [p for p in COLLECTORS[name].paths if p not in paths]
-    return ["tail", "-v", "-n", "+1", "--", *paths]
+    if not any(p.startswith("@") for p in paths):
+        return ["tail", "-v", "-n", "+1", "--", *paths]
+    return ["sh", "-c", SNAPSHOT_SCRIPT, "napilab-snapshot", *paths]
 
 
 _HEADER = re.compile(r"^==> (.+) <==$", re.MULTILINE)

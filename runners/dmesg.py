@@ -1,0 +1,58 @@
+"""Kernel log lines matching named patterns, counted over a trial.
+
+`dmesg` prints `[ seconds.micros] message`. A snapshot keeps every timestamped line;
+the delta counts, per pattern, the lines logged after the last line of the first
+snapshot (by timestamp, so a ring buffer that wrapped during the trial still counts
+only new lines). Seed 001 counts `WARNING:.*do_softirq_post_smp_call_flush` this way:
+one per WARN header, not per stack frame.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from runners.base import COUNT, ParseError, Value
+
+TOOL = "dmesg"
+_LINE = re.compile(r"^\[\s*(\d+\.\d+)\]\s?(.*)$")
+
+
+@dataclass(frozen=True)
+class KernelLog:
+    lines: tuple[tuple[float, str], ...]  # (timestamp seconds, message), in log order
+
+    @property
+    def last(self) -> float:
+        return self.lines[-1][0] if self.lines else -1.0
+
+
+def parse(text: str) -> KernelLog:
+    """Lines without a timestamp (continuations, an empty log) are skipped; output
+    with no timestamped line at all and text in it is not dmesg output."""
+    lines = []
+    for raw in text.splitlines():
+        match = _LINE.match(raw)
+        if match:
+            lines.append((float(match[1]), match[2]))
+    if not lines and text.strip() and "dmesg:" in text:
+        raise ParseError(TOOL, "dmesg failed", text[:200])
+    return KernelLog(tuple(lines))
+
+
+def counts(log: KernelLog, patterns: Mapping[str, str], *, after: float = -1.0) -> list[Value]:
+    out = []
+    for name, pattern in patterns.items():
+        regex = re.compile(pattern)
+        hits = sum(1 for stamp, message in log.lines if stamp > after and regex.search(message))
+        out.append(Value(name, hits, COUNT))
+    return out
+
+
+def delta(before: KernelLog, after: KernelLog, patterns: Mapping[str, str]) -> list[Value]:
+    return counts(after, patterns, after=before.last)
+
+
+def values(log: KernelLog) -> list[Value]:
+    return [Value("lines", len(log.lines), COUNT)]
