@@ -192,7 +192,8 @@ def _ethtool(check: Checker, node: Node, path: str, role: str) -> list[knobs.Set
                     continue
                 text = _ethtool_value(group, value)
                 if text is None:
-                    expected = "on or off" if group == "features" else "an integer"
+                    expected = {"features": "on or off", "channels": "an integer"}.get(
+                        group, "an integer, or on or off")
                     check.error(where, key_path, f"expected {expected}, got {value!r}")
                     continue
                 out.append(knobs.Setting(role, "ethtool", f"{iface}/{group}/{name}", text))
@@ -200,12 +201,13 @@ def _ethtool(check: Checker, node: Node, path: str, role: str) -> list[knobs.Set
 
 
 def _ethtool_value(group: str, value: object) -> str | None:
-    if group == "features":
-        table = {True: "on", False: "off", "on": "on", "off": "off"}
-        return table.get(value) if isinstance(value, bool | str) else None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    """features: on/off; coalesce: integers, or on/off (adaptive-rx); channels: integers."""
+    switches = {True: "on", False: "off", "on": "on", "off": "off"}
+    if group != "channels" and isinstance(value, bool | str):
+        return switches.get(value)
+    if group == "features" or isinstance(value, bool) or not isinstance(value, int):
         return None
-    return str(value)
+    return str(value) if value >= 0 else None
 
 
 def _irq_affinity(check: Checker, node: Node, path: str, role: str) -> list[knobs.Setting]:
