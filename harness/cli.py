@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 import traceback
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from harness.errors import ExitCode, InputError, Interrupted, NapilabError
 from harness.inventory import Inventory, load_inventory
 from harness.plan import Plan, bind
 from harness.profile import load_profile
+from harness.progress import Progress, reporter
 from harness.testbed import Testbed
 
 DEMO_PROFILE = Path(__file__).resolve().parent.parent / "profiles" / "demo.yaml"
@@ -31,18 +30,6 @@ DEMO_PROFILE = Path(__file__).resolve().parent.parent / "profiles" / "demo.yaml"
 
 def _say(line: str) -> None:
     click.echo(line, err=True)
-
-
-def _git_sha() -> str | None:
-    root = Path(__file__).resolve().parent.parent
-    if not (root / ".git").exists():
-        return None
-    try:
-        proc = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
-                              text=True, timeout=5, check=False)
-    except OSError:
-        return None
-    return proc.stdout.strip() or None
 
 
 def _load(profile: str, inventory: str | None, transport: str | None = None
@@ -103,13 +90,18 @@ def plan(profile: str, inventory: str, transport: str | None, as_json: bool) -> 
               help="Reports to write after the run (html,text).")
 @click.option("--break-lock", is_flag=True,
               help="Take the hosts even if another run's lock is on them.")
+@click.option("--resume", "resume", type=click.Path(file_okay=False, exists=True),
+              help="Continue an interrupted run in RUN_DIR (same profile and inventory).")
+@click.option("--quiet", is_flag=True, help="Print only failures.")
+@click.option("--json", "as_json", is_flag=True, help="Progress as JSON events on stdout.")
 def run(profile: str, inventory: str, results: str, transport: str | None, keep_going: bool,
-        formats: str, break_lock: bool) -> None:
+        formats: str, break_lock: bool, resume: str | None, quiet: bool, as_json: bool) -> None:
     """Run a profile: apply, measure, restore, store, report."""
     bound, _ = _load(profile, inventory, transport)
     assert bound is not None
     code = execute(bound, results, keep_going=keep_going, formats=_formats(formats),
-                   break_lock=break_lock)
+                   break_lock=break_lock, progress=reporter(quiet=quiet, as_json=as_json),
+                   resume=resume)
     sys.exit(int(code))
 
 
@@ -123,44 +115,38 @@ def _formats(text: str) -> list[str]:
 
 
 def execute(bound: Plan, results: str, *, keep_going: bool = False,
-            formats: list[str] | None = None, break_lock: bool = False) -> ExitCode:
+            formats: list[str] | None = None, break_lock: bool = False,
+            progress: Progress | None = None, resume: str | None = None) -> ExitCode:
+    """Lock the hosts, run (or resume) the plan, release, render the reports."""
     from harness import lock
     from harness.engine import Engine
+    from harness.runs import new_manifest, open_for_resume
     from harness.store import RunStore, new_run_id
-    from reports.render import write_reports
 
-    profile = bound.profile
-    manifest = {
-        "profile": {"name": profile.name, "path": profile.path, "digest": profile.digest,
-                    "description": profile.description, "repeat": profile.repeat,
-                    "order": profile.order, "seed": profile.seed, "document": profile.document},
-        "variants": [v.name for v in profile.variants], "baseline": profile.baseline,
-        "metrics": {name: asdict(policy) for name, policy in profile.metrics.items()},
-        "workload_source": profile.variants[0].workload.source,
-        "inventory": {"path": bound.inventory.path,
-                      "hosts": {n: h.public() for n, h in bound.hosts.items()}},
-        "napilab": {"version": __version__, "git_sha": _git_sha()},
-        "argv": sys.argv, "pid": os.getpid(),
-    }
-    run_id = new_run_id()
+    progress = progress or Progress()
+    store = open_for_resume(bound, resume) if resume else None
+    run_id = store.run_id if store else new_run_id()
     transports = connect(bound.hosts.values())
     try:
         locked = lock.acquire_all(transports.values(), run_id, break_lock=break_lock)
     except BaseException:
         close(transports.values())
         raise
-    store = RunStore.create(results, profile.name, manifest, run_id=run_id)
-    _say(f"napilab: run {store.run_id}: {len(profile.trials())} trials -> {store.dir}")
+    if store is None:
+        store = RunStore.create(results, bound.profile.name, new_manifest(bound), run_id=run_id)
     code = ExitCode.ERROR
     try:
-        code = Engine(bound, store, transports, progress=_say, keep_going=keep_going).run()
+        engine = Engine(bound, store, transports, progress=progress, keep_going=keep_going)
+        code = engine.run(resume=resume is not None)
     finally:
         for transport in locked:
             lock.release(transport, run_id)
         close(transports.values())
         if formats and store.manifest.get("trials"):
+            from reports.render import write_reports
+
             for path in write_reports(store.dir, formats):
-                _say(f"napilab: wrote {path}")
+                progress.note(f"wrote {path}")
     return code
 
 
@@ -288,7 +274,7 @@ def demo(results: str, transport: str, profile_path: str) -> None:
     try:
         bound = bind(prof, load_inventory(inventory).with_transport(transport))
         start = time.time()
-        code = execute(bound, results, formats=["html", "text"])
+        code = execute(bound, results, formats=["html", "text"], progress=reporter())
         _say(f"napilab: demo took {time.time() - start:.0f}s")
     finally:
         bed.down()

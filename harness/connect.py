@@ -15,14 +15,16 @@ def transport_for(host: Host) -> Transport:
 
 
 def connect(hosts: Iterable[Host]) -> dict[str, Transport]:
-    """Transports for `hosts`, connected now so an unreachable host fails before any
-    setting is changed anywhere."""
-    transports: dict[str, Transport] = {}
+    """Transports for `hosts`, connected now (all at once) so an unreachable host fails
+    before any setting is changed anywhere."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    transports = {host.name: transport_for(host) for host in hosts}
     try:
-        for host in hosts:
-            transport = transport_for(host)
-            transport.run(["true"], timeout=30)
-            transports[host.name] = transport
+        with ThreadPoolExecutor(max_workers=max(1, len(transports))) as pool:
+            for future in [pool.submit(t.run, ["true"], timeout=30)
+                           for t in transports.values()]:
+                future.result()
     except BaseException:
         close(transports.values())
         raise

@@ -11,6 +11,7 @@ from harness.transport import Transport
 from runners.collector import HostInfo, split_tail
 
 FILES = {
+    "boot_id": "/proc/sys/kernel/random/boot_id",
     "kernel_release": "/proc/sys/kernel/osrelease",
     "kernel_version": "/proc/sys/kernel/version",
     "cmdline": "/proc/cmdline",
@@ -33,6 +34,16 @@ def gather(transport: Transport, ifaces: Iterable[str] = ()) -> dict[str, Any]:
     facts["irqbalance"] = "running" if irqbalance.exit_code == 0 else "not running"
     facts["nics"] = {iface: _driver(transport, iface) for iface in sorted(set(ifaces))}
     return facts
+
+
+def identity(transport: Transport) -> dict[str, str]:
+    """Boot id, kernel and command line: read again at the end of a run to flag a host
+    that rebooted or changed kernel mid-run."""
+    keys = ("boot_id", "kernel_release", "kernel_version", "cmdline")
+    result = transport.run(["tail", "-v", "-n", "+1", "--", *(FILES[k] for k in keys)],
+                           check=False)
+    files = split_tail(result.stdout) if result.stdout.startswith("==> ") else {}
+    return {k: files[FILES[k]].strip() for k in keys if FILES[k] in files}
 
 
 def _cpu_model(cpuinfo: str) -> str | None:

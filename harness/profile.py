@@ -41,7 +41,7 @@ from harness.yamlsrc import Node, load_file
 
 TOP_KEYS = ("name", "description", "extends", "hosts", "setup", "workload", "collect",
             "report", "variants", "baseline", "repeat", "order", "seed", "cooldown",
-            "on_mismatch", "metrics", "matrix")
+            "on_mismatch", "metrics", "matrix", "warmup_trials")
 VARIANT_KEYS = ("description", "setup", "workload", "collect")
 ORDERS = ("interleaved", "randomized", "blocked")
 
@@ -97,6 +97,7 @@ class Profile:
     seed: int | None
     cooldown: float
     on_mismatch: str
+    warmup_trials: int
     metrics: dict[str, MetricPolicy]  # "metric" or "source.metric" -> direction, thresholds
     table: tuple[TableRow, ...]
     document: dict[str, Any]  # the resolved profile (extends merged), for the manifest
@@ -322,6 +323,8 @@ def _top_level(check: Checker, document: Node) -> dict[str, Any]:
                                        default=0)),
         "on_mismatch": check.choice(document, "on_mismatch", "", ("fail", "warn"),
                                     default="fail"),
+        "warmup_trials": check.number(document, "warmup_trials", "", integer=True, minimum=0,
+                                      maximum=100, default=0),
         "metrics": _metrics(check, document),
     }
 

@@ -15,6 +15,7 @@ import paramiko
 from harness import sshconfig
 from harness.errors import HostError
 from harness.inventory import Host
+from harness.ssh_shell import PersistentShell
 from harness.transport import CommandResult, command_line
 
 # Starts a server so that its PID is known before it runs: the constant script prints
@@ -109,6 +110,8 @@ class SSHTransport:
         self._client: paramiko.SSHClient | None = None
         self._jumps: list[paramiko.SSHClient] = []
         self._lock = threading.Lock()
+        self._run_lock = threading.Lock()
+        self._sh: PersistentShell | None = None
 
     # -- connection ------------------------------------------------------------------
 
@@ -195,14 +198,15 @@ class SSHTransport:
                     delay = min(delay * 2, 5.0)
             raise AssertionError("unreachable")
 
-    def _channel(self, final: Sequence[str]) -> paramiko.Channel:
+    def _channel(self, final: Sequence[str] | str) -> paramiko.Channel:
+        command = final if isinstance(final, str) else shlex.join(final)
         for attempt in (1, 2):
             client = self._session()
             try:
                 transport = client.get_transport()
                 assert transport is not None
                 channel = transport.open_session(timeout=self.connect_timeout)
-                channel.exec_command(shlex.join(final))
+                channel.exec_command(command)
                 return channel
             except (paramiko.SSHException, EOFError, OSError) as exc:
                 if attempt == 2:
@@ -215,30 +219,21 @@ class SSHTransport:
 
     # -- Transport protocol -------------------------------------------------------------
 
+    def _shell(self) -> PersistentShell:
+        if self._sh is None or self._sh.broken or self._sh.channel.closed or not self._alive():
+            if self._sh is not None:
+                self._sh.close()
+            self._sh = PersistentShell(self._channel("exec /bin/sh"), self.host.name)
+        return self._sh
+
     def run(self, argv: Sequence[str], *, timeout: float = 60.0,
             env: Mapping[str, str] | None = None, stdin: str | None = None,
             check: bool = True) -> CommandResult:
         final = tuple(command_line(self.host, argv, env, transport="ssh"))
         start = time.time()
-        channel = self._channel(final)
-        out, err = _readers(channel)
-        try:
-            if stdin:
-                channel.sendall(stdin.encode())
-            channel.shutdown_write()
-            if not channel.status_event.wait(timeout):
-                raise HostError(f"{self.host.name}: `{shlex.join(argv)}` timed out after "
-                                f"{timeout:.0f}s")
-            code = channel.recv_exit_status()
-            out.thread.join(timeout)
-            err.thread.join(timeout)
-        finally:
-            channel.close()
-        if code == -1 and not self._alive():
-            raise HostError(f"{self.host.name}: connection dropped during `{shlex.join(argv)}`")
-        # -1 on a live connection: the command was killed by a signal (paramiko does
-        # not report `exit-signal`).
-        result = CommandResult(self.host.name, final, code, out.text(), err.text(), start,
+        with self._run_lock:  # one command at a time on the host's shell
+            code, out, err = self._shell().run(shlex.join(final), stdin, timeout)
+        result = CommandResult(self.host.name, final, code, out, err, start,
                                time.time() - start)
         return result.check() if check else result
 
@@ -264,6 +259,9 @@ class SSHTransport:
         return transport is not None and transport.is_active()
 
     def close(self) -> None:
+        if self._sh is not None:
+            self._sh.close()
+            self._sh = None
         with self._lock:
             if self._client is not None:
                 self._client.close()

@@ -190,7 +190,11 @@ class PingTool:
         client = output.client
         if client.exit_code not in (0, 1):
             raise ToolFailed(TOOL, f"exit code {client.exit_code}", client.stderr or client.stdout)
-        summary = parse(client.stdout)
+        try:
+            summary = parse(client.stdout)
+        except ParseError:  # ping refused its arguments (exit 1, a message, no summary)
+            raise ToolFailed(TOOL, f"exit code {client.exit_code}, no summary",
+                             client.stderr or client.stdout) from None
         if summary.received == 0:
             raise ToolFailed(TOOL, f"no reply to {summary.transmitted} requests", client.stderr)
         return ToolResult(client=values(summary))

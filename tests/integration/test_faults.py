@@ -56,20 +56,30 @@ def start_run(bed: tb.Testbed, tmp_path: Path, prof: Path, *extra: str) -> subpr
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def pings(bed: tb.Testbed) -> set[str]:
+    pids = subprocess.run(["ip", "netns", "pids", f"{bed.prefix}-a"], capture_output=True,
+                          text=True).stdout.split()
+    return {p for p in pids if _comm(p) == "ping"}
+
+
 def wait_for_workload(bed: tb.Testbed, timeout: float = 30) -> None:
-    """Until the ping flood runs inside namespace a (settings are applied by then)."""
+    """Until a ping flood runs inside namespace a (settings are applied by then). Tests
+    start only when no earlier ping is left (see wait_no_workload)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        pids = subprocess.run(["ip", "netns", "pids", f"{bed.prefix}-a"], capture_output=True,
-                              text=True).stdout.split()
-        for pid in pids:
-            try:
-                if Path(f"/proc/{pid}/comm").read_text().strip() == "ping":
-                    return
-            except OSError:
-                continue
+        if pings(bed):
+            return
         time.sleep(0.05)
     raise AssertionError("the workload never started")
+
+
+def wait_no_workload(bed: tb.Testbed, timeout: float = 90) -> None:
+    """A SIGKILLed napilab leaves its client running until its `timeout` wrapper ends
+    it (the bound on every workload process); wait for that."""
+    deadline = time.time() + timeout
+    while pings(bed):
+        assert time.time() < deadline, "a workload outlived its timeout wrapper"
+        time.sleep(0.2)
 
 
 def manifest(tmp_path: Path) -> dict[str, object]:
@@ -79,9 +89,9 @@ def manifest(tmp_path: Path) -> dict[str, object]:
 
 def test_failing_workload_keep_going(testbed: tb.Testbed, tmp_path: Path) -> None:
     before = knobs(testbed)
-    proc = subprocess.run([NAPILAB, "run", str(profile(tmp_path, 1, 2, "{size: 70000}")), "-i",
+    proc = subprocess.run([NAPILAB, "run", str(profile(tmp_path, 1, 2, "{preload: 100000}")), "-i",
                            str(testbed.inventory_path), "-o", str(tmp_path / "results"),
-                           "--keep-going", "--format", ""],
+                           "--keep-going", "--format", "html"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 4, proc.stderr
     assert knobs(testbed) == before
@@ -89,7 +99,12 @@ def test_failing_workload_keep_going(testbed: tb.Testbed, tmp_path: Path) -> Non
     trials = doc["trials"]
     assert isinstance(trials, list) and [t["status"] for t in trials] == ["failed", "failed"]
     assert "ping failed" in trials[0]["error"]
+    # ping's own complaint (its stderr) is in the error
+    assert "invalid argument: '100000'" in trials[0]["error"]
     assert doc["status"] == "partial"
+    run_dir = next((tmp_path / "results" / "faults").iterdir())
+    html = (run_dir / "report.html").read_text()
+    assert "2 trial(s) failed" in html and "invalid argument: &#39;100000&#39;" in html
 
 
 def test_sigint_mid_workload_restores_and_exits_130(testbed: tb.Testbed,
@@ -162,9 +177,11 @@ def test_sigkill_then_restore_and_stale_lock(testbed: tb.Testbed, tmp_path: Path
     assert "b: restored 3 setting(s)" in restore.stdout
     assert "removed the stale lock" in restore.stdout
     assert knobs(testbed) == before
+    wait_no_workload(testbed)
 
 
 def test_concurrent_run_is_refused(testbed: tb.Testbed, tmp_path: Path) -> None:
+    wait_no_workload(testbed)
     before = knobs(testbed)
     first = start_run(testbed, tmp_path, profile(tmp_path, 20))
     try:

@@ -1,0 +1,102 @@
+"""One long-lived `sh` per SSH connection that runs napilab's short commands.
+
+An SSH exec costs a session: sshd forks, runs the user's login shell with its rc files
+(on Debian, bash sources ~/.bashrc even for `ssh host cmd`; a pyenv init there adds
+~90 ms here), then the command. A trial issues a dozen short commands (read knobs,
+journal, write, read back, snapshot, restore), so napilab keeps one `sh` open on its
+own channel and writes each command to it, followed by a marker line carrying a random
+nonce and the exit code; stdout and stderr are read up to their markers. The command
+line is quoted once with shlex.join, as for an exec; its stdin is a quoted here-document
+or /dev/null, never the shell's own stdin. Long-running processes (workload servers and
+clients) still get their own channels.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+
+import paramiko
+
+from harness.errors import HostError
+
+
+class _Stream:
+    """Bytes of one channel stream, appended by a reader thread."""
+
+    def __init__(self, recv: object, cond: threading.Condition) -> None:
+        self.data = bytearray()
+        self.eof = False
+        self._recv = recv
+        self._cond = cond
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        try:
+            while True:
+                chunk: bytes = self._recv(1 << 16)  # type: ignore[operator]
+                if not chunk:
+                    break
+                with self._cond:
+                    self.data += chunk
+                    self._cond.notify_all()
+        except (OSError, EOFError, paramiko.SSHException):
+            pass
+        with self._cond:
+            self.eof = True
+            self._cond.notify_all()
+
+
+class PersistentShell:
+    def __init__(self, channel: paramiko.Channel, host: str) -> None:
+        self.channel = channel
+        self.host = host
+        self._cond = threading.Condition()
+        self._out = _Stream(channel.recv, self._cond)
+        self._err = _Stream(channel.recv_stderr, self._cond)
+        self.broken = False
+
+    def run(self, command: str, stdin: str | None, timeout: float) -> tuple[int, str, str]:
+        nonce = secrets.token_hex(8)
+        marker = f"__napilab_end_{nonce}".encode()
+        if stdin is None:
+            script = f"{command} </dev/null\n"
+        else:
+            body = stdin if stdin.endswith("\n") else stdin + "\n"
+            script = f"{command} <<'NAPILAB_IN_{nonce}'\n{body}NAPILAB_IN_{nonce}\n"
+        script += (f"printf '%s %s\\n' {marker.decode()} \"$?\"; "
+                   f"printf '%s\\n' {marker.decode()} >&2\n")
+        try:
+            self.channel.sendall(script.encode())
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            self.broken = True
+            raise HostError(f"{self.host}: connection dropped: {exc}") from None
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while marker not in self._out.data or marker not in self._err.data:
+                if self._out.eof or self._err.eof:
+                    self.broken = True
+                    raise HostError(f"{self.host}: connection dropped during `{command}`")
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    self.broken = True  # the command may still run: use a fresh shell
+                    raise HostError(f"{self.host}: `{command}` timed out after "
+                                    f"{timeout:.0f}s")
+                self._cond.wait(min(remaining, 1.0))
+            out, code = self._take(self._out.data, marker, with_code=True)
+            err, _ = self._take(self._err.data, marker, with_code=False)
+        return code, out, err
+
+    @staticmethod
+    def _take(data: bytearray, marker: bytes, *, with_code: bool) -> tuple[str, int]:
+        at = data.index(marker)
+        end = data.index(b"\n", at)
+        code = int(data[at + len(marker):end]) if with_code else 0
+        text = bytes(data[:at]).decode(errors="replace")
+        del data[:end + 1]
+        return text, code
+
+    def close(self) -> None:
+        self.broken = True
+        self.channel.close()
