@@ -116,7 +116,7 @@ def run(commands: ToolCommands, *, client: ProcessSpec, server: ProcessSpec,
         server_out = ProcessOutput(record.server.exit_code, record.server.stdout,
                                    record.server.stderr, server_files)
     return ToolOutput(ProcessOutput(result.exit_code, result.stdout, result.stderr, client_files),
-                      server_out)
+                      server_out, commands)
 
 
 def _run_client(transport: Transport, argv: list[str], env: Mapping[str, str],

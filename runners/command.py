@@ -277,14 +277,15 @@ class CommandTool:
         if "argv" not in args:
             raise InputError("command: client `argv` is required")
         argv = _argv(args["argv"], "argv", ctx)
-        self._specs = metric_specs(args["metrics"]) if "metrics" in args else ()
-        self._program = argv[0]
+        specs = metric_specs(args["metrics"]) if "metrics" in args else ()
+        self._specs, self._program = specs, argv[0]
         raw_codes = args.get("exit_codes", 0)
         codes = [c for c in (raw_codes if isinstance(raw_codes, list) else [raw_codes])
                  if isinstance(c, int) and not isinstance(c, bool)]
         if len(codes) != (len(raw_codes) if isinstance(raw_codes, list) else 1):
             raise InputError("command: `exit_codes` must be integers")
         self._exit_codes = tuple(codes)
+        context = {"specs": specs, "program": argv[0], "exit_codes": tuple(codes)}
         server = None
         if "server_argv" in sargs:
             port, pattern = sargs.get("ready_port"), sargs.get("ready_pattern")
@@ -297,18 +298,23 @@ class CommandTool:
             server = ServerCommand(_argv(sargs["server_argv"], "server_argv", ctx), ready,
                                    exits_by_itself=bool(sargs.get("exits_by_itself", False)),
                                    stop_signal=str(sargs.get("stop_signal", "TERM")))
-        return ToolCommands(client=argv, server=server)
+        return ToolCommands(client=argv, server=server, context=context)
 
     def parse(self, output: ToolOutput) -> ToolResult:
+        """Reads the metric definitions from the commands that ran (`output.commands`);
+        the values kept from the last commands() call are only a fallback."""
+        context = output.commands.context if output.commands is not None else {}
+        specs = context.get("specs", self._specs)
+        program = context.get("program", self._program)
+        exit_codes = context.get("exit_codes", self._exit_codes)
         client = output.client
         if client.exit_code == 127:
-            raise ToolFailed(TOOL, f"{self._program} is not installed on the host",
-                             client.stderr)
-        if client.exit_code not in self._exit_codes:
-            raise ToolFailed(TOOL, f"{self._program} exited {client.exit_code}",
+            raise ToolFailed(TOOL, f"{program} is not installed on the host", client.stderr)
+        if client.exit_code not in exit_codes:
+            raise ToolFailed(TOOL, f"{program} exited {client.exit_code}",
                              client.stderr or client.stdout)
         try:
-            measured = parse(client.stdout, self._specs, stderr=client.stderr)
+            measured = parse(client.stdout, specs, stderr=client.stderr)
         except ParseError as error:
             raise ToolFailed(TOOL, error.reason, client.stderr) from None
         return ToolResult(client=values(measured))

@@ -8,6 +8,9 @@ from typing import Any
 
 from runners import (
     command,
+    dmesg,
+    kprobes,
+    napi_threads,
     interrupts,
     iperf3,
     neper,
@@ -44,6 +47,9 @@ PARSERS: dict[str, Callable[[str], list[Value]]] = {
     "sockperf": lambda text: sockperf.values(sockperf.parse(text)),
     "sockperf.full_log": lambda text: sockperf.full_log_values(sockperf.parse_full_log(text)),
     "netperf": lambda text: netperf.values(netperf.parse(text)),
+    "dmesg": lambda text: dmesg.values(dmesg.parse(text)),
+    "napi_threads": lambda text: napi_threads.values(napi_threads.parse(text)),
+    "kprobes": lambda text: kprobes.values(kprobes.parse(text)),
     "xdpsock": command.preset_parser("xdpsock"),
     "testpmd": command.preset_parser("testpmd"),
 }

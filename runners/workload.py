@@ -64,6 +64,9 @@ class ToolCommands:
     # name -> path on the host, fetched after the run and handed to parse() in `files`.
     client_files: Mapping[str, str] = field(default_factory=dict)
     server_files: Mapping[str, str] = field(default_factory=dict)
+    # What parse() needs to know of the arguments (e.g. the command tool's metric
+    # definitions); handed back in ToolOutput.commands so a tool keeps no state.
+    context: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,7 @@ class ProcessOutput:
 class ToolOutput:
     client: ProcessOutput
     server: ProcessOutput | None = None
+    commands: ToolCommands | None = None  # what ran: the commands() result
 
 
 @dataclass(frozen=True)

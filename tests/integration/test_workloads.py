@@ -1,0 +1,83 @@
+"""Real workloads between the testbed's namespaces over SSH, with counters, stored and
+reported: iperf3 (server started, readiness-checked, reaped), sockperf ping-pong with
+its per-message full log stored as latency/<trial>.parquet, and a ping flood."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from harness import testbed as tb
+from tests.integration.test_faults import wait_no_workload
+
+NAPILAB = str(Path(sys.executable).parent / "napilab")
+PROFILE = """\
+name: workloads
+hosts:
+  client: {host: a}
+  server: {host: b}
+workload:
+  tool: ping
+  duration: 2
+  client: {role: client, cpus: "0"}
+  server: {role: server}
+collect:
+  softnet_stat: {roles: [server]}
+  softirqs: {roles: [server], names: [NET_RX, NET_TX]}
+  proc_stat: {roles: [server]}
+  interrupts: {roles: [server]}
+  napi_threads: {roles: [server]}
+variants:
+  ping: {}
+  iperf3:
+    workload:
+      tool: iperf3
+      duration: 2
+      client: {role: client, cpus: "0", args: {P: 2}}
+      server: {role: server, cpus: "1"}
+  sockperf:
+    workload:
+      tool: sockperf.ping-pong
+      duration: 2
+      client: {role: client, cpus: "0", args: {full-log: true, mps: 10000}}
+      server: {role: server, cpus: "1"}
+repeat: 1
+"""
+
+
+def test_iperf3_sockperf_and_ping_between_namespaces(testbed: tb.Testbed,
+                                                     tmp_path: Path) -> None:
+    wait_no_workload(testbed)
+    profile = tmp_path / "workloads.yaml"
+    profile.write_text(PROFILE)
+    proc = subprocess.run([NAPILAB, "run", str(profile), "-i", str(testbed.inventory_path),
+                           "-o", str(tmp_path / "r"), "--format", "html,text"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    run_dir = next((tmp_path / "r" / "workloads").iterdir())
+    samples = pd.read_parquet(run_dir / "samples.parquet")
+    totals = samples[samples["cpu"].isna()].set_index(["variant", "source", "metric",
+                                                       "role"])["value"]
+    assert totals[("iperf3", "iperf3", "throughput", "client")] > 1e8  # bits/s over veth
+    assert totals[("iperf3", "softirqs", "net_rx", "server")] > 0
+    assert totals[("sockperf", "sockperf", "latency_p99", "client")] > 0
+    assert totals[("sockperf", "sockperf", "latency_p50", "client")] <= totals[
+        ("sockperf", "sockperf", "latency_p99", "client")]
+    assert totals[("ping", "ping", "received", "client")] > 100
+    latencies = pd.read_parquet(run_dir / "latency" / "003.parquet")
+    assert list(latencies.columns) == ["latency_us"] and len(latencies) > 1000
+    assert latencies["latency_us"].median() > 0
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    server = json.loads((run_dir / "raw" / "002" / "b" / "server.json").read_text())
+    assert "iperf3" in server["argv"] and server["exit_code"] == 0  # exited by itself
+    assert manifest["status"] == "complete"
+    left = subprocess.run(["ip", "netns", "pids", f"{testbed.prefix}-b"], capture_output=True,
+                          text=True).stdout.split()
+    comms = {Path(f"/proc/{p}/comm").read_text().strip() for p in left
+             if Path(f"/proc/{p}/comm").exists()}
+    assert comms <= {"sshd"}, f"left running: {comms}"
+    assert "sockperf" in (run_dir / "report.html").read_text()
