@@ -9,10 +9,10 @@ from typing import Any
 from runners import (
     command,
     dmesg,
-    kprobes,
-    napi_threads,
     interrupts,
     iperf3,
+    kprobes,
+    napi_threads,
     neper,
     neper_samples,
     netperf,

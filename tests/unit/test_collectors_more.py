@@ -13,7 +13,8 @@ from runners import collector, dmesg, kprobes, napi_threads
 from runners.base import ParseError
 from tests.fakes import FakeHost, FakeTransport
 
-LOG_BEFORE = "[    1.000000] boot\n[  100.500000] WARNING: CPU: 1 at do_softirq_post_smp_call_flush\n"
+LOG_BEFORE = ("[    1.000000] boot\n"
+              "[  100.500000] WARNING: CPU: 1 at do_softirq_post_smp_call_flush\n")
 LOG_AFTER = LOG_BEFORE + (
     "[  101.000000] WARNING: CPU: 1 PID: 7 at do_softirq_post_smp_call_flush+0x1/0x2\n"
     "[  101.000100]  do_softirq_post_smp_call_flush+0x1/0x2\n"  # stack frame: not a header
