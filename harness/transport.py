@@ -31,6 +31,10 @@ class CommandResult:
 
     def check(self, *, hint: str = "") -> CommandResult:
         if self.exit_code != 0:
+            if self.argv[:2] == ("sudo", "-n") and "password is required" in self.stderr:
+                hint = ("napilab runs `sudo -n` for `become: sudo` and never types a "
+                        "password: allow this user passwordless sudo for napilab's commands, "
+                        "or connect as root")
             raise CommandError(self.host, self.argv, self.exit_code, self.stderr, hint=hint)
         return self
 

@@ -148,3 +148,15 @@ def test_threaded_sysfs_takes_only_0_1(value: object) -> None:
 def test_sysctl_names_are_confined(name: str) -> None:
     with pytest.raises(knobs.KnobValueError):
         knobs.check_sysctl(name)
+
+
+def test_sudo_password_needed_is_explained() -> None:
+    from harness.errors import CommandError
+    from harness.transport import CommandResult
+
+    result = CommandResult("sut", ("sudo", "-n", "--", "env", "LC_ALL=C", "true"), 1, "",
+                           "sudo: a password is required\n", 0.0, 0.0)
+    with pytest.raises(CommandError) as exc:
+        result.check()
+    assert "sudo: a password is required" in str(exc.value)
+    assert "passwordless sudo" in exc.value.hint
