@@ -9,7 +9,7 @@ is touched; docs/profiles.md has an example of each.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harness import knobs
@@ -77,6 +77,24 @@ def _iface(check: Checker, node: Node, key: str, path: str) -> bool:
         return False
 
 
+def _interfaces(check: Checker, node: Node, path: str, *, short: bool = False,
+                also: tuple[str, ...] = ()) -> Iterator[tuple[str, Node, str]]:
+    """(iface, its mapping, its key path) for each valid interface key of `node`.
+    `short`: a bare value stands for `{cpus: VALUE}`; `also`: other allowed keys."""
+    for iface, raw in node.items():
+        if iface not in also and not _iface(check, node, iface, path):
+            continue
+        ipath = join(path, iface)
+        if short and not isinstance(raw, Node):
+            bare = Node({"cpus": raw})
+            bare.value_locations["cpus"] = node.where(iface)  # type: ignore[assignment]
+            yield iface, bare, ipath
+            continue
+        spec = check.mapping(raw, node.where(iface), ipath)
+        if spec is not None:
+            yield iface, spec, ipath
+
+
 def _sysctl(check: Checker, node: Node, path: str, role: str) -> list[knobs.Setting]:
     out = []
     for name in node:
@@ -93,12 +111,7 @@ def _sysctl(check: Checker, node: Node, path: str, role: str) -> list[knobs.Sett
 
 def _netdev(check: Checker, node: Node, path: str, role: str) -> list[knobs.Setting]:
     out = []
-    for iface, raw in node.items():
-        if not _iface(check, node, iface, path):
-            continue
-        attrs = check.mapping(raw, node.where(iface), join(path, iface))
-        if attrs is None:
-            continue
+    for iface, attrs, _ in _interfaces(check, node, path):
         check.keys(attrs, join(path, iface), knobs.NETDEV_ATTRS)
         for attr, convert in knobs.NETDEV_ATTRS.items():
             if attr in attrs:
@@ -115,13 +128,7 @@ def _queues_kind(kind: str) -> Any:
     def parse(check: Checker, node: Node, path: str, role: str) -> list[knobs.Setting]:
         out = []
         allowed = ("cpus", "queues", "flow_cnt") if kind == "rps" else ("cpus", "queues")
-        for iface, raw in node.items():
-            if not _iface(check, node, iface, path):
-                continue
-            spec = raw if isinstance(raw, Node) else Node({"cpus": raw})
-            if not isinstance(raw, Node):
-                spec.value_locations["cpus"] = node.where(iface)  # type: ignore[assignment]
-            ipath = join(path, iface)
+        for iface, spec, ipath in _interfaces(check, node, path, short=True):
             check.keys(spec, ipath, allowed)
             queues = check.string_list(spec, "queues", ipath) or [
                 ("rx-*" if kind == "rps" else "tx-*")]
@@ -150,12 +157,7 @@ def _napi(check: Checker, node: Node, path: str, role: str) -> list[knobs.Settin
     """`napi: {IFACE: {threaded: busy-poll, defer-hard-irqs: 2, ...}}`: every NAPI
     instance of the interface, through netlink napi-set (underscores accepted)."""
     out = []
-    for iface, raw in node.items():
-        if not _iface(check, node, iface, path):
-            continue
-        attrs = check.mapping(raw, node.where(iface), join(path, iface))
-        if attrs is None:
-            continue
+    for iface, attrs, _ in _interfaces(check, node, path):
         spelled = {k.replace("_", "-"): k for k in attrs}
         for written in attrs:
             if written.replace("_", "-") not in NAPI_ATTRS:
@@ -174,12 +176,7 @@ def _ethtool(check: Checker, node: Node, path: str, role: str) -> list[knobs.Set
     """`ethtool: {IFACE: {coalesce: {rx-usecs: 0}, channels: {combined: 1},
     features: {gro: on}}}` (ethtool -C / -L / -K, read back with -c / -l / -k)."""
     out = []
-    for iface, raw in node.items():
-        if not _iface(check, node, iface, path):
-            continue
-        groups = check.mapping(raw, node.where(iface), join(path, iface))
-        if groups is None:
-            continue
+    for iface, groups, _ in _interfaces(check, node, path):
         check.keys(groups, join(path, iface), ETHTOOL_GROUPS)
         for group in ETHTOOL_GROUPS:
             body = check.mapping(groups.get(group), groups.where(group),
@@ -214,13 +211,7 @@ def _irq_affinity(check: Checker, node: Node, path: str, role: str) -> list[knob
     """`irq_affinity: {IFACE: CPULIST}` or `{IFACE: {cpus: CPULIST, match: REGEX}}`:
     every IRQ of the interface (or those whose /proc/interrupts name matches)."""
     out = []
-    for iface, raw in node.items():
-        if not _iface(check, node, iface, path):
-            continue
-        spec = raw if isinstance(raw, Node) else Node({"cpus": raw})
-        if not isinstance(raw, Node):
-            spec.value_locations["cpus"] = node.where(iface)  # type: ignore[assignment]
-        ipath = join(path, iface)
+    for iface, spec, ipath in _interfaces(check, node, path, short=True):
         check.keys(spec, ipath, ("cpus", "match"), required=("cpus",))
         match = check.get(spec, "match", ipath, str)
         if match is not None:
@@ -242,13 +233,7 @@ def _napi_threads(check: Checker, node: Node, path: str, role: str) -> list[knob
     """`napi_threads: {IFACE: {cpus: "2", policy: fifo, priority: 50}}` for the
     interface's napi/IFACE-ID kthreads; `backlog:` for backlog_napi/N threads."""
     out = []
-    for owner, raw in node.items():
-        if owner != "backlog" and not _iface(check, node, owner, path):
-            continue
-        spec = check.mapping(raw, node.where(owner), join(path, owner))
-        if spec is None:
-            continue
-        opath = join(path, owner)
+    for owner, spec, opath in _interfaces(check, node, path, also=("backlog",)):
         check.keys(spec, opath, ("cpus", "policy", "priority"))
         if "cpus" in spec:
             value = _value(check, spec, "cpus", opath, knobs.cpu_list)
