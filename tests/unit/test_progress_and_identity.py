@@ -1,0 +1,67 @@
+"""Progress reporters, and the end-of-run check that a host did not reboot or change
+kernel during the run."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from harness import facts
+from harness.engine_hosts import IDENTITY, HostOps
+from harness.progress import JsonProgress, Progress, QuietProgress, TerminalProgress
+from tests.fakes import FakeHost, FakeTransport
+
+
+def drive(progress: Progress) -> None:
+    progress.run_start("abcd1234", "/tmp/run", 2, 3.0)
+    progress.trial_start(1, "rps-off", 1)
+    progress.phase("applying settings")
+    progress.phase("ping", "a", "5s")
+    progress.trial_end(1, "ok")
+    progress.trial_start(2, "rps-remote", 1)
+    progress.trial_end(2, "failed", "ping failed: no reply")
+    progress.run_end("partial")
+
+
+def test_plain_lines() -> None:
+    out = io.StringIO()
+    drive(Progress(out))
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "napilab: run abcd1234: 2 trials -> /tmp/run"
+    assert "trial 1/2: rps-off rep 1" in lines and "  a: ping 5s" in lines
+    assert lines[-1] == "trial 2/2: FAILED: ping failed: no reply"
+
+
+def test_json_events() -> None:
+    out = io.StringIO()
+    drive(JsonProgress(out))
+    events = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [e["event"] for e in events] == ["run", "trial", "phase", "phase", "trial_end",
+                                           "trial", "trial_end", "run_end"]
+    assert events[1]["eta"] == 6.0  # 2 trials x the plan's 3 s before any finished
+    assert events[6] == {**events[6], "status": "failed", "error": "ping failed: no reply"}
+
+
+def test_quiet_prints_failures_only() -> None:
+    out = io.StringIO()
+    drive(QuietProgress(out))
+    assert out.getvalue() == "trial 2/2: FAILED: ping failed: no reply\n"
+
+
+def test_terminal_rewrites_one_line() -> None:
+    out = io.StringIO()
+    drive(TerminalProgress(out))
+    text = out.getvalue()
+    assert "\r\x1b[2K" in text and "trial 1/2 rps-off rep 1 | a: ping" in text
+    assert "trial 2/2: FAILED: ping failed: no reply\n" in text
+
+
+def test_a_rebooted_host_is_flagged() -> None:
+    files = {facts.FILES[k]: f"{k}-1\n" for k in IDENTITY}
+    host = FakeHost(files)
+    transport = FakeTransport(host, "sut")
+    start = {"sut": facts.identity(transport)}
+    ops = HostOps(plan=None, store=None, transports={"sut": transport})  # type: ignore[arg-type]
+    assert ops.changed_hosts(start) == {}
+    host.files[facts.FILES["boot_id"]] = "boot_id-2\n"
+    assert ops.changed_hosts(start) == {"sut": ["boot_id"]}
