@@ -87,7 +87,7 @@ def plan(profile: str, inventory: str, transport: str | None, as_json: bool) -> 
               help="Override the inventory's transport.")
 @click.option("--keep-going", is_flag=True, help="Record a failed trial and continue (exit 4).")
 @click.option("--format", "formats", default="html", show_default=True,
-              help="Reports to write after the run (html,text).")
+              help="Reports to write after the run (html,text,md,json,junit).")
 @click.option("--break-lock", is_flag=True,
               help="Take the hosts even if another run's lock is on them.")
 @click.option("--resume", "resume", type=click.Path(file_okay=False, exists=True),
@@ -106,7 +106,7 @@ def run(profile: str, inventory: str, results: str, transport: str | None, keep_
 
 
 def _formats(text: str) -> list[str]:
-    allowed = ("html", "text")
+    allowed = ("html", "text", "md", "json", "junit")
     chosen = [f.strip() for f in text.split(",") if f.strip()]
     bad = [f for f in chosen if f not in allowed]
     if bad:
@@ -153,17 +153,17 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
 @cli.command()
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
 @click.option("--format", "formats", default="html", show_default=True,
-              help="Comma-separated: html,text.")
+              help="Comma-separated: html,text,md,json,junit. text is printed; the others "
+                   "are written to RUN_DIR/report.{html,md,json,junit.xml}.")
 def report(run_dir: str, formats: str) -> None:
     """Render reports from a stored run (no host is contacted)."""
-    from reports.compare import load_run
-    from reports.render import text, write_reports
+    from reports.render import report_files
 
-    chosen = _formats(formats)
-    for path in write_reports(run_dir, [f for f in chosen if f != "text"]):
+    written, printed = report_files(run_dir, _formats(formats))
+    for path in written:
         click.echo(str(path))
-    if "text" in chosen:
-        click.echo(text(load_run(run_dir)), nl=False)
+    if printed is not None:
+        click.echo(printed, nl=False)
 
 
 @cli.command()

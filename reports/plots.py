@@ -1,26 +1,29 @@
-"""Plots, rendered from stored results to inline SVG (no files, no network).
+"""Plots of a stored run, as inline SVG (no files, no network), registered in PLOTS.
 
-Registered explicitly in PLOTS: name -> function(run, table) -> Plot | None (None when
-the run has nothing to show for that plot).
+Each entry of PLOTS is name -> (title, function(run, table)); the function returns the
+figure and a caption note, or, when the run has nothing to show for that plot, the
+reason as a string: the report then prints the note instead of an empty figure. The
+SVG goes through reports.svg (escaped text, per-figure ids, checked before use).
 """
 
 from __future__ import annotations
 
-import io
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.figure import Figure
 
-from reports.compare import RunData, Table
+from reports import plots_cpu, plots_latency
+from reports.ab_model import Line, Table
+from reports.compare import RunData
+from reports.svg import RC, SvgRejected, color, figure_svg, label, numbers
 
-COLORS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3",
-          "#8c8c8c", "#ccb974", "#64b5cd"]
+Drawn = tuple[Figure, str] | str  # (figure, caption note) or why there is no figure
+PlotFunction = Callable[[RunData, Table], Drawn]
+
+MAX_PANELS = 12  # per-repetition panels; a 30-metric table still gets one readable figure
 
 
 @dataclass(frozen=True)
@@ -28,83 +31,101 @@ class Plot:
     name: str
     title: str
     svg: str
+    note: str = ""
 
 
-def _svg(fig: Figure) -> str:
-    buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", bbox_inches="tight")
-    plt.close(fig)
-    text = buffer.getvalue()
-    text = text[text.index("<svg"):]  # drop the XML prolog and doctype for inlining
-    # The RDF metadata block carries a creation date and namespace URLs: dropping it
-    # keeps reports reproducible byte for byte from the same data.
-    return re.sub(r"\s*<metadata>.*?</metadata>", "", text, count=1, flags=re.DOTALL)
+@dataclass(frozen=True)
+class Omitted:
+    name: str
+    title: str
+    reason: str
 
 
-def per_repetition(run: RunData, table: Table) -> Plot | None:
+def _panel_order(lines: list[Line]) -> list[Line]:
+    """Lines with a significant verdict first (what the reader looks for), then the
+    rest in table order."""
+    def key(item: tuple[int, Line]) -> tuple[int, int]:
+        index, line = item
+        found = any(c.verdict.value in ("better", "worse") for c in line.comparisons.values())
+        return (0 if found else 1, index)
+
+    return [line for _, line in sorted(enumerate(lines), key=key)]
+
+
+def per_repetition(run: RunData, table: Table) -> Drawn:
     """Every table line as a small panel: one dot per repetition, a bar at the median."""
     lines = [ln for ln in table.lines if any(c.values for c in ln.cells.values())]
     if not lines:
-        return None
-    cols = min(3, len(lines))
-    rows = (len(lines) + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.5 * rows), squeeze=False)
-    for ax, line in zip(axes.flat, lines, strict=False):
-        for i, variant in enumerate(table.variants):
+        return "no table line has values"
+    shown = _panel_order(lines)[:MAX_PANELS]
+    shown.sort(key=lines.index)
+    variants = table.variants
+    per_row = 3 if len(variants) <= 6 else 2 if len(variants) <= 14 else 1
+    cols = min(per_row, len(shown))
+    rows = (len(shown) + cols - 1) // cols
+    width = min(14.0, max(3.6, 0.24 * len(variants) + 1.2))
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, 2.4 * rows), squeeze=False)
+    rng = np.random.default_rng(0)  # horizontal jitter of the dots: reproducible
+    for ax, line in zip(axes.flat, shown, strict=False):
+        xs: list[float] = []
+        ys: list[float] = []
+        colors: list[str] = []
+        for i, variant in enumerate(variants):
             values = line.cells[variant].values
-            color = COLORS[i % len(COLORS)]
-            ax.scatter([i] * len(values), values, color=color, s=18, alpha=0.8, zorder=3)
-            median = line.cells[variant].median
-            if median is not None:
-                ax.hlines(median, i - 0.3, i + 0.3, color=color, linewidth=2)
-        ax.set_xticks(range(len(table.variants)), table.variants, fontsize=7, rotation=15)
-        ax.set_title(f"{line.label}" + (f" [{line.unit}]" if line.unit else ""), fontsize=8)
-        ax.tick_params(axis="y", labelsize=7)
+            xs += list(i + rng.uniform(-0.12, 0.12, len(values)))
+            ys += values
+            colors += [color(i)] * len(values)
+        ax.scatter(xs, ys, c=colors, s=14, alpha=0.8, zorder=3, linewidths=0)
+        medians = [(i, line.cells[v].median) for i, v in enumerate(variants)]
+        present = [(i, m) for i, m in medians if m is not None]
+        if present:
+            ax.hlines([m for _, m in present], [i - 0.3 for i, _ in present],
+                      [i + 0.3 for i, _ in present], colors=[color(i) for i, _ in present],
+                      linewidth=2)
+        long_names = len(variants) > 3 or max(len(v) for v in variants) > 12
+        ax.set_xticks(range(len(variants)), [label(v) for v in variants],
+                      rotation=90 if len(variants) > 6 else 20 if long_names else 0,
+                      ha="center" if len(variants) > 6 or not long_names else "right")
+        numbers(ax.yaxis)
+        ax.set_title(label(line.label + (f" [{line.unit}]" if line.unit else "")))
         ax.grid(axis="y", alpha=0.3)
-    for ax in list(axes.flat)[len(lines):]:
+    for ax in list(axes.flat)[len(shown):]:
         ax.set_visible(False)
     fig.tight_layout()
-    return Plot("per_repetition", "Per-repetition values (dots) and medians (bars)", _svg(fig))
+    left = len(lines) - len(shown)
+    note = (f"{left} more line(s) not drawn: the {MAX_PANELS} shown are those with a "
+            "significant verdict first, then in table order") if left else ""
+    return fig, note
 
 
-def per_cpu_counters(run: RunData, table: Table) -> Plot | None:
-    """Median per-CPU deltas of the collectors' headline counters, per variant."""
-    frame = run.samples
-    if not len(frame):
-        return None
-    wanted = [("softnet_stat", "received_rps"), ("softnet_stat", "processed"),
-              ("interrupts", "function_call_interrupts"), ("proc_stat", "hardirq"),
-              ("proc_stat", "softirq")]
-    per_cpu = frame[frame["cpu"].notna()]
-    panels = [(s, m) for s, m in wanted
-              if len(per_cpu[(per_cpu["source"] == s) & (per_cpu["metric"] == m)])]
-    if not panels:
-        return None
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels), 2.6), squeeze=False)
-    for ax, (source, metric) in zip(axes.flat, panels, strict=True):
-        sel = per_cpu[(per_cpu["source"] == source) & (per_cpu["metric"] == metric)]
-        by = sel.groupby(["variant", "host", "cpu", "rep"])["value"].sum().groupby(
-            ["variant", "host", "cpu"]).median()
-        keys = sorted({(h, int(c)) for _, h, c in by.index})
-        width = 0.8 / max(1, len(table.variants))
-        for i, variant in enumerate(table.variants):
-            heights = [float(by.get((variant, h, c), 0.0)) for h, c in keys]
-            xs = [k + i * width for k in range(len(keys))]
-            ax.bar(xs, heights, width=width, color=COLORS[i % len(COLORS)], label=variant)
-        ax.set_xticks([k + width * (len(table.variants) - 1) / 2 for k in range(len(keys))],
-                      [f"{h}/cpu{c}" for h, c in keys], fontsize=7)
-        ax.set_title(f"{source} {metric}", fontsize=8)
-        ax.tick_params(axis="y", labelsize=7)
-    axes.flat[0].legend(fontsize=7)
-    fig.tight_layout()
-    return Plot("per_cpu_counters", "Per-CPU counters (median over repetitions)", _svg(fig))
-
-
-PLOTS: dict[str, Callable[[RunData, Table], Plot | None]] = {
-    "per_repetition": per_repetition,
-    "per_cpu_counters": per_cpu_counters,
+PLOTS: dict[str, tuple[str, PlotFunction]] = {
+    "percentile_ladder": ("Latency percentiles per variant (log scale)",
+                          plots_latency.percentile_ladder),
+    "per_repetition": ("Per-repetition values (dots) and medians (bars)", per_repetition),
+    "latency_distribution": ("Per-transaction latency distribution (pooled repetitions)",
+                             plots_latency.latency_distribution),
+    "throughput_latency": ("Throughput vs latency, one dot per repetition",
+                           plots_latency.throughput_latency),
+    "per_cpu_counters": ("Per-CPU counters (median over repetitions)",
+                         plots_cpu.per_cpu_counters),
+    "latency_cpu_cost": ("Latency vs CPU cost, one dot per repetition",
+                         plots_latency.latency_cpu_cost),
 }
 
 
-def render_all(run: RunData, table: Table) -> list[Plot]:
-    return [plot for fn in PLOTS.values() if (plot := fn(run, table)) is not None]
+def render(name: str, run: RunData, table: Table) -> Plot | Omitted:
+    title, function = PLOTS[name]
+    with plt.rc_context(RC):  # the fonts must be set when the figure is laid out
+        drawn = function(run, table)
+    if isinstance(drawn, str):
+        plt.close("all")  # a function that gave up half way leaves nothing behind
+        return Omitted(name, title, drawn)
+    figure, note = drawn
+    try:
+        return Plot(name, title, figure_svg(figure, f"plot-{name}"), note)
+    except SvgRejected as exc:  # fail closed: never inline a figure that did not pass
+        return Omitted(name, title, f"figure withheld: {exc}")
+
+
+def render_all(run: RunData, table: Table) -> list[Plot | Omitted]:
+    return [render(name, run, table) for name in PLOTS]
