@@ -2,8 +2,9 @@
 
 What a figure may contain comes from hosts, tools and profiles (variant names, metric
 labels, host names), so a figure is treated like any other untrusted text:
-- labels go through `label()`: matplotlib parses `$...$` as mathtext (an odd `$` in a
-  variant name raises at draw time) and hides legend entries that start with `_`;
+- mathtext is off (RC): matplotlib would parse `$...$` in a variant name as TeX, and an
+  odd `$` raises at draw time; labels go through `label()`, as the legend hides
+  entries that start with `_`;
 - text is written as SVG <text> (svg.fonttype "none"), which matplotlib escapes
   (& < >), rather than as glyph paths with the raw text in <!-- comments -->;
 - every element id is prefixed per figure: matplotlib numbers ids per figure
@@ -40,7 +41,8 @@ COLORS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da
 RC: dict[Any, Any] = {
     "svg.fonttype": "none", "svg.hashsalt": "napilab", "font.family": "sans-serif",
     "font.sans-serif": ["DejaVu Sans"], "font.size": 8, "axes.titlesize": 8,
-    "axes.labelsize": 8, "xtick.labelsize": 7, "ytick.labelsize": 7, "legend.fontsize": 7}
+    "axes.labelsize": 8, "xtick.labelsize": 7, "ytick.labelsize": 7, "legend.fontsize": 7,
+    "text.parse_math": False}
 
 _SVG = "{http://www.w3.org/2000/svg}"
 _XLINK_HREF = "{http://www.w3.org/1999/xlink}href"
@@ -63,9 +65,9 @@ def color(index: int) -> str:
 
 
 def label(text: object) -> str:
-    """Untrusted text as a matplotlib label that is drawn literally."""
-    out = str(text).replace("\\", "\\\\").replace("$", r"\$")
-    # matplotlib's legend skips labels starting with "_"; a space keeps them shown.
+    """Untrusted text as a matplotlib label: the legend skips labels that start with "_"
+    (a space keeps them shown); `$` needs nothing, RC turns mathtext off."""
+    out = str(text)
     return " " + out if out.startswith("_") else out
 
 
@@ -101,7 +103,18 @@ def _prefix_ids(text: str, prefix: str) -> str:
         name = match.group(2)
         return match.group(1) + (f"{safe}-{name}" if name in ids else name)
 
-    return re.sub(r'(\bid="|href="#|url\(#)([^")]+)', fix, text)
+    text = re.sub(r'(\bid="|href="#|url\(#)([^")]+)', fix, text)
+    # matplotlib names identical things alike (two colorbars' identical gradient images
+    # share an id): later copies get a suffix; references resolve to the first, as a
+    # browser resolves them anyway.
+    seen: dict[str, int] = {}
+
+    def unique(match: re.Match[str]) -> str:
+        name = match.group(1)
+        seen[name] = seen.get(name, 0) + 1
+        return f'id="{name}"' if seen[name] == 1 else f'id="{name}-{seen[name]}"'
+
+    return re.sub(r'\bid="([^"]+)"', unique, text)
 
 
 def check(text: str) -> None:

@@ -41,7 +41,11 @@ def stats_block(tab: Table, width: int = 80) -> str:
         return ""
     out = []
     for base, other in tab.pairs:
-        out.append(f"  {other} vs {base} (baseline): median change, 95% bootstrap CI,")
+        # Long variant names would push this line past `width`: wrapped only then, so a
+        # table that fits keeps its familiar two-line heading.
+        out.extend(textwrap.wrap(f"{other} vs {base} (baseline): median change, 95% "
+                                 "bootstrap CI,", width, initial_indent="  ",
+                                 subsequent_indent="  ", break_on_hyphens=False))
         out.append(f"  Mann-Whitney p Holm-adjusted over {tab.family} comparison(s)")
         out.append(_row(("", "change", "95% CI", "p", "verdict")))
         for line in tab.lines:
