@@ -23,9 +23,8 @@ IMG = '"><img src=x onerror=alert(1)>'
 MATH = r"$\alpha$ _x $"  # mathtext, an odd dollar, a leading underscore
 VARIANTS = ("base", f"v{SCRIPT}", f"w{IMG}", MATH)
 HTML_TAGS = {"html", "head", "meta", "title", "style", "body", "header", "h1", "h2", "p",
-             "span", "code", "nav", "ul", "li", "a", "main", "section", "strong", "ul",
-             "div", "table", "thead", "tbody", "tr", "th", "td", "br", "figure",
-             "figcaption", "pre"}
+             "span", "code", "nav", "ul", "li", "a", "main", "section", "strong", "div",
+             "table", "thead", "tbody", "tr", "th", "td", "br", "figure", "figcaption", "pre"}
 SVG_TAGS = {t.lower() for t in svg.ALLOWED}
 
 
