@@ -285,11 +285,13 @@ def demo(results: str, transport: str, profile_path: str) -> None:
     sys.exit(int(code))
 
 
-from harness import cli_analysis  # noqa: E402  (the commands below extend `cli`)
+from harness import cli_analysis, cli_reports  # noqa: E402  (the commands below extend `cli`)
 
 cli.add_command(cli_analysis.compare)
 cli.add_command(cli_analysis.check)
 cli.add_command(cli_analysis.calibrate)
+cli.add_command(cli_reports.history)
+cli.add_command(cli_reports.publish)
 
 
 def main(argv: list[str] | None = None) -> None:

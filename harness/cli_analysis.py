@@ -97,7 +97,14 @@ def compare(run_a: str, run_b: str, allow_mismatch: bool, intended: tuple[str, .
 def check(run_dir: str, baseline: str, limits: tuple[str, ...], junit_path: str | None,
           json_path: str | None) -> None:
     """Nightly gate: exit 3 if RUN_DIR regressed significantly beyond a threshold."""
-    from reports.check import find_baseline, gate, gate_json, gate_text, parse_thresholds
+    from reports.check import (
+        CHECK_FILE,
+        find_baseline,
+        gate,
+        gate_json,
+        gate_text,
+        parse_thresholds,
+    )
     from reports.compare import load_run
     from reports.junit import junit_xml
 
@@ -106,8 +113,11 @@ def check(run_dir: str, baseline: str, limits: tuple[str, ...], junit_path: str 
     report = gate(load_run(find_baseline(Path(baseline), candidate)), candidate, thresholds)
     if junit_path:
         atomic_write(Path(junit_path), junit_xml(report))
+    summary = gate_json(report)
     if json_path:
-        atomic_write(Path(json_path), gate_json(report))
+        atomic_write(Path(json_path), summary)
+    # Kept with the run too: `napilab publish` builds its feed of regressions from these.
+    atomic_write(candidate.directory / CHECK_FILE, summary)
     click.echo(gate_text(report), nl=False)
     for label, run in (("candidate", candidate), ("baseline", report.baseline)):
         if run.manifest.get("status") != "complete":

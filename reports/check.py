@@ -35,6 +35,7 @@ from reports.line_stats import with_stats
 from reports.table_json import comparison_doc
 
 DEFAULT_MAX_REGRESSION_PCT = 5.0
+CHECK_FILE = "check.json"  # gate_json of the last check, kept in the candidate's RUN_DIR
 _STATUS = {"worse": "regression", "better": "improvement", "~": "noise",
            "not-enough-data": "not-enough-data"}
 

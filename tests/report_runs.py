@@ -13,6 +13,7 @@ build variants of it (failed trials, hostile strings) in temporary directories.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ import numpy as np
 from harness.store import Row, RunStore
 
 RUN_ID = "5e1f0000"
-STARTED = 1795990000.0  # 2026-11-30 07:26:40 UTC
+STARTED = 1795990000.0  # 2026-11-29 22:06:40 UTC
 NAME = "synthetic-seed-000"
 DESCRIPTION = ("Synthetic run in the shape of seed 000: neper tcp_rr latency with "
                "application busy polling versus NAPI threaded busy polling.")
@@ -149,9 +150,11 @@ def _collector_rows(rng: np.random.Generator, index: int, variant: str,
 def neper_run(results: Path, *, variants: Sequence[str] = VARIANTS, reps: int = 8,
               name: str = NAME, description: str = DESCRIPTION, run_id: str = RUN_ID,
               failed: dict[int, str] | None = None, stderr: str = "",
-              latency_samples: int = 2000, seed: int = 0) -> Path:
+              latency_samples: int = 2000, seed: int = 0, started: float = STARTED,
+              kernel: str = str(FACTS["kernel_release"]), slower: float = 1.0) -> Path:
     """The run at results/<name>/<time>-<run_id>; `failed` maps trial index -> error
-    (those trials store their client's stderr `stderr` and no values)."""
+    (those trials store their client's stderr `stderr` and no values); `slower`
+    multiplies every latency (a regression to find)."""
     rng = np.random.default_rng(seed)
     document = {**DOCUMENT, "name": name, "description": description,
                 "variants": {v: {} for v in variants}, "repeat": reps}
@@ -168,9 +171,10 @@ def neper_run(results: Path, *, variants: Sequence[str] = VARIANTS, reps: int = 
         "workload_source": "neper",
         "inventory": {"path": "inventory.yaml", "hosts": {}},
         "napilab": {"version": "0.1.0", "git_sha": None}, "argv": ["napilab", "run"], "pid": 1,
-        "host_facts": {"sut": FACTS, "peer": {**FACTS, "irqbalance": "not running"}},
+        "host_facts": {"sut": {**FACTS, "kernel_release": kernel},
+                       "peer": {**FACTS, "irqbalance": "not running"}},
     }
-    stamp = "20261130T072640Z"
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(started))
     directory = results / name / f"{stamp}-{run_id}"
     directory.mkdir(parents=True)
     store = RunStore(directory, manifest)
@@ -181,7 +185,7 @@ def neper_run(results: Path, *, variants: Sequence[str] = VARIANTS, reps: int = 
         for variant in variants:
             index += 1
             trial_id = f"{index:03d}"
-            start = STARTED + 15 * (index - 1)
+            start = started + 15 * (index - 1)
             entry: dict[str, Any] = {"index": index, "id": trial_id, "variant": variant,
                                      "rep": rep, "start": start, "end": start + 12,
                                      "settings": _settings(variant, index)}
@@ -198,7 +202,7 @@ def neper_run(results: Path, *, variants: Sequence[str] = VARIANTS, reps: int = 
                 trials.append(entry)
                 continue
             entry["status"] = "ok"
-            median = MEDIAN_US.get(variant, 25.0) * float(np.exp(rng.normal(0, 0.02)))
+            median = MEDIAN_US.get(variant, 25.0) * slower * float(np.exp(rng.normal(0, 0.02)))
             samples = median * np.exp(rng.normal(0, 0.25, latency_samples))
             samples[: latency_samples // 200] *= 4  # a tail: a few slow transactions
             store.write_latencies(trial_id, samples)
@@ -230,7 +234,7 @@ def neper_run(results: Path, *, variants: Sequence[str] = VARIANTS, reps: int = 
     ok = sum(1 for t in trials if t["status"] == "ok")
     status = "complete" if ok == len(trials) else "partial"
     store.manifest.update(trials=trials, status=status, incomplete=status != "complete",
-                          started=STARTED, ended=STARTED + 15 * index)
+                          started=started, ended=started + 15 * index)
     store.save_manifest()
     return directory
 
