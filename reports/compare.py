@@ -106,7 +106,8 @@ def build_table(specs: Sequence[Spec], columns: Sequence[Column],
                 pairs: Sequence[tuple[str, str]], policies: Mapping[str, Any],
                 baseline: str, *, stats: bool = True) -> Table:
     """The table of `specs` over `columns`; with `stats`, each pair compared."""
-    lines = [_line(columns, spec) for spec in specs] + pooled_lines(columns)
+    indexed = [_ColumnIndex.of(col.frame) for col in columns]
+    lines = [_line(columns, indexed, spec) for spec in specs] + pooled_lines(columns)
     family = 0
     if stats:
         lines, family = with_stats(lines, pairs, policies)
@@ -135,21 +136,53 @@ def line_specs(run: RunData) -> list[Spec]:
     return specs
 
 
-def _line(columns: Sequence[Column], spec: Spec) -> Line:
+class _ColumnIndex(NamedTuple):
+    """A column's values summed per (source, metric, role, trial), and the first unit of
+    each (source, metric, role) and (source, metric): grouped once per column, so a
+    table of 30 lines x 50 variants filters no frame 1,500 times."""
+
+    sums: pd.Series
+    units: dict[tuple[str, ...], str]
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> _ColumnIndex:
+        if not len(frame):
+            return cls(pd.Series(dtype="float64"), {})
+        sums = frame.groupby(["source", "metric", "role", "trial"], sort=True)["value"].sum()
+        units: dict[tuple[str, ...], str] = {}
+        for source, metric, role, unit in zip(frame["source"], frame["metric"], frame["role"],
+                                              frame["unit"], strict=True):
+            units.setdefault((source, metric, role), str(unit))
+            units.setdefault((source, metric), str(unit))
+        return cls(sums, units)
+
+    def per_trial(self, spec: Spec) -> pd.Series:
+        """One value per trial (a metric of several hosts of one role is summed; without
+        a role, of every role), in trial order."""
+        key = (spec.source, spec.metric) if spec.role is None else \
+            (spec.source, spec.metric, spec.role)
+        if self.sums.empty:
+            return pd.Series(dtype="float64")
+        try:
+            found = self.sums.loc[key]
+        except KeyError:
+            return pd.Series(dtype="float64")
+        if spec.role is None:
+            found = found.groupby(level="trial").sum()
+        ordered: pd.Series = found.sort_index()
+        return ordered
+
+
+def _line(columns: Sequence[Column], indexed: Sequence[_ColumnIndex], spec: Spec) -> Line:
     cells = {}
     unit = ""
-    for col in columns:
-        match = col.frame
-        if len(match):
-            match = match[(match["source"] == spec.source) & (match["metric"] == spec.metric)]
-            if spec.role is not None:
-                match = match[match["role"] == spec.role]
-        if len(match) and not unit:
-            unit = str(match["unit"].iloc[0])
-        # One value per trial (a metric of several hosts of one role is summed), in
-        # execution order: the drift test reads the order.
-        per_trial = match.groupby("trial")["value"].sum().sort_index() if len(match) else \
-            pd.Series(dtype="float64")
+    key = (spec.source, spec.metric) if spec.role is None else \
+        (spec.source, spec.metric, spec.role)
+    for col, index in zip(columns, indexed, strict=True):
+        if not unit:
+            unit = index.units.get(key, "")
+        # One value per trial, in execution order: the drift test reads the order.
+        per_trial = index.per_trial(spec)
         cells[col.name] = Cell(tuple(float(v) for v in per_trial.to_numpy()),
                                tuple(int(t) for t in per_trial.index))
     return Line(spec.label, spec.source, spec.metric, spec.role, unit, cells)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,9 +183,12 @@ def history(results: str | Path, profile: str, metrics: Sequence[str] = (),
                              + (f" on host {host}" if host else ""))
     frame["key"] = _keys(frame) if len(frame) else frame["metric"]
     order = {m: i for i, m in enumerate(wanted)}
-    keys = sorted(dict.fromkeys(zip(frame["key"], frame["unit"], frame["source"] + "." +
-                                    frame["metric"], frame["metric"], strict=True)),
-                  key=lambda k: (order.get(k[2], order.get(k[3], len(order))), k[0]))
+    # The unit of a key: any run's (an older samples schema may have none).
+    units = frame.dropna(subset=["unit"]).groupby("key")["unit"].first().to_dict() \
+        if len(frame) else {}
+    keys = sorted(dict.fromkeys(zip(frame["key"], frame["source"] + "." + frame["metric"],
+                                    frame["metric"], strict=True)),
+                  key=lambda k: (order.get(k[1], order.get(k[2], len(order))), k[0]))
     variants: dict[str, None] = {}
     for run in runs:
         variants.update(dict.fromkeys(run.variants))
@@ -193,7 +197,7 @@ def history(results: str | Path, profile: str, metrics: Sequence[str] = (),
                   frame["run"], frame["key"], frame["variant"], frame["median"].astype(float),
                   frame["n"].astype(int), strict=True)}
     present = {v for _, _, v in values}
-    return History(profile, host, tuple((k[0], str(k[1])) for k in keys),
+    return History(profile, host, tuple((k[0], str(units.get(k[0], ""))) for k in keys),
                    tuple(v for v in variants if v in present), tuple(runs), values)
 
 
@@ -215,8 +219,8 @@ def history_text(found: History, width: int = 80) -> str:
     """One block per metric: a row per run, a column per variant, at most `width`
     columns (variants wrap into further blocks that repeat time and run)."""
     where = f" on host {found.host}" if found.host else ""
-    out = [f"napilab history: {found.profile}{where}: {len(found.runs)} run(s), median over "
-           "repetitions per variant"]
+    out = textwrap.wrap(f"napilab history: {found.profile}{where}: {len(found.runs)} run(s), "
+                        "median over repetitions per variant", width, break_on_hyphens=False)
     if not found.metrics:
         return "\n".join([*out, "  no metric to show (no samples stored)"]) + "\n"
     for key, unit in found.metrics:

@@ -24,6 +24,8 @@ Drawn = tuple[Figure, str] | str  # (figure, caption note) or why there is no fi
 PlotFunction = Callable[[RunData, Table], Drawn]
 
 MAX_PANELS = 12  # per-repetition panels; a 30-metric table still gets one readable figure
+MIN_PANELS = 3
+MAX_STRIPS = 300  # panels x variants
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,10 @@ def per_repetition(run: RunData, table: Table) -> Drawn:
     lines = [ln for ln in table.lines if any(c.values for c in ln.cells.values())]
     if not lines:
         return "no table line has values"
-    shown = _panel_order(lines)[:MAX_PANELS]
+    # Panels x variants bounds the figure: 12 panels of 3 variants, 6 of 50 (a figure of
+    # 12 x 50 strips took 2 s and 1.6 MB of SVG, and nobody reads it).
+    panels = max(MIN_PANELS, min(MAX_PANELS, MAX_STRIPS // len(table.variants)))
+    shown = _panel_order(lines)[:panels]
     shown.sort(key=lines.index)
     variants = table.variants
     per_row = 3 if len(variants) <= 6 else 2 if len(variants) <= 14 else 1
@@ -87,13 +92,14 @@ def per_repetition(run: RunData, table: Table) -> Drawn:
                       rotation=90 if len(variants) > 6 else 20 if long_names else 0,
                       ha="center" if len(variants) > 6 or not long_names else "right")
         numbers(ax.yaxis)
-        ax.set_title(label(line.label + (f" [{line.unit}]" if line.unit else "")))
+        unit = f" [{line.unit}]" if line.unit and f"({line.unit})" not in line.label else ""
+        ax.set_title(label(line.label + unit))
         ax.grid(axis="y", alpha=0.3)
     for ax in list(axes.flat)[len(shown):]:
         ax.set_visible(False)
     fig.tight_layout()
     left = len(lines) - len(shown)
-    note = (f"{left} more line(s) not drawn: the {MAX_PANELS} shown are those with a "
+    note = (f"{left} more line(s) not drawn: the {len(shown)} shown are those with a "
             "significant verdict first, then in table order") if left else ""
     return fig, note
 

@@ -1,0 +1,112 @@
+"""`napilab history`: the trend across stored runs of one profile, from one DuckDB query
+over their samples.parquet files, checked against the A/B table's medians of the same
+runs; runs without samples, half-written run directories and an older samples schema."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from harness.cli import main
+from harness.errors import InputError
+from reports.compare import load_run, table
+from reports.history import default_metrics, find_runs, history, history_doc, history_text
+from tests.report_runs import NAME, STARTED, neper_run
+
+DAY = 86400.0
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("results")
+    for i, (kernel, slower) in enumerate([("6.18.0", 1.0), ("6.18.0", 1.0), ("6.19.0", 1.3)]):
+        neper_run(root, run_id=f"r{i}", seed=i, reps=3, started=STARTED + i * DAY,
+                  kernel=kernel, slower=slower, latency_samples=100)
+    return root
+
+
+def test_history_is_the_tables_medians_per_run(results: Path) -> None:
+    found = history(results, NAME)
+    assert [k for k, _ in found.metrics] == ["neper.latency_p50", "neper.latency_p99",
+                                             "neper.latency_p99.9", "neper.throughput"]
+    assert dict(found.metrics)["neper.throughput"] == "trans/s"
+    assert [r.run_id for r in found.runs] == ["r0", "r1", "r2"]  # oldest first
+    for run in found.runs:
+        tab = table(load_run(run.directory))
+        line = next(ln for ln in tab.lines if ln.metric == "latency_p99")
+        for variant in found.variants:
+            median, n = found.values[(run.directory.name, "neper.latency_p99", variant)]
+            assert median == pytest.approx(line.cells[variant].median)
+            assert n == 3
+    slow = found.values[(found.runs[2].directory.name, "neper.latency_p50", "sysctl-busypoll")]
+    fast = found.values[(found.runs[1].directory.name, "neper.latency_p50", "sysctl-busypoll")]
+    assert slow[0] / fast[0] == pytest.approx(1.3, rel=0.05)
+
+
+def test_metrics_by_name_or_source_and_host(results: Path) -> None:
+    found = history(results, NAME, ["latency_p99", "proc_stat.softirq"], host="sut")
+    assert [k for k, _ in found.metrics] == ["neper.latency_p99", "proc_stat.softirq"]
+    assert found.runs[0].kernel("sut") == "6.18.0" and found.runs[2].kernel("sut") == "6.19.0"
+    with pytest.raises(InputError, match="on host peer"):
+        history(results, NAME, ["latency_p99"], host="peer")
+    with pytest.raises(InputError, match="no run of profile 'other'"):
+        history(results, "other")
+
+
+def test_text_fits_80_columns_newest_first(results: Path) -> None:
+    text = history_text(history(results, NAME))
+    assert max(len(line) for line in text.splitlines()) <= 80
+    rows = [line for line in text.splitlines() if line.startswith("  2026-")]
+    assert rows[0].split()[2] == "r2" and rows[2].split()[2] == "r0"
+    assert "6.19.0" in rows[0]
+    doc = history_doc(history(results, NAME))
+    assert [r["run_id"] for r in doc["runs"]] == ["r2", "r1", "r0"]
+    assert set(doc["runs"][0]["medians"]["neper.latency_p99"]) == set(doc["variants"])
+
+
+def test_runs_without_samples_or_manifest(results: Path, tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    shutil.copytree(results, root)
+    broken = root / NAME / "20261201T000000Z-halfway"
+    broken.mkdir()
+    (broken / "manifest.json").write_text("{")
+    failed = neper_run(root, run_id="r3", reps=1, started=STARTED + 5 * DAY,
+                       failed={1: "x", 2: "y", 3: "z"})
+    assert not (failed / "samples.parquet").exists() or \
+        pq.read_table(failed / "samples.parquet").num_rows == 0
+    # An older napilab wrote no `unit` column: union_by_name reads it as null.
+    oldest = sorted((root / NAME).iterdir())[0] / "samples.parquet"
+    pq.write_table(pq.read_table(oldest).drop_columns(["unit"]), oldest)
+    found = history(root, NAME)
+    assert [r.run_id for r in found.runs] == ["r0", "r1", "r2", "r3"]
+    text = history_text(found)
+    assert re.search(r"  r3 +partial ", text)
+    assert "(nan)" not in text and "neper.latency_p50 (us)" in text
+    assert len([r for r in find_runs(root) if r.profile == NAME]) == 4
+
+
+def test_default_metrics_without_a_report_table(tmp_path: Path) -> None:
+    run_dir = neper_run(tmp_path, reps=1, latency_samples=50)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    del manifest["profile"]["document"]["report"]
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    assert default_metrics(find_runs(tmp_path)) == ["neper.latency_p99", "neper.latency_p50",
+                                                    "neper.latency_mean", "neper.throughput"]
+
+
+def test_history_command(results: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as code:
+        main(["history", str(results), "--profile", NAME, "--metric", "latency_p99",
+              "--format", "json"])
+    assert code.value.code == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["profile"] == NAME and len(doc["runs"]) == 3
+    with pytest.raises(SystemExit) as bad:
+        main(["history", str(results), "--profile", NAME, "--metric", "nope"])
+    assert bad.value.code == 2
+    assert "--metric nope" in capsys.readouterr().err
