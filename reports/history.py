@@ -219,8 +219,8 @@ def history_text(found: History, width: int = 80) -> str:
     """One block per metric: a row per run, a column per variant, at most `width`
     columns (variants wrap into further blocks that repeat time and run)."""
     where = f" on host {found.host}" if found.host else ""
-    out = textwrap.wrap(f"napilab history: {found.profile}{where}: {len(found.runs)} run(s), "
-                        "median over repetitions per variant", width, break_on_hyphens=False)
+    out = textwrap.wrap(f"{found.profile}{where}: {len(found.runs)} run(s), median over "
+                        "repetitions per variant", width, break_on_hyphens=False)
     if not found.metrics:
         return "\n".join([*out, "  no metric to show (no samples stored)"]) + "\n"
     for key, unit in found.metrics:

@@ -6,6 +6,7 @@ function the kernel cannot probe are each shown where a reader looks for them.""
 
 from __future__ import annotations
 
+import json
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -56,9 +57,13 @@ def test_every_plot_draws_or_says_why_not(run_dir: Path, name: str) -> None:
         assert isinstance(found, plots.Omitted) and len(found.reason) > 20
 
 
-def test_page_has_unique_ids_and_every_section_in_order() -> None:
-    run = load_run(SYNTHETIC)
-    page = html(run)
+@pytest.fixture(scope="module")
+def synthetic_page() -> str:
+    return html(load_run(SYNTHETIC))
+
+
+def test_page_has_unique_ids_and_every_section_in_order(synthetic_page: str) -> None:
+    page = synthetic_page
     ids = re.findall(r'\bid="([^"]+)"', page)
     assert len(ids) == len(set(ids))
     positions = [page.index(f'<section id="{name}">') for name in sections.SECTIONS]
@@ -96,8 +101,8 @@ def test_failed_trials_show_their_error_and_stderr_tail(tmp_path: Path) -> None:
     assert 'href="raw/002/sut/client.err"' in failures
 
 
-def test_settings_mismatch_and_absent_kprobes_are_flagged() -> None:
-    page = html(load_run(SYNTHETIC))
+def test_settings_mismatch_and_absent_kprobes_are_flagged(synthetic_page: str) -> None:
+    page = synthetic_page
     settings = page[page.index('<section id="settings">'):page.index('<section id="hosts">')]
     assert 'id="settings-flagged"' in settings
     row = next(r for r in settings.split("<tr") if "mismatch" in r and "irq_affinity" in r)
@@ -113,8 +118,6 @@ def test_hosts_changed_during_the_run_is_a_confounder(tmp_path: Path) -> None:
     run_dir = store_run(tmp_path, {"ping.rtt_avg": {"off": lognormal(1, 3, 100),
                                                     "on": lognormal(2, 3, 110)}})
     manifest_path = run_dir / "manifest.json"
-    import json
-
     manifest = json.loads(manifest_path.read_text())
     manifest["hosts_changed"] = {"b": ["boot_id", "kernel_release"]}
     manifest_path.write_text(json.dumps(manifest))

@@ -12,8 +12,6 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from reports.compare import load_run
-from reports.render import html
 from reports.site import publish
 from tests.report_runs import NAME, STARTED, neper_run
 
@@ -33,8 +31,8 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
         run = neper_run(root, run_id=f"r{i}", seed=i, reps=8, started=STARTED + i * 86400,
                         slower=1.3 if i == 2 else 1.0, latency_samples=100,
                         description=f"nightly {SCRIPT}")
-        if i < 2:
-            (run / "report.html").write_text(html(load_run(run)))
+        if i < 2:  # reports `napilab run` wrote: copied as they are
+            (run / "report.html").write_text(f"<!DOCTYPE html><p>report of r{i}</p>\n")
     newest = sorted((root / NAME).iterdir())[-1]
     with pytest.raises(SystemExit) as code:
         main(["check", str(newest), "--baseline", str(root)])
