@@ -95,7 +95,8 @@ def _raw(run: RunInfo, target: Path, mode: str) -> None:
     if target.is_symlink():  # published with --raw link before
         target.unlink()
     if not target.exists():
-        shutil.copytree(source, target)
+        shutil.copytree(source, target, symlinks=True)  # a link stays a link: no content
+        # from elsewhere on this machine is copied into a site meant for uploading
 
 
 def publish(results: str | Path, site: str | Path, *, raw: str = "link",
@@ -112,8 +113,11 @@ def publish(results: str | Path, site: str | Path, *, raw: str = "link",
     for name in sorted(by_profile):
         published = []
         for run in reversed(by_profile[name]):  # newest first
-            href = f"runs/{relurl(name)}/{relurl(run.directory.name)}/report.html"
-            target = site / "runs" / name / run.directory.name
+            # Paths from the run's directory names, not from the manifest: a profile name
+            # is data, and "../x" must not place files outside the site.
+            folder, leaf = run.directory.parent.name, run.directory.name
+            href = f"runs/{relurl(folder)}/{relurl(leaf)}/report.html"
+            target = site / "runs" / folder / leaf
             rendered = _copy_report(run, target / "report.html")
             _raw(run, target / "raw", raw)
             published.append(Published(run, href, rendered))

@@ -106,3 +106,16 @@ def test_publish_command_again_with_raw_copies(results: Path, site_dir: Path,
     for report in reports:
         raw = report.parent / "raw"
         assert raw.is_dir() and not raw.is_symlink() and (raw / "001" / "sut").is_dir()
+
+
+def test_site_paths_come_from_directories_not_manifests(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    run = neper_run(results, reps=1, latency_samples=20, run_id="evil")
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["profile"]["name"] = "../../outside"
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    (run / "report.html").write_text("<!DOCTYPE html>\n")
+    site = publish(results, tmp_path / "site", raw="none")
+    assert site.profiles[0].name == "../../outside"  # shown as text on the index
+    assert site.profiles[0].runs[0].href == f"runs/{NAME}/{run.name}/report.html"
+    assert not (tmp_path / "outside").exists()
