@@ -43,7 +43,7 @@ def rendered(run_dir: Path, tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("name", ["synthetic-seed-000-5e1f0000",
-                                  "demo-20261129T190903Z-b30013b4"])
+                                  "demo-20261129T204634Z-bbc627aa"])
 def test_report_loads_clean_and_complete(browser: Browser, tmp_path: Path, name: str) -> None:
     run_dir = rendered(RUNS / name, tmp_path)
     run = load_run(run_dir)

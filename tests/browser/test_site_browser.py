@@ -18,7 +18,7 @@ from tests.report_runs import STARTED, neper_run
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMO = ROOT / "tests" / "golden" / "reports" / "runs" / "demo-20261129T190903Z-b30013b4"
+DEMO = ROOT / "tests" / "golden" / "reports" / "runs" / "demo-20261129T204634Z-bbc627aa"
 HOSTILE = "<script>alert('profile')</script><img src=x onerror=alert('img')>"
 TRENDS = """() => [...document.querySelectorAll('figure.plot svg')].map(s => {
   const r = s.getBoundingClientRect(); return [r.width, r.height]; })"""

@@ -48,11 +48,11 @@ def test_text_is_a_cover_letter_table(run_dir: Path) -> None:
 
 def test_the_demo_text_is_the_readme_session() -> None:
     """README.md shows this run's table as `napilab demo` printed it."""
-    out = render(load_run(GOLDEN / "runs" / "demo-20261129T190903Z-b30013b4"), "text")
+    out = render(load_run(GOLDEN / "runs" / "demo-20261129T204634Z-bbc627aa"), "text")
     readme = (ROOT / "README.md").read_text()
     table_lines = out.split("\n\n")[0].splitlines()
     assert all(line in readme for line in table_lines)
-    assert "  Echo replies received   1,648,084      72,080" in table_lines
+    assert "  Echo replies received   1,563,924      59,152" in table_lines
 
 
 def test_absent_kprobe_cells_say_absent_in_every_format() -> None:
@@ -108,7 +108,7 @@ def test_junit_has_one_case_per_line_and_compared_variant() -> None:
 def test_report_command_writes_each_format_and_prints_text(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run_dir = tmp_path / "run"
-    shutil.copytree(GOLDEN / "runs" / "demo-20261129T190903Z-b30013b4", run_dir)
+    shutil.copytree(GOLDEN / "runs" / "demo-20261129T204634Z-bbc627aa", run_dir)
     with pytest.raises(SystemExit) as code:
         main(["report", str(run_dir), "--format", "html,text,md,json,junit"])
     assert code.value.code == 0
@@ -117,7 +117,7 @@ def test_report_command_writes_each_format_and_prints_text(
         assert str(run_dir / FILES[fmt]) in out
         assert (run_dir / FILES[fmt]).stat().st_size > 0
     assert not (run_dir / "report.txt").exists()  # text goes to stdout, as always
-    assert out.endswith(expected(GOLDEN / "runs" / "demo-20261129T190903Z-b30013b4",
+    assert out.endswith(expected(GOLDEN / "runs" / "demo-20261129T204634Z-bbc627aa",
                                  "text").read_text())
     with pytest.raises(SystemExit) as bad:
         main(["report", str(run_dir), "--format", "html,pdf"])
