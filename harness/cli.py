@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from harness import __version__
+from harness.cli_options import run_options
 from harness.connect import close, connect
 from harness.errors import ExitCode, InputError, Interrupted, NapilabError
 from harness.inventory import Inventory, load_inventory
@@ -79,12 +80,7 @@ def plan(profile: str, inventory: str, transport: str | None, as_json: bool) -> 
 
 
 @cli.command()
-@click.argument("profile", type=click.Path(dir_okay=False))
-@click.option("-i", "--inventory", required=True, type=click.Path(dir_okay=False))
-@click.option("-o", "--results", default="results", show_default=True,
-              type=click.Path(file_okay=False), help="Results directory.")
-@click.option("--transport", type=click.Choice(["ssh", "local"]),
-              help="Override the inventory's transport.")
+@run_options
 @click.option("--keep-going", is_flag=True, help="Record a failed trial and continue (exit 4).")
 @click.option("--format", "formats", default="html", show_default=True,
               help="Reports to write after the run (html,text,md,json,junit).")

@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from harness.cli_options import run_options
 from harness.confounders import Confounders, diff_manifests
 from harness.errors import ExitCode, InputError, NapilabError
 from harness.plan import Plan
@@ -148,12 +149,7 @@ def aa_plan(bound: Plan) -> Plan:
 
 
 @click.command()
-@click.argument("profile", type=click.Path(dir_okay=False))
-@click.option("-i", "--inventory", required=True, type=click.Path(dir_okay=False))
-@click.option("-o", "--results", default="results", show_default=True,
-              type=click.Path(file_okay=False), help="Results directory.")
-@click.option("--transport", type=click.Choice(["ssh", "local"]),
-              help="Override the inventory's transport.")
+@run_options
 def calibrate(profile: str, inventory: str, results: str, transport: str | None) -> None:
     """A/A run of the baseline variant: noise per metric and the smallest change the
     profile's repeat count can detect."""
