@@ -117,6 +117,7 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
     from harness import lock
     from harness.engine import Engine
     from harness.runs import new_manifest, open_for_resume
+    from harness.settings import tidy
     from harness.store import RunStore, new_run_id
 
     progress = progress or Progress()
@@ -137,6 +138,7 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
     finally:
         for transport in locked:
             lock.release(transport, run_id)
+            tidy(transport, run_id)
         close(transports.values())
         if formats and store.manifest.get("trials"):
             from reports.render import write_reports

@@ -25,7 +25,7 @@ from harness.plan import Plan
 from harness.plan_render import estimate
 from harness.profile import Trial, Variant
 from harness.progress import Progress
-from harness.settings import HostSettings
+from harness.settings import HostSettings, workdir
 from harness.store import Row, RunStore
 from harness.transport import Transport
 from runners.base import Value
@@ -225,7 +225,7 @@ class Engine:
         server_host = self.plan.host_of(spec.server.role)
         duration = spec.warmup if warmup else spec.duration
         ctx = Context(target=server_host.target_address, bind=server_host.target_address,
-                      duration=duration, workdir=f"/var/tmp/napilab/{self.store.run_id}",
+                      duration=duration, workdir=workdir(self.store.run_id),
                       trial=trial.id)
         commands = tool.commands(self.plan.process_args(spec.client),
                                  self.plan.process_args(spec.server), ctx)

@@ -11,7 +11,7 @@ from harness import lock
 from harness.connect import close, transport_for
 from harness.errors import HostError, NapilabError
 from harness.inventory import Host
-from harness.settings import JOURNAL_DIR, HostSettings
+from harness.settings import JOURNAL_DIR, HostSettings, tidy
 
 
 def _running_here(doc: dict[str, object]) -> bool:
@@ -46,6 +46,7 @@ def replay(hosts: Iterable[Host]) -> Iterator[str]:
                 settings = HostSettings.from_journal(transport, text)
                 settings.journal = path
                 restored = settings.restore()
+                tidy(transport, settings.run_id)
                 yield (f"{host.name}: restored {len(restored)} setting(s) of run "
                        f"{doc.get('run_id')}: "
                        + (", ".join(f"{c.target}={c.original}" for c in restored) or "-"))
@@ -54,6 +55,7 @@ def replay(hosts: Iterable[Host]) -> Iterator[str]:
             holder = lock.read_lock(transport)
             if holder is not None and lock.is_stale(holder):
                 transport.run(["rm", "-f", "--", lock.lock_path(host.name)])
+                tidy(transport, str(holder.get("run_id", "")))
                 yield f"{host.name}: removed the stale lock of {lock.describe(holder)}"
         except NapilabError as exc:
             failures.append(str(exc))

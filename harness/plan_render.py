@@ -14,7 +14,7 @@ from harness.backends import BACKENDS, Item
 from harness.plan import Plan
 from harness.profile import Trial, Variant
 from harness.resolve import KIND_ORDER, plan_items
-from harness.settings import ATOMIC_WRITE, JOURNAL_DIR, journal_path
+from harness.settings import ATOMIC_WRITE, JOURNAL_DIR, journal_path, workdir
 from harness.transport import command_line
 from harness.workload_exec import SERVER_GRACE, compose
 from runners.collector import snapshot_argv
@@ -69,7 +69,7 @@ class _Steps:
         server_host = plan.host_of(spec.server.role)
         ctx = Context(target=server_host.target_address, bind=server_host.target_address,
                       duration=spec.warmup if warmup else spec.duration,
-                      workdir=f"/var/tmp/napilab/{run_id}", trial=trial.id)
+                      workdir=workdir(run_id), trial=trial.id)
         commands = TOOLS[spec.tool].commands(plan.process_args(spec.client),
                                              plan.process_args(spec.server), ctx)
         prefix = "warmup-" if warmup else ""

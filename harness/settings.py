@@ -56,6 +56,19 @@ class Change:
         return not BACKENDS[self.backend].same(self.path, value, reference)
 
 
+def workdir(run_id: str) -> str:
+    """Where a run's workloads write files on a host (full logs, CSVs)."""
+    return f"{JOURNAL_DIR}/{run_id}"
+
+
+def tidy(transport: Transport, run_id: str) -> None:
+    """At the end of a run: remove its work directory and napilab's directory if
+    nothing else is left in it (a kept journal or another run's lock stays)."""
+    if run_id.isalnum():  # the id is napilab's own hex token; never a path
+        transport.run(["rm", "-rf", "--", workdir(run_id)], check=False)
+    transport.run(["rmdir", "--ignore-fail-on-non-empty", "--", JOURNAL_DIR], check=False)
+
+
 def journal_path(run_id: str, host: str) -> str:
     return f"{JOURNAL_DIR}/journal-{run_id}-{host}.json"
 

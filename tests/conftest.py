@@ -48,8 +48,9 @@ def machine_state() -> dict[str, object]:
         "netns": sorted(n.split()[0] for n in netns if n.strip()),
         "links": sorted(line.split(":")[1].strip().split("@")[0] for line in links.splitlines()),
         "sshd": sorted(sshd),
-        "journals": sorted(p.name for p in Path("/var/tmp/napilab").glob("journal-*"))
-        if Path("/var/tmp/napilab").exists() else [],
+        # journals, locks and work directories: a run leaves none of them behind
+        "var_tmp_napilab": sorted(p.name for p in Path("/var/tmp/napilab").iterdir())
+        if Path("/var/tmp/napilab").exists() else None,
     }
 
 
