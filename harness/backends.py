@@ -61,10 +61,21 @@ def _reason(exc: CommandError) -> str:
     return lines[-1].rpartition(": ")[2] if lines else f"exit {exc.returncode}"
 
 
+def tail_argv(paths: Sequence[str]) -> list[str]:
+    """One command that prints every file under a `==> PATH <==` header."""
+    return ["tail", "-v", "-n", "+1", "--", *paths]
+
+
+def read_present(transport: Transport, paths: Sequence[str]) -> tuple[dict[str, str], str]:
+    """The content of the paths that exist (one exec), and tail's complaints."""
+    result = transport.run(tail_argv(paths), check=False)
+    files = split_tail(result.stdout) if result.stdout.startswith("==> ") else {}
+    return files, result.stderr
+
+
 def read_files(transport: Transport, paths: Sequence[str]) -> dict[str, str]:
     """Every path's content in one exec; a missing path is an error naming it."""
-    result = transport.run(["tail", "-v", "-n", "+1", "--", *paths], check=False)
-    files = split_tail(result.stdout) if result.stdout.startswith("==> ") else {}
+    files, stderr = read_present(transport, paths)
     missing = [p for p in paths if p not in files]
     if missing:
         hint = "is the interface or knob present on this host and kernel?"
@@ -73,7 +84,7 @@ def read_files(transport: Transport, paths: Sequence[str]) -> dict[str, str]:
                     "only in the initial network namespace, not inside a container or "
                     "testbed namespace")
         raise HostError(f"{transport.host.name}: cannot read {', '.join(missing)}: "
-                        f"{result.stderr.strip()}", hint=hint)
+                        f"{stderr.strip()}", hint=hint)
     return {p: files[p].strip() for p in paths}
 
 
@@ -82,7 +93,7 @@ class FileBackend:
         return read_files(transport, keys)
 
     def read_argvs(self, keys: Sequence[str]) -> list[list[str]]:
-        return [["tail", "-v", "-n", "+1", "--", *keys]]
+        return [tail_argv(keys)]
 
     def write_argv(self, key: str, value: str) -> list[str]:
         return ["tee", "--", key]

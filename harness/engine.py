@@ -240,7 +240,7 @@ class Engine:
                 commands, client=spec.client, server=spec.server,
                 client_transport=self.transports[client_host.name],
                 server_transport=self.transports[server_host.name],
-                duration=duration, timeout=spec.timeout, record=record)
+                timeout=spec.timeout, record=record)
         finally:
             self._store_workload(trial, record, "warmup-" if warmup else "")
         return tool.parse(output)

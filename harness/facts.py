@@ -7,8 +7,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from harness import cpus
+from harness.backends import read_present
 from harness.transport import Transport
-from runners.collector import HostInfo, split_tail
+from runners.collector import HostInfo
 
 FILES = {
     "boot_id": "/proc/sys/kernel/random/boot_id",
@@ -21,8 +22,7 @@ FILES = {
 
 
 def gather(transport: Transport, ifaces: Iterable[str] = ()) -> dict[str, Any]:
-    result = transport.run(["tail", "-v", "-n", "+1", "--", *FILES.values()], check=False)
-    files = split_tail(result.stdout) if result.stdout.startswith("==> ") else {}
+    files, _ = read_present(transport, list(FILES.values()))
     facts: dict[str, Any] = {}
     for name, path in FILES.items():
         if name != "cpuinfo" and path in files:
@@ -40,9 +40,7 @@ def identity(transport: Transport) -> dict[str, str]:
     """Boot id, kernel and command line: read again at the end of a run to flag a host
     that rebooted or changed kernel mid-run."""
     keys = ("boot_id", "kernel_release", "kernel_version", "cmdline")
-    result = transport.run(["tail", "-v", "-n", "+1", "--", *(FILES[k] for k in keys)],
-                           check=False)
-    files = split_tail(result.stdout) if result.stdout.startswith("==> ") else {}
+    files, _ = read_present(transport, [FILES[k] for k in keys])
     return {k: files[FILES[k]].strip() for k in keys if FILES[k] in files}
 
 

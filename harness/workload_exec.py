@@ -94,8 +94,8 @@ def stop(proc: Process, server: ServerCommand) -> CommandResult:
 
 
 def run(commands: ToolCommands, *, client: ProcessSpec, server: ProcessSpec,
-        client_transport: Transport, server_transport: Transport, duration: float,
-        timeout: float, record: WorkloadRecord) -> ToolOutput:
+        client_transport: Transport, server_transport: Transport, timeout: float,
+        record: WorkloadRecord) -> ToolOutput:
     proc: Process | None = None
     server_cmd = commands.server
     try:
