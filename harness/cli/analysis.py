@@ -1,8 +1,8 @@
 """`napilab compare`, `napilab check`, `napilab calibrate`: the analysis commands.
 
-Registered on the `napilab` group by harness/cli.py; like it, this module wires layers
-together (reports for the tables, harness.confounders for what may be compared), so the
-layering test treats both as the CLI. Errors go through harness.cli.main like any other.
+Registered on the `napilab` group by harness/cli/main.py; like it, this module wires layers
+together (reports for the tables, harness.store.confounders for what may be compared), so the
+layering test treats both as the CLI. Errors go through harness.cli.main.main like any other.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import Any
 
 import click
 
-from harness.cli_options import run_options
-from harness.confounders import Confounders, diff_manifests
+from harness.cli.options import run_options
 from harness.errors import ExitCode, InputError, NapilabError
-from harness.plan import Plan
-from harness.profile import Profile
-from harness.store import atomic_write
+from harness.profile.plan import Plan
+from harness.profile.profile import Profile
+from harness.store.confounders import Confounders, diff_manifests
+from harness.store.store import atomic_write
 
 COPY_SUFFIX = "-again"  # the A/A copy of the baseline variant
 CALIBRATE_SUFFIX = "-calibrate"  # results go to RESULTS/<profile>-calibrate/: never a
@@ -58,10 +58,10 @@ def _refuse(found: Confounders) -> InputError:
 def compare(run_a: str, run_b: str, allow_mismatch: bool, intended: tuple[str, ...],
             fmt: str) -> None:
     """A/B across two runs, variants matched by name; RUN_A is the baseline."""
-    from reports.compare import load_run
-    from reports.cross_run import compare_runs, matched_variants
-    from reports.render import text_table
-    from reports.table_json import table_doc
+    from reports.ab.compare import load_run
+    from reports.ab.cross_run import compare_runs, matched_variants
+    from reports.ab.table_json import table_doc
+    from reports.formats.render import text_table
 
     a, b = load_run(run_a), load_run(run_b)
     found = diff_manifests(a.manifest, b.manifest, matched_variants(a, b)).waive(intended)
@@ -98,7 +98,8 @@ def compare(run_a: str, run_b: str, allow_mismatch: bool, intended: tuple[str, .
 def check(run_dir: str, baseline: str, limits: tuple[str, ...], junit_path: str | None,
           json_path: str | None) -> None:
     """Nightly gate: exit 3 if RUN_DIR regressed significantly beyond a threshold."""
-    from reports.check import (
+    from reports.ab.compare import load_run
+    from reports.nightly.check import (
         CHECK_FILE,
         find_baseline,
         gate,
@@ -106,8 +107,7 @@ def check(run_dir: str, baseline: str, limits: tuple[str, ...], junit_path: str 
         gate_text,
         parse_thresholds,
     )
-    from reports.compare import load_run
-    from reports.junit import junit_xml
+    from reports.nightly.junit import junit_xml
 
     thresholds = parse_thresholds(limits)
     candidate = load_run(run_dir)
@@ -153,9 +153,9 @@ def aa_plan(bound: Plan) -> Plan:
 def calibrate(profile: str, inventory: str, results: str, transport: str | None) -> None:
     """A/A run of the baseline variant: noise per metric and the smallest change the
     profile's repeat count can detect."""
-    from harness.cli import _load, execute
-    from reports.calibration import calibrate_run, calibration_json, calibration_text
-    from reports.compare import load_run
+    from harness.cli.main import _load, execute
+    from reports.ab.calibration import calibrate_run, calibration_json, calibration_text
+    from reports.ab.compare import load_run
 
     bound, _ = _load(profile, inventory, transport)
     assert bound is not None

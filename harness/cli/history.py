@@ -1,8 +1,8 @@
 """`napilab history` and `napilab publish`: reports across runs.
 
-Registered on the `napilab` group by harness/cli.py; like harness/cli_analysis.py this
+Registered on the `napilab` group by harness/cli/main.py; like harness/cli/analysis.py this
 module wires the reports layer in (the layering test counts it as CLI). Errors go
-through harness.cli.main like any other.
+through harness.cli.main.main like any other.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import click
 def history(results: str, profile: str, metrics: tuple[str, ...], host: str | None,
             fmt: str) -> None:
     """Trend across the runs of a profile: per run, the median of each metric per variant."""
-    from reports.history import history as build
-    from reports.history import history_json, history_text
+    from reports.nightly.history import history as build
+    from reports.nightly.history import history_json, history_text
 
     found = build(results, profile, metrics, host)
     click.echo(history_json(found) if fmt == "json" else history_text(found), nl=False)
@@ -42,7 +42,7 @@ def history(results: str, profile: str, metrics: tuple[str, ...], host: str | No
               help="Where the site is served; makes the feed's links absolute.")
 def publish(results: str, site_dir: str, raw: str, base_url: str | None) -> None:
     """Static site of every run under RESULTS: index, trends, reports, Atom feed."""
-    from reports.site import publish as build
+    from reports.nightly.site import publish as build
 
     site = build(results, site_dir, raw=raw, base_url=base_url)
     rendered = (f"; {site.rendered} run(s) had no report.html: rendered into the site"

@@ -17,16 +17,16 @@ from typing import Any
 import click
 
 from harness import __version__
-from harness.cli_options import run_options
-from harness.connect import close, connect
+from harness.cli.options import run_options
+from harness.engine.progress import Progress, reporter
 from harness.errors import ExitCode, InputError, Interrupted, NapilabError
-from harness.inventory import Inventory, load_inventory
-from harness.plan import Plan, bind
-from harness.profile import load_profile
-from harness.progress import Progress, reporter
-from harness.testbed import Testbed
+from harness.hosts.testbed import Testbed
+from harness.profile.inventory import Inventory, load_inventory
+from harness.profile.plan import Plan, bind
+from harness.profile.profile import load_profile
+from harness.transport.connect import close, connect
 
-DEMO_PROFILE = Path(__file__).resolve().parent.parent / "profiles" / "demo.yaml"
+DEMO_PROFILE = Path(__file__).resolve().parents[2] / "profiles" / "demo.yaml"
 
 
 def _say(line: str) -> None:
@@ -69,7 +69,7 @@ def validate(profile: str, inventory: str | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable plan.")
 def plan(profile: str, inventory: str, transport: str | None, as_json: bool) -> None:
     """Print every command napilab would run, per host, trial by trial; touches nothing."""
-    from harness.plan_render import plan_json, plan_text
+    from harness.engine.plan_render import plan_json, plan_text
 
     bound, _ = _load(profile, inventory, transport)
     assert bound is not None
@@ -114,11 +114,11 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
             formats: list[str] | None = None, break_lock: bool = False,
             progress: Progress | None = None, resume: str | None = None) -> ExitCode:
     """Lock the hosts, run (or resume) the plan, release, render the reports."""
-    from harness import lock
-    from harness.engine import Engine
-    from harness.runs import new_manifest, open_for_resume
-    from harness.settings import tidy
-    from harness.store import RunStore, new_run_id
+    from harness.engine.engine import Engine
+    from harness.hosts import lock
+    from harness.hosts.settings import tidy
+    from harness.store.runs import new_manifest, open_for_resume
+    from harness.store.store import RunStore, new_run_id
 
     progress = progress or Progress()
     store = open_for_resume(bound, resume) if resume else None
@@ -141,7 +141,7 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
             tidy(transport, run_id)
         close(transports.values())
         if formats and store.manifest.get("trials"):
-            from reports.render import write_reports
+            from reports.formats.render import write_reports
 
             for path in write_reports(store.dir, formats):
                 progress.note(f"wrote {path}")
@@ -155,7 +155,7 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
                    "are written to RUN_DIR/report.{html,md,json,junit.xml}.")
 def report(run_dir: str, formats: str) -> None:
     """Render reports from a stored run (no host is contacted)."""
-    from reports.render import report_files
+    from reports.formats.render import report_files
 
     written, printed = report_files(run_dir, _formats(formats))
     for path in written:
@@ -170,7 +170,7 @@ def report(run_dir: str, formats: str) -> None:
 @click.option("--transport", type=click.Choice(["ssh", "local"]))
 def restore(inventory: str, only: tuple[str, ...], transport: str | None) -> None:
     """Replay on-host journals left by an interrupted run."""
-    from harness.journal_replay import replay
+    from harness.hosts.journal_replay import replay
 
     inv = load_inventory(inventory).with_transport(transport)
     unknown = [h for h in only if h not in inv.hosts]
@@ -187,7 +187,7 @@ def restore(inventory: str, only: tuple[str, ...], transport: str | None) -> Non
 @click.option("--json", "as_json", is_flag=True)
 def parse(tool: str, file: str, as_json: bool) -> None:
     """Parse a saved tool output or kernel file and print its metrics."""
-    from harness.schema import suggest
+    from harness.profile.schema import suggest
     from runners.registry import PARSERS
 
     if tool not in PARSERS:
@@ -221,7 +221,7 @@ def hosts() -> None:
 @click.option("--json", "as_json", is_flag=True)
 def hosts_check(inventory: str, transport: str | None, as_json: bool) -> None:
     """Kernel, CPUs, irqbalance, which knobs exist and are writable, which tools exist."""
-    from harness import hosts_check as check
+    from harness.hosts import check
 
     inv = load_inventory(inventory).with_transport(transport)
     transports = connect(inv.hosts.values())
@@ -283,7 +283,8 @@ def demo(results: str, transport: str, profile_path: str) -> None:
     sys.exit(int(code))
 
 
-from harness import cli_analysis, cli_reports  # noqa: E402  (the commands below extend `cli`)
+from harness.cli import analysis as cli_analysis  # noqa: E402  (the commands below extend `cli`)
+from harness.cli import history as cli_reports  # noqa: E402
 
 cli.add_command(cli_analysis.compare)
 cli.add_command(cli_analysis.check)

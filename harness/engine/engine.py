@@ -3,7 +3,7 @@
     settings.apply -> [idle window] -> [warm-up] -> collectors before -> workload
     -> collectors after -> settings.restore
 
-Set-up, snapshots and restore run on all hosts at once (harness.engine_hosts). Restore
+Set-up, snapshots and restore run on all hosts at once (harness.engine.fan_out). Restore
 always runs (finally, SIGINT, SIGTERM). Each finished trial's raw output, rows and
 manifest entry are on disk before the next trial starts, so an interrupted run loses
 nothing and `--resume` continues it.
@@ -18,19 +18,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from harness import workload_exec
-from harness.engine_hosts import HostOps
+from harness.engine import workload_exec
+from harness.engine.fan_out import HostOps
+from harness.engine.plan_render import estimate
+from harness.engine.progress import Progress
 from harness.errors import ExitCode, HostError, Interrupted, NapilabError
-from harness.plan import Plan
-from harness.plan_render import estimate
-from harness.profile import Trial, Variant
-from harness.progress import Progress
-from harness.settings import HostSettings, workdir
-from harness.store import Row, RunStore
-from harness.transport import Transport
+from harness.hosts.settings import HostSettings, workdir
+from harness.profile.plan import Plan
+from harness.profile.profile import Trial, Variant
+from harness.store.store import Row, RunStore
+from harness.transport.transport import Transport
 from runners.base import Value
 from runners.registry import TOOLS
-from runners.workload import Context, ToolResult
+from runners.workloads.workload import Context, ToolResult
 
 
 @contextmanager

@@ -12,14 +12,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any, TypeVar
 
-from harness import facts as host_facts
 from harness.errors import HostError, NapilabError
-from harness.plan import Plan
-from harness.profile import Trial, Variant
-from harness.settings import HostSettings
-from harness.store import Row, RunStore
-from harness.transport import Transport
-from runners import collector as collectors
+from harness.hosts import facts as host_facts
+from harness.hosts.settings import HostSettings
+from harness.profile.plan import Plan
+from harness.profile.profile import Trial, Variant
+from harness.store.store import Row, RunStore
+from harness.transport.transport import Transport
+from runners.collectors import collector as collectors
 
 T = TypeVar("T")
 # What identifies a boot and a kernel: compared at the start and the end of a run.

@@ -10,16 +10,16 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from harness.backends import BACKENDS, Item
-from harness.plan import Plan
-from harness.profile import Trial, Variant
-from harness.resolve import KIND_ORDER, plan_items
-from harness.settings import ATOMIC_WRITE, JOURNAL_DIR, journal_path, workdir
-from harness.transport import command_line
-from harness.workload_exec import SERVER_GRACE, compose
-from runners.collector import snapshot_argv
+from harness.engine.workload_exec import SERVER_GRACE, compose
+from harness.hosts.backends import BACKENDS, Item
+from harness.hosts.resolve import KIND_ORDER, plan_items
+from harness.hosts.settings import ATOMIC_WRITE, JOURNAL_DIR, journal_path, workdir
+from harness.profile.plan import Plan
+from harness.profile.profile import Trial, Variant
+from harness.transport.transport import command_line
+from runners.collectors.collector import snapshot_argv
 from runners.registry import TOOLS
-from runners.workload import Context
+from runners.workloads.workload import Context
 
 # Per-trial cost beyond the workload itself, for the estimate (measured on the SSH
 # testbed: settings, snapshots, readiness and restore, see benchmarks/overhead.py).
@@ -138,8 +138,8 @@ def plan_json(plan: Plan) -> dict[str, Any]:
 def _scripts() -> dict[str, str]:
     """napilab's fixed shell scripts, shown by name in the text plan (their text is
     printed once, at the end; `--json` keeps every argv whole)."""
-    from harness import backends, resolve
-    from runners import collector
+    from harness.hosts import backends, resolve
+    from runners.collectors import collector
 
     return {"snapshot": collector.SNAPSHOT_SCRIPT, "journal": ATOMIC_WRITE[2],
             "sched-read": backends.SCHED_READ[2], "kprobe-list": backends.KPROBE_LIST[2],

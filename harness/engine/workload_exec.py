@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from harness.errors import HostError
-from harness.profile_sections import ProcessSpec
-from harness.transport import CommandResult, Process, Transport
+from harness.profile.sections import ProcessSpec
+from harness.transport.transport import CommandResult, Process, Transport
 from runners.base import ToolFailed
-from runners.workload import (
+from runners.workloads.workload import (
     ProcessOutput,
     Readiness,
     ServerCommand,

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Protocol
 
-from harness import knobs
 from harness.errors import CommandError, HostError
-from harness.transport import Transport
-from runners.collector import split_tail
+from harness.profile import knobs
+from harness.transport.transport import Transport
+from runners.collectors.collector import split_tail
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ class FileBackend:
         return knobs.canonical(key, a) == knobs.canonical(key, b)
 
 
-NETDEV_NL = resources.files("harness").joinpath("hostscripts/netdev_nl.py")
+NETDEV_NL = resources.files("harness.hosts").joinpath("hostscripts/netdev_nl.py")
 
 
 class NapiBackend:
@@ -367,7 +367,7 @@ class KprobeBackend:
         return [list(KPROBE_LIST)]
 
     def read(self, transport: Transport, keys: Sequence[str]) -> dict[str, str]:
-        from runners.kprobes import event_name
+        from runners.collectors.kprobes import event_name
 
         result = transport.run(KPROBE_LIST, check=False)
         if result.exit_code != 0:
@@ -378,7 +378,7 @@ class KprobeBackend:
         return {key: "present" if event_name(key) in events else "absent" for key in keys}
 
     def write_argv(self, key: str, value: str, tracefs: str = "<tracefs>") -> list[str]:
-        from runners.kprobes import event_name
+        from runners.collectors.kprobes import event_name
 
         name = event_name(key)
         if value == "present":

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness import facts as host_facts
-from harness.backends import NapiBackend
 from harness.errors import NapilabError
-from harness.inventory import Host
-from harness.transport import Transport
+from harness.hosts import facts as host_facts
+from harness.hosts.backends import NapiBackend
+from harness.profile.inventory import Host
+from harness.transport.transport import Transport
 
 TOOLS = ("tcp_rr", "udp_rr", "tcp_crr", "tcp_stream", "iperf3", "sockperf", "netperf",
          "netserver", "ping", "ynl", "python3", "ethtool", "taskset", "chrt", "ss", "timeout")

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from harness import cpus
-from harness.backends import read_present
-from harness.transport import Transport
-from runners.collector import HostInfo
+from harness.hosts.backends import read_present
+from harness.profile import cpus
+from harness.transport.transport import Transport
+from runners.collectors.collector import HostInfo
 
 FILES = {
     "boot_id": "/proc/sys/kernel/random/boot_id",

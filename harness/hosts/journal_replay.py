@@ -7,11 +7,11 @@ import os
 import socket
 from collections.abc import Iterable, Iterator
 
-from harness import lock
-from harness.connect import close, transport_for
 from harness.errors import HostError, NapilabError
-from harness.inventory import Host
-from harness.settings import JOURNAL_DIR, HostSettings, tidy
+from harness.hosts import lock
+from harness.hosts.settings import JOURNAL_DIR, HostSettings, tidy
+from harness.profile.inventory import Host
+from harness.transport.connect import close, transport_for
 
 
 def _running_here(doc: dict[str, object]) -> bool:

@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from harness.errors import HostError
-from harness.settings import JOURNAL_DIR
-from harness.transport import Transport
+from harness.hosts.settings import JOURNAL_DIR
+from harness.transport.transport import Transport
 
 # Creates the lock only if it does not exist (`set -C`); paths are positional.
 _CREATE = ["sh", "-c", 'umask 077 && mkdir -p "$1" && set -C && cat > "$2"', "napilab-lock"]

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import re
 
-from harness import cpus, knobs
-from harness.backends import BACKENDS, Item, NapiBackend, read_files
 from harness.errors import HostError
-from harness.transport import Transport
+from harness.hosts.backends import BACKENDS, Item, NapiBackend, read_files
+from harness.profile import cpus, knobs
+from harness.transport.transport import Transport
 
 # ethtool first: channels (-L) and GRO (-K) decide which queues and NAPIs exist.
 KIND_ORDER = ("sysctl", "irqbalance", "cpufreq", "ethtool", "netdev", "napi", "rps",

@@ -1,6 +1,6 @@
 """Applying settings to a host and restoring them, with an on-host journal.
 
-For each host, per trial, kind by kind (harness.resolve.KIND_ORDER):
+For each host, per trial, kind by kind (harness.hosts.resolve.KIND_ORDER):
   resolve items -> read originals (one exec per backend) -> journal the originals on
   the host (atomic rename) -> write what differs.
 Then everything is read back and compared with what was requested. Restore writes the
@@ -20,11 +20,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 
-from harness import knobs
-from harness.backends import BACKENDS, Gone, Item, KprobeUnavailable
 from harness.errors import HostError, NapilabError, SettingMismatch
-from harness.resolve import DYNAMIC, KIND_ORDER, QUEUE_KINDS, HostQuery, resolve
-from harness.transport import Transport
+from harness.hosts.backends import BACKENDS, Gone, Item, KprobeUnavailable
+from harness.hosts.resolve import DYNAMIC, KIND_ORDER, QUEUE_KINDS, HostQuery, resolve
+from harness.profile import knobs
+from harness.transport.transport import Transport
 
 JOURNAL_DIR = "/var/tmp/napilab"
 # Writes stdin to a temp file and renames it over the journal: the journal is either

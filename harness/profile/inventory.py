@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
-from harness.schema import Checker, join
-from harness.yamlsrc import Node, load_file
+from harness.profile.schema import Checker, join
+from harness.profile.yamlsrc import Node, load_file
 
 TRANSPORTS = ("ssh", "local")
 HOST_KEY_POLICIES = ("reject", "accept-new")
@@ -88,7 +88,7 @@ def load_inventory(path: str | Path) -> Inventory:
     if not isinstance(data, Node):
         raise InputError(f"{path}: an inventory is a mapping with a `hosts:` key")
     if "hosts" not in data and data:
-        from harness.inventory_ansible import ansible_hosts
+        from harness.profile.inventory_ansible import ansible_hosts
 
         ansible_defaults = {"transport": "ssh", "host_key_policy": "reject", "ssh_config": None}
         found = {name: _host(check, name, node, key_path, ansible_defaults)

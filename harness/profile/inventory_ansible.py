@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.schema import Checker, join
-from harness.yamlsrc import Node
+from harness.profile.schema import Checker, join
+from harness.profile.yamlsrc import Node
 
 ANSIBLE_KEYS = {
     "ansible_host": "address",

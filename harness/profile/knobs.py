@@ -3,7 +3,7 @@
 Each kind validates the profile's value before any host is touched (typed values:
 integers, enums, CPU lists; names confined to /proc/sys, /sys/class/net) and says how
 to compare what was requested with what the kernel reads back. Kinds that live in
-files share one read/write path (`harness.settings`); the file list of a kind may
+files share one read/write path (`harness.hosts.settings`); the file list of a kind may
 depend on the host (an interface's queues), so it is resolved at apply time.
 """
 
@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness import cpus
+from harness.profile import cpus
 
 _IFACE = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 _SYSCTL = re.compile(r"^[a-z0-9_]+(\.[A-Za-z0-9_-]+)+$")

@@ -21,9 +21,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from harness.merge import clone
-from harness.schema import Checker, join, suggest, type_name
-from harness.yamlsrc import Node, Seq
+from harness.profile.merge import clone
+from harness.profile.schema import Checker, join, suggest, type_name
+from harness.profile.yamlsrc import Node, Seq
 
 RESERVED = ("iface", "target", "bind", "duration", "workdir", "trial", "variant")
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from harness.yamlsrc import Node, Seq
+from harness.profile.yamlsrc import Node, Seq
 
 
 def deep_merge(base: Any, overlay: Any) -> Any:

@@ -8,12 +8,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from harness import cpus, knobs
 from harness.errors import InputError, NapilabError, Problem
-from harness.inventory import Host, Inventory
-from harness.profile import Profile, Trial, Variant
-from harness.profile_sections import PLACEHOLDER, CollectSpec, ProcessSpec
-from harness.schema import suggest
+from harness.profile import cpus, knobs
+from harness.profile.inventory import Host, Inventory
+from harness.profile.profile import Profile, Trial, Variant
+from harness.profile.schema import suggest
+from harness.profile.sections import PLACEHOLDER, CollectSpec, ProcessSpec
 
 
 @dataclass(frozen=True)
@@ -137,9 +137,9 @@ def _check_commands(plan: Plan) -> list[Problem]:
     """Build every variant's workload commands now: a tool that finds its arguments
     wrong (a metric regex that does not compile, an empty argv) says so before any
     host is touched."""
-    from harness.settings import workdir
+    from harness.hosts.settings import workdir
     from runners.registry import TOOLS
-    from runners.workload import Context
+    from runners.workloads.workload import Context
 
     problems = []
     for variant in plan.profile.variants:

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import knobs
 from harness.errors import InputError, Location, Problem
-from harness.matrix import (
+from harness.profile import knobs
+from harness.profile.matrix import (
     RESERVED,
     check_name,
     combinations,
@@ -26,8 +26,9 @@ from harness.matrix import (
     placeholders,
     substitute,
 )
-from harness.merge import clone, deep_merge, plain
-from harness.profile_sections import (
+from harness.profile.merge import clone, deep_merge, plain
+from harness.profile.schema import Checker, join, suggest
+from harness.profile.sections import (
     CollectSpec,
     TableRow,
     WorkloadSpec,
@@ -35,9 +36,8 @@ from harness.profile_sections import (
     parse_table,
     parse_workload,
 )
-from harness.profile_setup import parse_setup
-from harness.schema import Checker, join, suggest
-from harness.yamlsrc import Node, load_file
+from harness.profile.setup import parse_setup
+from harness.profile.yamlsrc import Node, load_file
 
 TOP_KEYS = ("name", "description", "extends", "hosts", "setup", "workload", "collect",
             "report", "variants", "baseline", "repeat", "order", "seed", "cooldown",

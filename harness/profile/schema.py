@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable
 from typing import Any, TypeVar
 
 from harness.errors import InputError, Location, Problem
-from harness.yamlsrc import Node, Seq
+from harness.profile.yamlsrc import Node, Seq
 
 T = TypeVar("T")
 

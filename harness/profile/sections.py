@@ -1,7 +1,7 @@
 """Parsers of a profile's sections (setup, workload, collect, report) into frozen specs.
 
 Each parser reads one located YAML mapping with a `Checker`, records every problem it
-finds and returns what it could build; `harness.profile` raises them all at once.
+finds and returns what it could build; `harness.profile.profile` raises them all at once.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness import cpus, knobs
-from harness.schema import Checker, join, suggest, type_name
-from harness.yamlsrc import Node, Seq
-from runners.collector import COLLECTORS
+from harness.profile import cpus, knobs
+from harness.profile.schema import Checker, join, suggest, type_name
+from harness.profile.yamlsrc import Node, Seq
+from runners.collectors.collector import COLLECTORS
 from runners.registry import TOOLS
-from runners.workload import ArgSpec
+from runners.workloads.workload import ArgSpec
 
 PLACEHOLDER = re.compile(r"\$\{([a-z_][a-z0-9_]*)\}")
 # Collector-specific options and their kind: regex, names (a list of words), patterns

@@ -12,10 +12,10 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from harness import knobs
-from harness.profile_sections import PLACEHOLDER
-from harness.schema import Checker, join, suggest
-from harness.yamlsrc import Node
+from harness.profile import knobs
+from harness.profile.schema import Checker, join, suggest
+from harness.profile.sections import PLACEHOLDER
+from harness.profile.yamlsrc import Node
 
 SETUP_KINDS = ("sysctl", "irqbalance", "cpufreq", "netdev", "napi", "ethtool", "rps", "xps",
                "irq_affinity", "napi_threads")

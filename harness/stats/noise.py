@@ -1,7 +1,7 @@
 """Is the measurement good enough to believe? Noise vs effect, drift, A/A calibration.
 
 Pure (numpy + scipy). Inputs are per-repetition values of one metric, as in
-`harness.stats`; `drift` additionally needs them in trial (execution) order.
+`harness.stats.stats`; `drift` additionally needs them in trial (execution) order.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats as sps
 
-from harness.stats import StatsError, Summary, clean, summarize
-from harness.stats_power import min_attainable_p, minimal_detectable_effect, pooled_noise
+from harness.stats.power import min_attainable_p, minimal_detectable_effect, pooled_noise
+from harness.stats.stats import StatsError, Summary, clean, summarize
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Power and sample size for the comparisons of `harness.stats` (per-repetition values).
+"""Power and sample size for the comparisons of `harness.stats.stats` (per-repetition values).
 
 Pure (numpy + scipy). Method throughout: a normal approximation on the log scale, where
 the multiplicative noise of latency and throughput is roughly symmetric, using t quantiles

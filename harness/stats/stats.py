@@ -9,8 +9,8 @@ approximation on the log scale, where multiplicative noise (the usual kind) is s
 NaN values are missing measurements: dropped and counted (`Summary.n_missing`). Infinite
 values, empty or all-NaN inputs and a non-positive baseline median for a relative change
 raise `StatsError`; nothing here returns a number it could not compute.
-Companions: `harness.stats_power` (detectable effect, n needed), `harness.stats_noise`
-(noise vs effect, drift, A/A calibration), `harness.stats_pool` (pooled per-transaction
+Companions: `harness.stats.power` (detectable effect, n needed), `harness.stats.noise`
+(noise vs effect, drift, A/A calibration), `harness.stats.pool` (pooled per-transaction
 latency percentiles).
 """
 
@@ -27,7 +27,7 @@ import numpy.typing as npt
 from scipy import stats as sps
 
 from harness.errors import NapilabError
-from harness.stats_power import (
+from harness.stats.power import (
     Noise,
     min_attainable_p,
     minimal_detectable_effect,

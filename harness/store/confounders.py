@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness import knobs
+from harness.profile import knobs
 
 HOST_FACTS = ("kernel_release", "kernel_version", "cmdline", "cpu_model", "online_cpus",
               "irqbalance", "user_hz")

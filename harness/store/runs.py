@@ -14,12 +14,12 @@ from typing import Any
 
 from harness import __version__
 from harness.errors import InputError
-from harness.plan import Plan
-from harness.store import RunStore
+from harness.profile.plan import Plan
+from harness.store.store import RunStore
 
 
 def git_sha() -> str | None:
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     if not (root / ".git").exists():
         return None
     try:

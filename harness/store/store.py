@@ -1,4 +1,4 @@
-"""The results directory (shared/DESIGN.md, "Contracts"):
+"""The results directory (docs/design.md, "Contracts"):
 
     RESULTS/<profile>/<UTC timestamp>-<short id>/
       manifest.json       versioned; rewritten atomically after every trial

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from harness.inventory import Host
-from harness.transport import Transport
-from harness.transport_local import LocalTransport
-from harness.transport_ssh import SSHTransport
+from harness.profile.inventory import Host
+from harness.transport.local import LocalTransport
+from harness.transport.ssh import SSHTransport
+from harness.transport.transport import Transport
 
 
 def transport_for(host: Host) -> Transport:

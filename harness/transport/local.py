@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import IO, cast
 
 from harness.errors import HostError
-from harness.inventory import Host
-from harness.transport import CommandResult, command_line
+from harness.profile.inventory import Host
+from harness.transport.transport import CommandResult, command_line
 
 
 class LocalProcess:

@@ -12,11 +12,11 @@ from typing import Any
 
 import paramiko
 
-from harness import sshconfig
 from harness.errors import HostError
-from harness.inventory import Host
-from harness.ssh_shell import PersistentShell
-from harness.transport import CommandResult, command_line
+from harness.profile.inventory import Host
+from harness.transport import ssh_config as sshconfig
+from harness.transport.ssh_shell import PersistentShell
+from harness.transport.transport import CommandResult, command_line
 
 # Starts a server so that its PID is known before it runs: the constant script prints
 # the shell's PID and execs the real argv, passed as positional parameters (never

@@ -12,7 +12,7 @@ from pathlib import Path
 import paramiko
 
 from harness.errors import InputError
-from harness.inventory import Host
+from harness.profile.inventory import Host
 
 DEFAULT_CONFIG = "~/.ssh/config"
 

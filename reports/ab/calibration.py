@@ -15,12 +15,12 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-from harness.stats import Comparison, StatsError
-from harness.stats_noise import Calibration, calibrate
-from harness.stats_power import Noise, n_per_arm_needed
-from reports.ab_model import Line, format_number, format_pct, verdict_text
-from reports.compare import RunData, table
-from reports.table_json import comparison_doc, summary_doc
+from harness.stats.noise import Calibration, calibrate
+from harness.stats.power import Noise, n_per_arm_needed
+from harness.stats.stats import Comparison, StatsError
+from reports.ab.compare import RunData, table
+from reports.ab.model import Line, format_number, format_pct, verdict_text
+from reports.ab.table_json import comparison_doc, summary_doc
 
 TARGET_CHANGE = 0.05  # the "n@5%" column: a change worth detecting in most tuning work
 

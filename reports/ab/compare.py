@@ -4,9 +4,9 @@ Lines come from the profile's `report.table` (the shape of a cover letter's tabl
 without one, from every run-level metric of the workload and the collectors' totals;
 where the tool stored per-transaction latencies (`latency/<trial>.parquet`), pooled
 percentile lines follow. A cell holds the per-repetition values of its variant; every
-non-baseline variant is compared with the baseline (reports.line_stats: relative change
+non-baseline variant is compared with the baseline (reports.ab.line_stats: relative change
 with bootstrap CI, Mann-Whitney p Holm-adjusted across the table, verdict).
-Across two runs, reports.cross_run builds the same table with `A:`/`B:` columns.
+Across two runs, reports.ab.cross_run builds the same table with `A:`/`B:` columns.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
-from harness.stats_pool import DEFAULT_PERCENTILES, pooled_percentiles
-from harness.store import load_manifest, load_samples
-from reports.ab_model import Cell, Line, Table, format_number
-from reports.line_stats import with_stats
+from harness.stats.pool import DEFAULT_PERCENTILES, pooled_percentiles
+from harness.store.store import load_manifest, load_samples
+from reports.ab.line_stats import with_stats
+from reports.ab.model import Cell, Line, Table, format_number
 
 __all__ = ["DEFAULT_COLLECTOR_METRICS", "Cell", "Column", "Line", "RunData", "Spec", "Table",
            "build_table", "column", "format_number", "line_specs", "load_run", "table"]

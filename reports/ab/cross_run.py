@@ -4,13 +4,13 @@ Variants are matched by name; each matched variant gives two columns, `A:<varian
 `B:<variant>`, compared as a pair. Lines are run A's (its `report.table` or default
 lines) plus any of run B's that A lacks. Metric policies: run A's, then B's for metrics
 A does not name. Whether the runs may be compared at all (host facts, knobs) is
-harness.confounders' business; this module only builds the table.
+harness.store.confounders' business; this module only builds the table.
 """
 
 from __future__ import annotations
 
 from harness.errors import InputError
-from reports.compare import Column, RunData, Spec, Table, build_table, column, line_specs
+from reports.ab.compare import Column, RunData, Spec, Table, build_table, column, line_specs
 
 
 def matched_variants(a: RunData, b: RunData) -> list[str]:

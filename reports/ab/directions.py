@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.stats import Direction
+from harness.stats.stats import Direction
 
 # Time units: per-transaction latency (us) and CPU time from /proc/stat (ms) are both
 # "less is better". Seconds are left out: `snapshot.interval` is the measured window.

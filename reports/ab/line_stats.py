@@ -1,4 +1,4 @@
-"""Statistics for the lines of an A/B table (the pure wiring of harness.stats).
+"""Statistics for the lines of an A/B table (the pure wiring of harness.stats.stats).
 
 Per column: n, median, 95% CI of the median, CV (`stats.summarize`) and a drift test
 along the trial order (`stats_noise.drift`). Per compared column and line: the
@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.stats import (
+from harness.stats.noise import drift, noise_exceeds_effect
+from harness.stats.stats import (
     Adjust,
     Comparison,
     MetricSamples,
@@ -25,9 +26,8 @@ from harness.stats import (
     compare_metrics,
     summarize,
 )
-from harness.stats_noise import drift, noise_exceeds_effect
-from reports.ab_model import Cell, Line
-from reports.directions import judge
+from reports.ab.directions import judge
+from reports.ab.model import Cell, Line
 
 SEED = 0  # fixed: a report rendered twice from the same data prints the same CIs
 N_BOOT = 2000

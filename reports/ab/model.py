@@ -1,9 +1,9 @@
-"""The A/B table's records (re-exported by reports.compare) and how its numbers print.
+"""The A/B table's records (re-exported by reports.ab.compare) and how its numbers print.
 
 A Table has columns (a run's variants, or `A:variant`/`B:variant` across two runs), lines
 (one per metric) and `pairs`: which column is compared with which baseline column.
 Each Line carries, per column, the values and their summary, and per compared column
-the `harness.stats.Comparison` against its baseline (Holm-adjusted across the table).
+the `harness.stats.stats.Comparison` against its baseline (Holm-adjusted across the table).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
-from harness.stats import Comparison, Summary
-from harness.stats_noise import Drift, NoiseCheck
-from harness.stats_pool import PooledPercentile
+from harness.stats.noise import Drift, NoiseCheck
+from harness.stats.pool import PooledPercentile
+from harness.stats.stats import Comparison, Summary
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from harness.stats import Comparison, Summary
-from reports.ab_model import Cell, Line, Table
+from harness.stats.stats import Comparison, Summary
+from reports.ab.model import Cell, Line, Table
 
 
 def summary_doc(summary: Summary | None) -> dict[str, Any] | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from reports.ab_model import Line, Table, format_p
+from reports.ab.model import Line, Table, format_p
 
 ORDER = ("worse", "better", "~", "not-enough-data")
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from reports import run_facts, verdicts
-from reports.ab_model import Table, format_ci, format_p, format_pct, verdict_text
-from reports.compare import RunData
+from reports.ab import verdicts
+from reports.ab.compare import RunData
+from reports.ab.model import Table, format_ci, format_p, format_pct, verdict_text
+from reports.formats import run_facts
 
 MAX_FINDINGS = 25
 

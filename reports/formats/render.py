@@ -3,7 +3,7 @@ requests, JSON and JUnit for machines (`napilab report RUN_DIR --format ...`).
 
 Everything comes from RUN_DIR (manifest.json, samples.parquet, latency/, raw/); nothing
 is re-measured. HTML is rendered with Jinja2 autoescaping on, plots are inline SVG
-checked by reports.svg, the page has a CSP that forbids scripts and fetches, and links
+checked by reports.plots.svg, the page has a CSP that forbids scripts and fetches, and links
 to raw outputs are relative (they work next to the run's raw/ directory).
 """
 
@@ -19,11 +19,11 @@ from urllib.parse import quote
 
 import jinja2
 
-from harness.store import atomic_write
-from reports import markdown, report_json, run_facts, sections, table_junit
-from reports.ab_model import format_ci, format_number, format_p, format_pct
-from reports.compare import RunData, Table, load_run, table
-from reports.text_stats import stats_block
+from harness.store.store import atomic_write
+from reports.ab.compare import RunData, Table, load_run, table
+from reports.ab.model import format_ci, format_number, format_p, format_pct
+from reports.formats import markdown, report_json, run_facts, sections, table_junit
+from reports.formats.text_stats import stats_block
 
 FORMATS = ("html", "text", "md", "json", "junit")
 FILES = {"html": "report.html", "text": "report.txt", "md": "report.md",
@@ -45,7 +45,7 @@ def _when(t: object) -> str:
 
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("reports", "templates"),
+        loader=jinja2.PackageLoader("reports.formats", "templates"),
         autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

@@ -1,5 +1,5 @@
 """The report as one JSON document (`napilab report RUN_DIR --format json`): the run's
-status, verdict summary, the A/B table (reports.table_json: every number unrounded),
+status, verdict summary, the A/B table (reports.ab.table_json: every number unrounded),
 kprobe functions absent, settings with their read-back state, hosts, confounders,
 failed trials and commands. Strict JSON: an infinite CI side or NaN is null."""
 
@@ -10,10 +10,11 @@ import math
 from dataclasses import asdict
 from typing import Any
 
-from reports import run_facts, verdicts
-from reports.ab_model import Table
-from reports.compare import RunData
-from reports.table_json import table_doc
+from reports.ab import verdicts
+from reports.ab.compare import RunData
+from reports.ab.model import Table
+from reports.ab.table_json import table_doc
+from reports.formats import run_facts
 
 SCHEMA = "napilab.report/1"
 

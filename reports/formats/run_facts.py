@@ -4,7 +4,7 @@ requested and as read back, the exact commands per host, links to every raw outp
 host facts, confounders, and kprobe functions a kernel does not have ("absent").
 
 Every string here may come from a host, a tool or a profile: renderers escape it (HTML
-through Jinja2's autoescape, Markdown through reports.markdown.escape).
+through Jinja2's autoescape, Markdown through reports.formats.markdown.escape).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import knobs
-from reports.ab_model import Line, format_number
-from reports.compare import RunData
+from harness.profile import knobs
+from reports.ab.compare import RunData
+from reports.ab.model import Line, format_number
 
 TAIL_LINES = 12  # of a failing command's stderr shown in a report
 TAIL_CHARS = 1500

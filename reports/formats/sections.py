@@ -1,7 +1,7 @@
 """The sections of report.html, registered in SECTIONS in the order the page shows them.
 
 Each entry is name -> (title, function(context) -> data); the page renders
-`templates/sections/<name>.html.j2` with that data as `data` (Jinja2 autoescape on: every
+`templates/section_<name>.html.j2` with that data as `data` (Jinja2 autoescape on: every
 string from a host, tool or profile is text, never markup). The verdict summary comes
 first: it is what a reader of a published report looks for.
 """
@@ -13,9 +13,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reports import plots, run_facts, verdicts
-from reports.ab_model import Table
-from reports.compare import RunData
+from reports.ab import verdicts
+from reports.ab.compare import RunData
+from reports.ab.model import Table
+from reports.formats import run_facts
+from reports.plots import plots
 
 MAX_FINDINGS = 25  # significant comparisons listed in the summary; the table has them all
 

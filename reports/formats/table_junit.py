@@ -2,16 +2,16 @@
 systems that show test results: one testcase per metric and compared variant (a
 "worse" verdict is a <failure>; not-enough-data or no comparison is <skipped>, so a
 table that could not judge does not look green) and one per failed trial (<error>).
-The nightly gate across two runs has its own JUnit (reports.junit, `napilab check`)."""
+The nightly gate across two runs has its own JUnit (reports.nightly.junit, `napilab check`)."""
 
 from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
 
-from reports import run_facts
-from reports.ab_model import Line, Table, format_ci, format_p, format_pct
-from reports.compare import RunData
+from reports.ab.compare import RunData
+from reports.ab.model import Line, Table, format_ci, format_p, format_pct
+from reports.formats import run_facts
 
 # XML 1.0 has no way to write most control characters (a tool's ANSI colour codes, say):
 # ElementTree would write them anyway and the file would not parse.

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import textwrap
 
-from harness.stats import Comparison
-from reports import verdicts
-from reports.ab_model import Table, format_ci, format_p, format_pct, verdict_text
+from harness.stats.stats import Comparison
+from reports.ab import verdicts
+from reports.ab.model import Table, format_ci, format_p, format_pct, verdict_text
 
 LEGEND = ("better/worse: significant after Holm, CI excludes 0, beyond the metric's "
           "min_effect; ~: no significant change; need n=K: not-enough-data, about K "

@@ -1,6 +1,6 @@
 """The nightly regression gate (`napilab check`): a candidate run against a baseline run.
 
-Per line of the table and variant both runs ran: `harness.stats.check_regression`'s
+Per line of the table and variant both runs ran: `harness.stats.stats.check_regression`'s
 rule, with the p-values Holm-adjusted across every gated (metric x variant) pair, so a
 nightly job gating 20 metrics does not go red on one in twenty by chance:
   regression       significantly worse (adjusted p < 0.05, CI excludes 0) by more than
@@ -23,16 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.confounders import Confounders, diff_manifests
 from harness.errors import InputError
-from harness.stats import Comparison
-from harness.store import load_manifest
-from reports import cross_run
-from reports.ab_model import Line, format_ci, format_p, format_pct
-from reports.compare import RunData, build_table
-from reports.directions import judge
-from reports.line_stats import with_stats
-from reports.table_json import comparison_doc
+from harness.stats.stats import Comparison
+from harness.store.confounders import Confounders, diff_manifests
+from harness.store.store import load_manifest
+from reports.ab import cross_run
+from reports.ab.compare import RunData, build_table
+from reports.ab.directions import judge
+from reports.ab.line_stats import with_stats
+from reports.ab.model import Line, format_ci, format_p, format_pct
+from reports.ab.table_json import comparison_doc
 
 DEFAULT_MAX_REGRESSION_PCT = 5.0
 CHECK_FILE = "check.json"  # gate_json of the last check, kept in the candidate's RUN_DIR

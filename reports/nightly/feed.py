@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reports.ab_model import format_ci, format_p, format_pct
+from reports.ab.model import format_ci, format_p, format_pct
 
 ATOM = "http://www.w3.org/2005/Atom"
 MAX_ENTRIES = 100

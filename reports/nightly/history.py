@@ -26,8 +26,8 @@ import duckdb
 import pandas as pd
 
 from harness.errors import InputError
-from reports.ab_model import format_number
-from reports.check import CHECK_FILE
+from reports.ab.model import format_number
+from reports.nightly.check import CHECK_FILE
 
 DEFAULT_METRICS = 4  # metrics shown when none are asked for
 _PREFERRED = ("latency_p99", "latency_p50", "rtt_avg", "latency_mean", "throughput",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from reports.check import GateReport, case_message
+from reports.nightly.check import GateReport, case_message
 
 
 def junit_xml(report: GateReport) -> str:

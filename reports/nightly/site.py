@@ -25,13 +25,13 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.store import atomic_write
-from reports import feed
-from reports.compare import load_run
-from reports.history import RunInfo, find_runs
-from reports.plots import Omitted, Plot
-from reports.render import environment, html, relurl
-from reports.trends import hosts_of, trend
+from harness.store.store import atomic_write
+from reports.ab.compare import load_run
+from reports.formats.render import environment, html, relurl
+from reports.nightly import feed
+from reports.nightly.history import RunInfo, find_runs
+from reports.nightly.trends import hosts_of, trend
+from reports.plots.plots import Omitted, Plot
 
 RAW_MODES = ("link", "copy", "none")
 

@@ -1,5 +1,5 @@
 """Trend figures of the published site: per profile and host, the median of each
-headline metric per variant over the runs' start times (reports.history's query).
+headline metric per variant over the runs' start times (reports.nightly.history's query).
 Runs that did not complete are hollow markers; runs `napilab check` found a regression
 in are marked with a red dotted line. Same SVG path as the report's plots."""
 
@@ -11,10 +11,10 @@ from collections.abc import Sequence
 import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 
-from reports.history import RunInfo, default_metrics, medians
-from reports.plots import Omitted, Plot
-from reports.plots_latency import MAX_LINES
-from reports.svg import RC, SvgRejected, color, figure_svg, label, numbers
+from reports.nightly.history import RunInfo, default_metrics, medians
+from reports.plots.latency import MAX_LINES
+from reports.plots.plots import Omitted, Plot
+from reports.plots.svg import RC, SvgRejected, color, figure_svg, label, numbers
 
 MAX_METRICS = 3
 

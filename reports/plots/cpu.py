@@ -15,9 +15,9 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from reports.ab_model import Table, format_number
-from reports.compare import RunData
-from reports.svg import label, numbers
+from reports.ab.compare import RunData
+from reports.ab.model import Table, format_number
+from reports.plots.svg import label, numbers
 
 Drawn = tuple[Figure, str] | str
 

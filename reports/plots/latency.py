@@ -1,6 +1,6 @@
 """Latency plots: the percentile ladder, the per-transaction distribution, and latency
 against throughput and against CPU cost (one dot per repetition). Registered in
-reports.plots.PLOTS; each returns (figure, note) or the reason it has nothing to draw."""
+reports.plots.plots.PLOTS; each returns (figure, note) or the reason it has nothing to draw."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ import pyarrow.parquet as pq
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from reports.ab_model import Table
-from reports.compare import POOLED_SOURCE, RunData
-from reports.svg import color, label, numbers
+from reports.ab.compare import POOLED_SOURCE, RunData
+from reports.ab.model import Table
+from reports.plots.svg import color, label, numbers
 
 Drawn = tuple[Figure, str] | str
 

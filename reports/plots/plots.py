@@ -3,7 +3,7 @@
 Each entry of PLOTS is name -> (title, function(run, table)); the function returns the
 figure and a caption note, or, when the run has nothing to show for that plot, the
 reason as a string: the report then prints the note instead of an empty figure. The
-SVG goes through reports.svg (escaped text, per-figure ids, checked before use).
+SVG goes through reports.plots.svg (escaped text, per-figure ids, checked before use).
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from reports import plots_cpu, plots_latency
-from reports.ab_model import Line, Table
-from reports.compare import RunData
-from reports.svg import RC, SvgRejected, color, figure_svg, label, numbers
+from reports.ab.compare import RunData
+from reports.ab.model import Line, Table
+from reports.plots import cpu as plots_cpu
+from reports.plots import latency as plots_latency
+from reports.plots.svg import RC, SvgRejected, color, figure_svg, label, numbers
 
 Drawn = tuple[Figure, str] | str  # (figure, caption note) or why there is no figure
 PlotFunction = Callable[[RunData, Table], Drawn]

@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from runners import dmesg, interrupts, kprobes, napi_threads, proc_stat, softnet_stat
 from runners.base import ParseError, Value
-from runners.softirqs import SoftirqsCollector
+from runners.collectors import dmesg, interrupts, kprobes, napi_threads, proc_stat, softnet_stat
+from runners.collectors.softirqs import SoftirqsCollector
 
 UPTIME = "/proc/uptime"
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from runners.base import COUNT, ParseError, Value
 
 if TYPE_CHECKING:  # collector.py will import this module to register the collector
-    from runners.collector import HostInfo
+    from runners.collectors.collector import HostInfo
 
 TOOL = "softirqs"
 _CPU = re.compile(r"CPU(\d+)")

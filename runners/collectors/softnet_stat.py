@@ -1,7 +1,7 @@
 """/proc/net/softnet_stat: per-CPU backlog and RPS counters.
 
 One line per online CPU, every field `%08x` (u32, wraps). The layout is decided by the
-column count, not the kernel version (shared/reference/formats.md section 6):
+column count, not the kernel version (docs/formats.md section 6):
    9  processed dropped time_squeeze 0 0 0 0 0 cpu_collision          (before 2.6.35)
   10  ... + received_rps                                              (2.6.35 - 3.10)
   11  ... + flow_limit_count                                          (3.11 - 5.9)

@@ -26,7 +26,7 @@ from typing import Any
 
 from harness.errors import InputError
 from runners.base import ParseError, ToolFailed, Value, parse_float
-from runners.workload import (
+from runners.workloads.workload import (
     ArgSpec,
     ArgValue,
     Context,

@@ -1,4 +1,4 @@
-"""iperf3 `-J` JSON: TCP and UDP, -P, -R, client and server (formats.md section 2, read
+"""iperf3 `-J` JSON: TCP and UDP, -P, -R, client and server (docs/formats.md section 2, read
 at esnet/iperf 3.1 ... 3.21; captures from 3.12).
 
 Quirks handled here:
@@ -27,7 +27,7 @@ from typing import Any
 
 from harness.errors import InputError
 from runners.base import COUNT, PERCENT, US, ParseError, ToolFailed, Value
-from runners.workload import (
+from runners.workloads.workload import (
     ArgSpec,
     ArgValue,
     Context,

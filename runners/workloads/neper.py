@@ -1,6 +1,6 @@
 """neper (google/neper): tcp_rr, udp_rr, tcp_crr, tcp_stream, udp_stream.
 
-stdout is `key=value` lines in three parts (shared/reference/formats.md section 1, read
+stdout is `key=value` lines in three parts (docs/formats.md section 1, read
 at neper 1.1.0, ea5890f): `VERSION=` and the option dump; `total_run_time=` (or
 `total_transactions=`); after the run, rusage, the workload report and
 `local_throughput`/`remote_throughput`. Latencies are SECONDS (`%.9f`); napilab reports
@@ -14,7 +14,7 @@ microseconds. Quirks handled here:
   percentiles; tcp_crr's server keeps no statistics at all; in a stream test only the
   reading side prints `throughput`. A side that computed no rate sends 0 as the peer's
   `remote_throughput`: those zeros are "not measured" and left out.
-The `--all-samples` CSV is parsed by `runners.neper_samples`.
+The `--all-samples` CSV is parsed by `runners.workloads.neper_samples`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from harness.errors import InputError
 from runners.base import COUNT, US, ParseError, ToolFailed, Value, parse_float
-from runners.workload import (
+from runners.workloads.workload import (
     ArgSpec,
     ArgValue,
     Context,
@@ -225,7 +225,7 @@ _STREAM: tuple[tuple[str, str, type | tuple[type, ...], str], ...] = (
     ("", "throughput-opt", str, "throughput unit, e.g. Mb, Gb"),
 )
 _RESERVED = {"c", "client", "H", "host", "l", "test-length", "nolog", "n", "dry-run"}
-# Options both sides must agree on (formats.md 1.6: the server must know -F, and the
+# Options both sides must agree on (docs/formats.md 1.6: the server must know -F, and the
 # ports are where the client connects).
 _SHARED = ("num-flows", "control-port", "port")
 

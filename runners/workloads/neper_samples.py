@@ -1,4 +1,4 @@
-"""neper's `--all-samples` CSV: one row per snapshot per flow (formats.md 1.4, neper
+"""neper's `--all-samples` CSV: one row per snapshot per flow (docs/formats.md 1.4, neper
 1.1.0 print.c).
 
 Headers: RR `tid,flow_id,time,transactions,transactions/s,utime,stime,maxrss,minflt,

@@ -1,6 +1,6 @@
 """netperf (HewlettPackard/netperf): omni output selectors and the classic tables.
 
-Formats (formats.md section 5, read at netperf afc51ff, src/nettest_omni.c):
+Formats (docs/formats.md section 5, read at netperf afc51ff, src/nettest_omni.c):
 - `-k SEL,...` keyval: `NAME=value` per selector. napilab asks for this.
 - `-o SEL,...` CSV: a header of human labels, NOT selector names (`Minimum Latency
   Microseconds`, `Throughput Units`: set_output_elt()'s four label lines joined by
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from harness.errors import InputError
 from runners.base import COUNT, PERCENT, US, ParseError, ToolFailed, Value, parse_float
-from runners.workload import (
+from runners.workloads.workload import (
     ArgSpec,
     ArgValue,
     Context,

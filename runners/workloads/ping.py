@@ -1,6 +1,6 @@
 """ping (iputils and busybox): flood and interval modes.
 
-Summary formats (shared/reference/formats.md section 3):
+Summary formats (docs/formats.md section 3):
   iputils  `N packets transmitted, N received[, +N duplicates][, +N corrupted][, +N errors],
             L% packet loss, time Tms` then `rtt min/avg/max/mdev = a/b/c/d ms[, pipe P]
             [, ipg/ewma g/e ms]`. Loss was an integer before s20180629, `%g` since.
@@ -26,7 +26,14 @@ from runners.base import (
     parse_float,
     parse_int,
 )
-from runners.workload import ArgSpec, ArgValue, Context, ToolCommands, ToolOutput, ToolResult
+from runners.workloads.workload import (
+    ArgSpec,
+    ArgValue,
+    Context,
+    ToolCommands,
+    ToolOutput,
+    ToolResult,
+)
 
 TOOL = "ping"
 

@@ -1,6 +1,6 @@
 """sockperf (Mellanox/sockperf): ping-pong, under-load, throughput, server, --full-log.
 
-Formats: shared/reference/formats.md section 4 (read at sockperf 3.7 to 3.10, captures
+Formats: docs/formats.md section 4 (read at sockperf 3.7 to 3.10, captures
 from 3.7). Quirks handled here:
 - ANSI colour codes are written even to files (`\\e[2;35m` ... `\\e[0m`); stripped first.
 - the avg line is `avg-latency=X (std-dev=Y)` in 3.7 and gains `, mean-ad=...` etc. in
@@ -29,7 +29,7 @@ import pyarrow.csv as pacsv
 
 from harness.errors import InputError
 from runners.base import COUNT, US, ParseError, ToolFailed, Value, parse_float, parse_int
-from runners.workload import (
+from runners.workloads.workload import (
     ArgSpec,
     ArgValue,
     Context,

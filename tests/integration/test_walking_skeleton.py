@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness import testbed as tb
+from harness.hosts import testbed as tb
 from tests.conftest import sysfs
 
 PROFILE = """\
