@@ -153,11 +153,11 @@ def aa_plan(bound: Plan) -> Plan:
 def calibrate(profile: str, inventory: str, results: str, transport: str | None) -> None:
     """A/A run of the baseline variant: noise per metric and the smallest change the
     profile's repeat count can detect."""
-    from harness.cli.main import _load, execute
+    from harness.cli.execute import execute, load
     from reports.ab.calibration import calibrate_run, calibration_json, calibration_text
     from reports.ab.compare import load_run
 
-    bound, _ = _load(profile, inventory, transport)
+    bound, _ = load(profile, inventory, transport)
     assert bound is not None
     plan = aa_plan(bound)
     where = Path(results) / plan.profile.name

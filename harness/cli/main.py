@@ -1,4 +1,5 @@
-"""`napilab`: the command line. The one module that wires every layer together.
+"""`napilab`: the command line's entry point. With the rest of harness/cli/ it is the one
+place that wires every layer together.
 
 Errors of the NapilabError family are caught once, in main(), and printed as
 `napilab: error: ...` with the exit code of their class (harness.errors.ExitCode).
@@ -12,17 +13,20 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
 
 import click
 
 from harness import __version__
+from harness.cli import analysis as cli_analysis
+from harness.cli import history as cli_reports
+from harness.cli.execute import execute
+from harness.cli.execute import load as _load
 from harness.cli.options import run_options
-from harness.engine.progress import Progress, reporter
+from harness.engine.progress import reporter
 from harness.errors import ExitCode, InputError, Interrupted, NapilabError
 from harness.hosts.testbed import Testbed
-from harness.profile.inventory import Inventory, load_inventory
-from harness.profile.plan import Plan, bind
+from harness.profile.inventory import load_inventory
+from harness.profile.plan import bind
 from harness.profile.profile import load_profile
 from harness.transport.connect import close, connect
 
@@ -31,15 +35,6 @@ DEMO_PROFILE = Path(__file__).resolve().parents[2] / "profiles" / "demo.yaml"
 
 def _say(line: str) -> None:
     click.echo(line, err=True)
-
-
-def _load(profile: str, inventory: str | None, transport: str | None = None
-          ) -> tuple[Plan | None, Any]:
-    prof = load_profile(profile)
-    if inventory is None:
-        return None, prof
-    inv: Inventory = load_inventory(inventory).with_transport(transport)
-    return bind(prof, inv), prof
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -108,44 +103,6 @@ def _formats(text: str) -> list[str]:
     if bad:
         raise InputError(f"--format {','.join(bad)}: expected some of {', '.join(allowed)}")
     return chosen
-
-
-def execute(bound: Plan, results: str, *, keep_going: bool = False,
-            formats: list[str] | None = None, break_lock: bool = False,
-            progress: Progress | None = None, resume: str | None = None) -> ExitCode:
-    """Lock the hosts, run (or resume) the plan, release, render the reports."""
-    from harness.engine.engine import Engine
-    from harness.hosts import lock
-    from harness.hosts.settings import tidy
-    from harness.store.runs import new_manifest, open_for_resume
-    from harness.store.store import RunStore, new_run_id
-
-    progress = progress or Progress()
-    store = open_for_resume(bound, resume) if resume else None
-    run_id = store.run_id if store else new_run_id()
-    transports = connect(bound.hosts.values())
-    try:
-        locked = lock.acquire_all(transports.values(), run_id, break_lock=break_lock)
-    except BaseException:
-        close(transports.values())
-        raise
-    if store is None:
-        store = RunStore.create(results, bound.profile.name, new_manifest(bound), run_id=run_id)
-    code = ExitCode.ERROR
-    try:
-        engine = Engine(bound, store, transports, progress=progress, keep_going=keep_going)
-        code = engine.run(resume=resume is not None)
-    finally:
-        for transport in locked:
-            lock.release(transport, run_id)
-            tidy(transport, run_id)
-        close(transports.values())
-        if formats and store.manifest.get("trials"):
-            from reports.formats.render import write_reports
-
-            for path in write_reports(store.dir, formats):
-                progress.note(f"wrote {path}")
-    return code
 
 
 @cli.command()
@@ -282,9 +239,6 @@ def demo(results: str, transport: str, profile_path: str) -> None:
         click.echo(f"report: {runs[-1]}")
     sys.exit(int(code))
 
-
-from harness.cli import analysis as cli_analysis  # noqa: E402  (the commands below extend `cli`)
-from harness.cli import history as cli_reports  # noqa: E402
 
 cli.add_command(cli_analysis.compare)
 cli.add_command(cli_analysis.check)

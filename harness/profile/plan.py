@@ -137,7 +137,6 @@ def _check_commands(plan: Plan) -> list[Problem]:
     """Build every variant's workload commands now: a tool that finds its arguments
     wrong (a metric regex that does not compile, an empty argv) says so before any
     host is touched."""
-    from harness.hosts.settings import workdir
     from runners.registry import TOOLS
     from runners.workloads.workload import Context
 
@@ -146,7 +145,7 @@ def _check_commands(plan: Plan) -> list[Problem]:
         spec = variant.workload
         server = plan.host_of(spec.server.role)
         ctx = Context(target=server.target_address, bind=server.target_address,
-                      duration=spec.duration, workdir=workdir("<run>"), trial="000")
+                      duration=spec.duration, workdir="<workdir>", trial="000")
         try:
             TOOLS[spec.tool].commands(plan.process_args(spec.client),
                                       plan.process_args(spec.server), ctx)

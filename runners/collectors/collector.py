@@ -15,8 +15,15 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from runners.base import ParseError, Value
-from runners.collectors import dmesg, interrupts, kprobes, napi_threads, proc_stat, softnet_stat
-from runners.collectors.softirqs import SoftirqsCollector
+from runners.collectors import (
+    dmesg,
+    interrupts,
+    kprobes,
+    napi_threads,
+    proc_stat,
+    softirqs,
+    softnet_stat,
+)
 
 UPTIME = "/proc/uptime"
 
@@ -77,6 +84,24 @@ class ProcStatCollector:
     def delta(self, before: proc_stat.ProcStat, after: proc_stat.ProcStat,
               options: Mapping[str, Any], host: HostInfo) -> list[Value]:
         return proc_stat.delta(before, after, user_hz=host.user_hz)
+
+
+class SoftirqsCollector:
+    """Options: `names: [NET_RX, NET_TX]` keeps those softirqs (default: all). Only
+    online CPUs are reported when the host's online list is known: the file also has
+    columns for possible-but-offline CPUs, which never move."""
+
+    name = "softirqs"
+    paths: tuple[str, ...] = ("/proc/softirqs",)
+
+    def parse(self, files: Mapping[str, str], host: HostInfo) -> softirqs.Softirqs:
+        return softirqs.parse(files[self.paths[0]])
+
+    def delta(self, before: softirqs.Softirqs, after: softirqs.Softirqs,
+              options: Mapping[str, Any], host: HostInfo) -> list[Value]:
+        names = options.get("names")
+        return softirqs.delta(before, after, names=list(names) if names is not None else None,
+                              cpus=host.online_cpus)
 
 
 class DmesgCollector:

@@ -2,7 +2,7 @@
 
 The header is 20 spaces and `CPU%-8d` per POSSIBLE CPU, while /proc/interrupts has one
 column per ONLINE CPU: the two files can have different column counts on the same host
-(formats.md 7.2). Rows are `%12s:` then ` %10u` per CPU, cumulative `unsigned int`
+(docs/formats.md 7.2). Rows are `%12s:` then ` %10u` per CPU, cumulative `unsigned int`
 counts (wrap at 2^32). Names: HI TIMER NET_TX NET_RX BLOCK IRQ_POLL TASKLET SCHED
 HRTIMER RCU (IRQ_POLL was BLOCK_IOPOLL before 4.5); metrics are the names lowercased
 (`net_rx`, `net_tx`, ...).
@@ -13,12 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from runners.base import COUNT, ParseError, Value
-
-if TYPE_CHECKING:  # collector.py will import this module to register the collector
-    from runners.collectors.collector import HostInfo
 
 TOOL = "softirqs"
 _CPU = re.compile(r"CPU(\d+)")
@@ -84,20 +80,3 @@ def delta(before: Softirqs, after: Softirqs, *, names: Collection[str] | None = 
             out.append(Value(name.lower(), (n - old[i]) % _U32, COUNT, cpu))
     return out
 
-
-class SoftirqsCollector:
-    """Options: `names: [NET_RX, NET_TX]` keeps those softirqs (default: all). Only
-    online CPUs are reported when the host's online list is known: the file also has
-    columns for possible-but-offline CPUs, which never move."""
-
-    name = "softirqs"
-    paths: tuple[str, ...] = ("/proc/softirqs",)
-
-    def parse(self, files: Mapping[str, str], host: HostInfo) -> Softirqs:
-        return parse(files[self.paths[0]])
-
-    def delta(self, before: Softirqs, after: Softirqs, options: Mapping[str, Any],
-              host: HostInfo) -> list[Value]:
-        names = options.get("names")
-        return delta(before, after, names=list(names) if names is not None else None,
-                     cpus=host.online_cpus)

@@ -9,8 +9,7 @@ import pytest
 
 from runners.base import ParseError, ToolFailed, Value
 from runners.collectors import softirqs, softnet_stat
-from runners.collectors.collector import HostInfo
-from runners.collectors.softirqs import SoftirqsCollector
+from runners.collectors.collector import HostInfo, SoftirqsCollector
 from runners.registry import PARSERS, TOOLS, metrics_json
 from runners.workloads import command
 from runners.workloads.workload import Context, ProcessOutput, ToolOutput
