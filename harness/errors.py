@@ -77,6 +77,11 @@ class HostError(NapilabError):
     """A host could not be reached or a command on it failed."""
 
 
+class RestoreIncomplete(HostError):
+    """A host could not be put back as it was; its journal stays for `napilab restore`.
+    A run stops here: the next trial would start from a host in an unknown state."""
+
+
 class CommandError(HostError):
     """A command exited non-zero where success was required."""
 

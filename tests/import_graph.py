@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("harness", "runners", "reports")
 # Scripts copied to lab hosts and run there by their python3: not modules of napilab.
-NOT_MODULES = ("harness/hosts/hostscripts",)
+NOT_MODULES = ("harness/knobs/kinds/hostscripts",)
 
 
 def module_name(path: Path) -> str:

@@ -11,7 +11,6 @@ from harness.errors import ExitCode
 from harness.profile.inventory import Inventory, load_inventory
 from harness.profile.plan import Plan, bind
 from harness.profile.profile import load_profile
-from harness.transport.connect import close, connect
 
 
 def load(profile: str, inventory: str | None, transport: str | None = None
@@ -29,6 +28,7 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
     """Lock the hosts, run (or resume) the plan, release, render the reports."""
     from harness.engine.engine import Engine
     from harness.hosts import lock
+    from harness.hosts.session import close_sessions, open_sessions
     from harness.hosts.settings import tidy
     from harness.store.runs import new_manifest, open_for_resume
     from harness.store.store import RunStore, new_run_id
@@ -36,23 +36,24 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
     progress = progress or Progress()
     store = open_for_resume(bound, resume) if resume else None
     run_id = store.run_id if store else new_run_id()
-    transports = connect(bound.hosts.values())
+    sessions = open_sessions(bound.hosts.values())
     try:
-        locked = lock.acquire_all(transports.values(), run_id, break_lock=break_lock)
+        locked = lock.acquire_all([s.transport for s in sessions.values()], run_id,
+                                  break_lock=break_lock)
     except BaseException:
-        close(transports.values())
+        close_sessions(sessions.values())
         raise
     if store is None:
         store = RunStore.create(results, bound.profile.name, new_manifest(bound), run_id=run_id)
     code = ExitCode.ERROR
     try:
-        engine = Engine(bound, store, transports, progress=progress, keep_going=keep_going)
+        engine = Engine(bound, store, sessions, progress=progress, keep_going=keep_going)
         code = engine.run(resume=resume is not None)
     finally:
         for transport in locked:
             lock.release(transport, run_id)
             tidy(transport, run_id)
-        close(transports.values())
+        close_sessions(sessions.values())
         if formats and store.manifest.get("trials"):
             from reports.formats.render import write_reports
 

@@ -28,7 +28,6 @@ from harness.hosts.testbed import Testbed
 from harness.profile.inventory import load_inventory
 from harness.profile.plan import bind
 from harness.profile.profile import load_profile
-from harness.transport.connect import close, connect
 
 DEMO_PROFILE = Path(__file__).resolve().parents[2] / "profiles" / "demo.yaml"
 
@@ -179,13 +178,14 @@ def hosts() -> None:
 def hosts_check(inventory: str, transport: str | None, as_json: bool) -> None:
     """Kernel, CPUs, irqbalance, which knobs exist and are writable, which tools exist."""
     from harness.hosts import check
+    from harness.hosts.session import close_sessions, open_sessions
 
     inv = load_inventory(inventory).with_transport(transport)
-    transports = connect(inv.hosts.values())
+    sessions = open_sessions(inv.hosts.values())
     try:
-        reports = [check.check_host(inv.hosts[name], t) for name, t in transports.items()]
+        reports = [check.check_host(inv.hosts[name], s) for name, s in sessions.items()]
     finally:
-        close(transports.values())
+        close_sessions(sessions.values())
     click.echo(check.as_json(reports) if as_json else check.render(reports), nl=False)
 
 

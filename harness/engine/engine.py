@@ -22,12 +22,12 @@ from harness.engine import workload_exec
 from harness.engine.fan_out import HostOps
 from harness.engine.plan_render import estimate
 from harness.engine.progress import Progress
-from harness.errors import ExitCode, HostError, Interrupted, NapilabError
+from harness.errors import ExitCode, Interrupted, NapilabError, RestoreIncomplete
+from harness.hosts.session import HostSession
 from harness.hosts.settings import HostSettings, workdir
 from harness.profile.plan import Plan
 from harness.profile.profile import Trial, Variant
 from harness.store.store import Row, RunStore
-from harness.transport.transport import Transport
 from runners.base import Value
 from runners.registry import TOOLS
 from runners.workloads.workload import Context, ToolResult
@@ -54,14 +54,15 @@ def _sigterm_as_interrupt(signum: int, frame: Any) -> None:
 
 
 class Engine:
-    def __init__(self, plan: Plan, store: RunStore, transports: dict[str, Transport], *,
+    def __init__(self, plan: Plan, store: RunStore, sessions: dict[str, HostSession], *,
                  progress: Progress | None = None, keep_going: bool = False) -> None:
         self.plan = plan
         self.store = store
-        self.transports = transports
+        self.sessions = sessions
+        self.transports = {name: s.transport for name, s in sessions.items()}
         self.progress = progress or Progress()
         self.keep_going = keep_going
-        self.hosts = HostOps(plan, store, transports)
+        self.hosts = HostOps(plan, store, self.transports)
 
     # -- run ---------------------------------------------------------------------------
 
@@ -153,8 +154,8 @@ class Engine:
                                    "differ(s) from the start; its results are suspect")
 
     def _settings(self) -> dict[str, HostSettings]:
-        return {name: HostSettings(t, self.store.run_id, policy=self.plan.profile.on_mismatch)
-                for name, t in self.transports.items()}
+        return {name: HostSettings(s, self.store.run_id, policy=self.plan.profile.on_mismatch)
+                for name, s in self.sessions.items()}
 
     # -- one trial -----------------------------------------------------------------------
 
@@ -191,7 +192,7 @@ class Engine:
             entry.update(status="failed", error=str(exc), end=time.time())
             self.progress.trial_end(trial.index, "failed", str(exc))
             self.store.save_manifest()
-            if isinstance(exc, HostError) and "restore incomplete" in str(exc):
+            if isinstance(exc, RestoreIncomplete):
                 raise
             return False
         self.store.add_rows(rows)

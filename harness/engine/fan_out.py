@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any, TypeVar
 
-from harness.errors import HostError, NapilabError
+from harness.errors import NapilabError, RestoreIncomplete
 from harness.hosts import facts as host_facts
 from harness.hosts.settings import HostSettings
 from harness.profile.plan import Plan
@@ -98,7 +98,7 @@ class HostOps:
 
         done = each_host(changed, restore_one)
         if errors:
-            raise HostError("restore incomplete: " + "; ".join(errors),
+            raise RestoreIncomplete("restore incomplete: " + "; ".join(errors),
                             hint="`napilab restore -i INVENTORY` replays the on-host journals")
         return [r for host in changed for r in done[host]]
 

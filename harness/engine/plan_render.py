@@ -11,9 +11,27 @@ import shlex
 from typing import Any
 
 from harness.engine.workload_exec import SERVER_GRACE, compose
-from harness.hosts.backends import BACKENDS, Item
-from harness.hosts.resolve import KIND_ORDER, plan_items
-from harness.hosts.settings import ATOMIC_WRITE, JOURNAL_DIR, journal_path, workdir
+from harness.hosts.setting_steps import (
+    ATOMIC_WRITE,
+    RESTORE_STEPS,
+    DropJournal,
+    Journal,
+    ReadBack,
+    ReadCurrent,
+    Verify,
+    Write,
+    WriteOriginals,
+    apply_steps,
+    by_backend,
+    drop_journal_argv,
+    journal_argv,
+    journal_path,
+    new_items,
+)
+from harness.hosts.settings import workdir
+from harness.knobs import registry
+from harness.knobs.backend import Backend
+from harness.knobs.kind import Item, PlanLookup, Setting
 from harness.profile.plan import Plan
 from harness.profile.profile import Trial, Variant
 from harness.transport.transport import command_line
@@ -36,27 +54,49 @@ class _Steps:
         line = command_line(self.plan.hosts[host], argv, env)
         self.out.append({"host": host, "phase": phase, "argv": line, "stdin": stdin})
 
-    def apply(self, host: str, items: list[Item], run_id: str) -> None:
-        for argv in _reads(items):
-            self.add(host, "apply", argv)
+    def apply(self, host: str, settings: list[Setting], run_id: str
+              ) -> list[tuple[Setting, Item]]:
+        """The commands of the apply steps; returns the items in journal order."""
         journal = journal_path(run_id, host)
-        self.add(host, "apply", [*ATOMIC_WRITE, JOURNAL_DIR, journal + ".tmp", journal],
-                 stdin="<journal>")
-        for item in items:
-            self.add(host, "apply", BACKENDS[item.backend].write_argv(item.key, item.value),
-                     stdin=item.value if item.backend == "file" else None)
-        for argv in _reads(items):
-            self.add(host, "apply", argv)
+        done: list[tuple[Setting, Item]] = []
+        for step in apply_steps(settings):
+            match step:
+                case Journal(settings=phase):
+                    fresh = new_items(phase, PlanLookup(host),
+                                      ((i.backend, i.key) for _, i in done))
+                    if fresh:
+                        done += fresh
+                        self.reads(host, "apply", [i for _, i in fresh])
+                        self.add(host, "apply", journal_argv(journal), stdin="<journal>")
+                case Write(kind=kind):
+                    for setting, item in done:
+                        if setting.kind == kind:
+                            self.write(host, "apply", item, item.value)
+                case Verify():
+                    self.reads(host, "apply", [i for _, i in done])
+        return done
 
-    def restore(self, host: str, items: list[Item], run_id: str) -> None:
-        for argv in _reads(items):
-            self.add(host, "restore", argv)
-        for item in reversed(items):
-            self.add(host, "restore", BACKENDS[item.backend].write_argv(item.key, "<original>"),
-                     stdin="<original>" if item.backend == "file" else None)
-        for argv in _reads(items):
-            self.add(host, "restore", argv)
-        self.add(host, "restore", ["rm", "-f", "--", journal_path(run_id, host)])
+    def restore(self, host: str, done: list[tuple[Setting, Item]], run_id: str) -> None:
+        items = [i for _, i in done]
+        for step in RESTORE_STEPS:
+            match step:
+                case ReadCurrent() | ReadBack():
+                    self.reads(host, "restore", items)
+                case WriteOriginals():
+                    for setting, item in reversed(done):
+                        original = registry.kind(setting.kind).plan_original(item)
+                        self.write(host, "restore", item, original)
+                case DropJournal():
+                    self.add(host, "restore", drop_journal_argv(journal_path(run_id, host)))
+
+    def reads(self, host: str, phase: str, items: list[Item]) -> None:
+        for name, keys in by_backend((i.backend, i.key) for i in items).items():
+            for argv in _planned(name).read_argvs(keys):
+                self.add(host, phase, argv)
+
+    def write(self, host: str, phase: str, item: Item, value: str) -> None:
+        command = _planned(item.backend).write_command(item.key, value)
+        self.add(host, phase, command.argv, stdin=command.stdin)
 
     def snapshots(self, variant: Variant, phase: str = "snapshot") -> None:
         for host, specs in self.plan.collectors(variant).items():
@@ -85,12 +125,8 @@ def steps(plan: Plan, trial: Trial, run_id: str = "<run>") -> list[dict[str, Any
     """The trial's commands in order: host, phase, argv (and stdin for writes)."""
     variant = plan.profile.variant(trial.variant)
     out = _Steps(plan)
-    applied = {host: [i for s in sorted(settings, key=lambda s: KIND_ORDER.index(s.kind))
-                      for i in plan_items(s, host)]
-               for host, settings in plan.settings(variant).items()}
-    applied = {host: items for host, items in applied.items() if items}
-    for host, items in applied.items():
-        out.apply(host, items, run_id)
+    applied = {host: out.apply(host, settings, run_id)
+               for host, settings in plan.settings(variant).items() if settings}
     if variant.workload.idle:
         out.snapshots(variant, "idle")
         out.snapshots(variant, f"idle+{variant.workload.idle:g}s")
@@ -100,16 +136,14 @@ def steps(plan: Plan, trial: Trial, run_id: str = "<run>") -> list[dict[str, Any
     out.workload(variant, trial, run_id)
     out.snapshots(variant)
     for host, items in applied.items():
-        out.restore(host, items, run_id)
+        if items:
+            out.restore(host, items, run_id)
     return out.out
 
 
-def _reads(items: list[Item]) -> list[list[str]]:
-    by_backend: dict[str, list[str]] = {}
-    for item in items:
-        by_backend.setdefault(item.backend, []).append(item.key)
-    return [argv for name, keys in by_backend.items()
-            for argv in BACKENDS[name].read_argvs(keys)]
+def _planned(backend: str) -> Backend:
+    """A backend as `napilab plan` shows it (same commands, none run)."""
+    return registry.backend_class(backend).planned()
 
 
 def estimate(plan: Plan) -> float:
@@ -138,13 +172,12 @@ def plan_json(plan: Plan) -> dict[str, Any]:
 def _scripts() -> dict[str, str]:
     """napilab's fixed shell scripts, shown by name in the text plan (their text is
     printed once, at the end; `--json` keeps every argv whole)."""
-    from harness.hosts import backends, resolve
     from runners.collectors import collector
 
-    return {"snapshot": collector.SNAPSHOT_SCRIPT, "journal": ATOMIC_WRITE[2],
-            "sched-read": backends.SCHED_READ[2], "kprobe-list": backends.KPROBE_LIST[2],
-            "kprobe-add": backends.KPROBE_ADD[2], "kprobe-del": backends.KPROBE_DEL[2],
-            "msi-irqs": resolve.MSI_IRQS[2]}
+    scripts = {"snapshot": collector.SNAPSHOT_SCRIPT, "journal": ATOMIC_WRITE[2]}
+    for kind in registry.kinds():
+        scripts.update(kind.backend.scripts)
+    return scripts
 
 
 def plan_text(plan: Plan) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from harness.hosts.backends import read_present
+from harness.knobs.backend import read_present
 from harness.profile import cpus
 from harness.transport.transport import Transport
 from runners.collectors.collector import HostInfo

@@ -9,9 +9,10 @@ from collections.abc import Iterable, Iterator
 
 from harness.errors import HostError, NapilabError
 from harness.hosts import lock
-from harness.hosts.settings import JOURNAL_DIR, HostSettings, tidy
+from harness.hosts.session import open_session
+from harness.hosts.setting_steps import JOURNAL_DIR
+from harness.hosts.settings import HostSettings, tidy
 from harness.profile.inventory import Host
-from harness.transport.connect import close, transport_for
 
 
 def _running_here(doc: dict[str, object]) -> bool:
@@ -23,7 +24,8 @@ def _running_here(doc: dict[str, object]) -> bool:
 def replay(hosts: Iterable[Host]) -> Iterator[str]:
     failures: list[str] = []
     for host in hosts:
-        transport = transport_for(host)
+        session = open_session(host)
+        transport = session.transport
         try:
             listing = transport.run(["find", JOURNAL_DIR, "-maxdepth", "1", "-name",
                                      "journal-*.json"], check=False)
@@ -43,7 +45,7 @@ def replay(hosts: Iterable[Host]) -> Iterator[str]:
                     yield (f"{host.name}: run {doc.get('run_id')} is still running "
                            f"(pid {doc.get('pid')}); its journal was left alone")
                     continue
-                settings = HostSettings.from_journal(transport, text)
+                settings = HostSettings.from_journal(session, text)
                 settings.journal = path
                 restored = settings.restore()
                 tidy(transport, settings.run_id)
@@ -60,6 +62,6 @@ def replay(hosts: Iterable[Host]) -> Iterator[str]:
         except NapilabError as exc:
             failures.append(str(exc))
         finally:
-            close([transport])
+            session.close()
     if failures:
         raise HostError("; ".join(failures), hint="fix the host and run napilab restore again")

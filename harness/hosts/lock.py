@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from harness.errors import HostError
-from harness.hosts.settings import JOURNAL_DIR
+from harness.hosts.setting_steps import JOURNAL_DIR
 from harness.transport.transport import Transport
 
 # Creates the lock only if it does not exist (`set -C`); paths are positional.

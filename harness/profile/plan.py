@@ -9,7 +9,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.errors import InputError, NapilabError, Problem
-from harness.profile import cpus, knobs
+from harness.knobs import registry
+from harness.knobs.kind import Setting
+from harness.profile import cpus
 from harness.profile.inventory import Host, Inventory
 from harness.profile.profile import Profile, Trial, Variant
 from harness.profile.schema import suggest
@@ -36,19 +38,18 @@ class Plan:
     def iface_of(self, role: str) -> str | None:
         return self.profile.roles[role].iface or self.role_hosts[role].iface
 
-    def settings(self, variant: Variant) -> dict[str, list[knobs.Setting]]:
+    def settings(self, variant: Variant) -> dict[str, list[Setting]]:
         """Each host's settings for `variant`, placeholders resolved."""
-        out: dict[str, list[knobs.Setting]] = {name: [] for name in self.hosts}
+        out: dict[str, list[Setting]] = {name: [] for name in self.hosts}
         for setting in variant.settings:
             host = self.host_of(setting.role)
             target = self.substitute(setting.target, setting.role)
             out[host.name].append(replace(setting, target=target))
-        for spec in variant.collect:  # the kprobes collector's events, created per trial
-            if spec.name == "kprobes":
-                for role in spec.roles:
-                    out[self.host_of(role).name] += [
-                        knobs.Setting(role, "kprobe", function, "present")
-                        for function in spec.options.get("functions", [])]
+        for spec in variant.collect:  # what collectors need set (kprobe events), per trial
+            for role in spec.roles:
+                for kind in registry.kinds():
+                    out[self.host_of(role).name] += kind.for_collector(spec.name, spec.options,
+                                                                       role)
         return out
 
     def collectors(self, variant: Variant) -> dict[str, list[tuple[str, CollectSpec]]]:
@@ -123,10 +124,8 @@ def _check_cpus(plan: Plan) -> list[Problem]:
         for side in (variant.workload.client, variant.workload.server):
             fits(side.role, side.cpus or "", f"variants.{variant.name}.workload.cpus")
         for setting in variant.settings:
-            if setting.kind in ("rps", "xps", "irq_affinity") or setting.target.endswith("/cpus"):
-                fits(setting.role, setting.value, f"setup.{setting.role}.{setting.kind}")
-            elif setting.kind == "cpufreq":
-                fits(setting.role, setting.target, f"setup.{setting.role}.cpufreq")
+            for cpu_list in registry.kind(setting.kind).cpu_lists(setting):
+                fits(setting.role, cpu_list, f"setup.{setting.role}.{setting.kind}")
         for spec in variant.collect:
             for role in spec.roles:
                 fits(role, cpus.format_list(list(spec.cpus or ())), f"collect.{spec.name}.cpus")

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError, Location, Problem
-from harness.profile import knobs
+from harness.knobs.kind import Setting
+from harness.knobs.values import KnobValueError, check_iface
 from harness.profile.matrix import (
     RESERVED,
     check_name,
@@ -68,7 +69,7 @@ class MetricPolicy:
 class Variant:
     name: str
     description: str
-    settings: tuple[knobs.Setting, ...]
+    settings: tuple[Setting, ...]
     workload: WorkloadSpec
     collect: tuple[CollectSpec, ...]
     parameters: dict[str, Any] = field(default_factory=dict)  # matrix values
@@ -279,8 +280,8 @@ def _roles(check: Checker, document: Node) -> dict[str, RoleSpec]:
         iface = check.get(node, "iface", path, str)
         if iface is not None:
             try:
-                knobs.check_iface(iface)
-            except knobs.KnobValueError as exc:
+                check_iface(iface)
+            except KnobValueError as exc:
                 check.error(node.where("iface"), join(path, "iface"), str(exc))
         if host:
             roles[role] = RoleSpec(role, host, iface, where=node.where("host"))

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.profile import cpus, knobs
+from harness.knobs import values
+from harness.profile import cpus
 from harness.profile.schema import Checker, join, suggest, type_name
 from harness.profile.yamlsrc import Node, Seq
 from runners.collectors.collector import COLLECTORS
@@ -76,8 +77,8 @@ def cpu_text(check: Checker, node: Node, key: str, path: str) -> str | None:
     if value is None:
         return None
     try:
-        return knobs.cpu_list(value)
-    except knobs.KnobValueError as exc:
+        return values.cpu_list(value)
+    except values.KnobValueError as exc:
         check.error(node.where(key), join(path, key), str(exc))
         return None
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.profile import knobs
+from harness.knobs import registry
 
 HOST_FACTS = ("kernel_release", "kernel_version", "cmdline", "cpu_model", "online_cpus",
               "irqbalance", "user_hz")
@@ -170,8 +170,8 @@ def _settings(a: Mapping[str, Any], b: Mapping[str, Any],
                     f"set in run {'B' if ca is None else 'A'} only; the host had "
                     f"{_text(only.get('original'))!r} before"))
                 continue
-            req_a, req_b = _canon(path, ca.get("requested")), _canon(path, cb.get("requested"))
-            eff_a, eff_b = _canon(path, ca.get("effective")), _canon(path, cb.get("effective"))
+            req_a, req_b = _canon(ca, "requested"), _canon(cb, "requested")
+            eff_a, eff_b = _canon(ca, "effective"), _canon(cb, "effective")
             if req_a != req_b:
                 intended.append(Difference("setting", where, str(ca.get("target")), eff_a, eff_b,
                                            f"requested {req_a!r} vs {req_b!r}"))
@@ -182,5 +182,6 @@ def _settings(a: Mapping[str, Any], b: Mapping[str, Any],
     return confounders, intended
 
 
-def _canon(path: str, value: Any) -> str:
-    return knobs.canonical(path, _text(value))
+def _canon(change: Mapping[str, Any], field: str) -> str:
+    kind = registry.kind(str(change.get("kind")))
+    return kind.canonical(str(change.get("path")), _text(change.get(field)))

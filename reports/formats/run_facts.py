@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.profile import knobs
+from harness.knobs import registry
 from reports.ab.compare import RunData
 from reports.ab.model import Line, format_number
 
@@ -92,25 +92,14 @@ class SettingRow:
     state: str  # ok | mismatch | absent (a kprobe the kernel cannot probe) | unread
 
 
-def same_value(path: str, a: str, b: str) -> bool:
-    """Requested and read-back values in the form the kernel shows (the comparison
-    harness.confounders makes); sched CPU lists are compared as lists."""
-    if path.endswith("/cpus"):
-        try:
-            return knobs.cpu_list(a) == knobs.cpu_list(b)
-        except knobs.KnobValueError:
-            return a.strip() == b.strip()
-    return knobs.canonical(path, a) == knobs.canonical(path, b)
-
-
 def _state(change: Mapping[str, Any]) -> str:
     effective = change.get("effective")
     if change.get("kind") == "kprobe":
         return "absent" if effective == "absent" else "ok"
     if effective is None:
         return "unread"
-    same = same_value(str(change.get("path", "")), str(change.get("requested", "")),
-                      str(effective))
+    same = registry.kind(str(change.get("kind"))).same(
+        str(change.get("path", "")), str(change.get("requested", "")), str(effective))
     return "ok" if same else "mismatch"
 
 

@@ -12,18 +12,18 @@ import pytest
 
 from harness.errors import HostError
 from harness.hosts import testbed as tb
+from harness.hosts.session import HostSession
 from harness.hosts.settings import HostSettings
+from harness.knobs.kind import Setting
 from harness.profile.inventory import Host, load_inventory
-from harness.profile.knobs import Setting
 from harness.transport.connect import transport_for
-from harness.transport.transport import Transport
 
 
 @pytest.fixture()
-def host_b(testbed: tb.Testbed) -> Iterator[Transport]:
-    transport = transport_for(load_inventory(testbed.inventory_path).hosts["b"])
-    yield transport
-    transport.close()
+def host_b(testbed: tb.Testbed) -> Iterator[HostSession]:
+    session = HostSession(transport_for(load_inventory(testbed.inventory_path).hosts["b"]))
+    yield session
+    session.close()
 
 
 def ns(bed: tb.Testbed, *argv: str) -> str:
@@ -38,7 +38,7 @@ def napi_threads() -> list[int]:
 
 
 def test_threaded_napi_via_netlink_and_thread_pinning(testbed: tb.Testbed,
-                                                      host_b: Transport) -> None:
+                                                      host_b: HostSession) -> None:
     assert napi_threads() == []
     settings = HostSettings(host_b, "knobs1")
     changes = settings.apply([
@@ -62,7 +62,7 @@ def test_threaded_napi_via_netlink_and_thread_pinning(testbed: tb.Testbed,
     assert state.strip() == "0"
 
 
-def test_threaded_busy_poll_is_refused_by_this_kernel(host_b: Transport) -> None:
+def test_threaded_busy_poll_is_refused_by_this_kernel(host_b: HostSession) -> None:
     uname = subprocess.run(["uname", "-r"], capture_output=True, text=True).stdout
     settings = HostSettings(host_b, "knobs2")
     try:
@@ -77,7 +77,7 @@ def test_threaded_busy_poll_is_refused_by_this_kernel(host_b: Transport) -> None
     assert ns(tb.Testbed("napilabt"), "cat", "/sys/class/net/data0/gro_flush_timeout") == "0\n"
 
 
-def test_ethtool_features_and_read_back(testbed: tb.Testbed, host_b: Transport) -> None:
+def test_ethtool_features_and_read_back(testbed: tb.Testbed, host_b: HostSession) -> None:
     before = ns(testbed, "ethtool", "-k", "data0")
     settings = HostSettings(host_b, "knobs3")
     changes = settings.apply([Setting("r", "ethtool", "data0/features/rx-gro-list", "on")])
@@ -88,12 +88,12 @@ def test_ethtool_features_and_read_back(testbed: tb.Testbed, host_b: Transport) 
     assert ns(testbed, "ethtool", "-k", "data0") == before
 
 
-def test_irq_affinity_on_a_veth_fails_clearly(host_b: Transport) -> None:
+def test_irq_affinity_on_a_veth_fails_clearly(host_b: HostSession) -> None:
     with pytest.raises(HostError, match="no IRQs found for data0"):
         HostSettings(host_b, "knobs4").apply([Setting("r", "irq_affinity", "data0", "1")])
 
 
-def test_namespaced_busy_poll_explains_itself(host_b: Transport) -> None:
+def test_namespaced_busy_poll_explains_itself(host_b: HostSession) -> None:
     with pytest.raises(HostError) as exc:
         HostSettings(host_b, "knobs5").apply([Setting("r", "sysctl", "net.core.busy_poll",
                                                       "50")])
@@ -117,5 +117,5 @@ def test_global_sysctl_in_the_root_namespace_comes_back(root_only: None) -> None
     assert [p.read_text() for p in paths] == before
 
 
-def local_root() -> Transport:
-    return transport_for(Host(name="root", transport="local"))
+def local_root() -> HostSession:
+    return HostSession(transport_for(Host(name="root", transport="local")))

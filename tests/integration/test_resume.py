@@ -38,9 +38,10 @@ def test_sigint_then_resume(testbed: tb.Testbed, tmp_path: Path) -> None:
     run_dir = None
     deadline = time.time() + 120
     while time.time() < deadline:  # until trial 3 is running its workload
-        dirs = list((tmp_path / "r" / "resume").glob("*")) if (tmp_path / "r").exists() else []
-        if dirs:
-            run_dir = dirs[0]
+        # the run directory exists a moment before its manifest
+        found = list((tmp_path / "r" / "resume").glob("*/manifest.json"))
+        if found:
+            run_dir = found[0].parent
             trials = json.loads((run_dir / "manifest.json").read_text()).get("trials", [])
             if len(trials) == 6 and trials[2]["status"] == "running":
                 break

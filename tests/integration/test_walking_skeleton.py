@@ -101,10 +101,11 @@ SIGKILLED_APPLY = """
 import os, signal, sys
 from harness.transport.connect import transport_for
 from harness.profile.inventory import load_inventory
-from harness.profile.knobs import Setting
+from harness.knobs.kind import Setting
 from harness.hosts.settings import HostSettings
+from harness.hosts.session import HostSession
 host = load_inventory(sys.argv[1]).hosts["b"]
-settings = HostSettings(transport_for(host), "deadbeef")
+settings = HostSettings(HostSession(transport_for(host)), "deadbeef")
 settings.apply([Setting("receiver", "netdev", "data0/gro_flush_timeout", "7777"),
                 Setting("receiver", "rps", "data0/rx-0", "1")])
 os.kill(os.getpid(), signal.SIGKILL)

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from harness.errors import HostError
-from harness.hosts.backends import KprobeBackend
+from harness.knobs.kinds.kprobe import KprobeBackend
 from runners.base import ParseError
 from runners.collectors import collector, dmesg, kprobes, napi_threads
 from tests.fakes import FakeHost, FakeTransport
@@ -71,11 +71,10 @@ def test_kprobe_backend_without_kprobe_events_reports_absent() -> None:
             return super().run(argv, **kwargs)
 
     transport = NoTracefs(FakeHost({}))
-    backend = KprobeBackend()
-    assert backend.read(transport, ["skb_attempt_defer_free"]) == {
-        "skb_attempt_defer_free": "absent"}
+    backend = KprobeBackend(transport)
+    assert backend.read(["skb_attempt_defer_free"]) == {"skb_attempt_defer_free": "absent"}
     with pytest.raises(HostError, match="no writable kprobe_events"):
-        backend.write(transport, "skb_attempt_defer_free", "present")
+        backend.write("skb_attempt_defer_free", "present")
 
 
 def test_snapshot_script_sections_split() -> None:

@@ -59,7 +59,8 @@ def test_same_request_read_back_differently_is_a_confounder() -> None:
 
 
 def test_cpu_masks_compare_canonically() -> None:
-    mask = {"host": "b", "target": "data0/rx-0", "path": "/sys/class/net/data0/queues/"
+    mask = {"host": "b", "kind": "rps", "target": "data0/rx-0",
+            "path": "/sys/class/net/data0/queues/"
             "rx-0/rps_cpus", "original": "0", "requested": "2"}
     a = manifest(settings=[{**mask, "effective": "2"}])
     b = manifest(settings=[{**mask, "effective": "00000002"}])

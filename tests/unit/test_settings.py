@@ -7,8 +7,12 @@ import json
 import pytest
 
 from harness.errors import HostError, SettingMismatch
+from harness.hosts.session import HostSession
 from harness.hosts.settings import HostSettings
-from harness.profile import cpus, knobs
+from harness.knobs import values
+from harness.knobs.kind import Setting
+from harness.knobs.kinds import netdev
+from harness.profile import cpus
 from tests.fakes import FakeHost, FakeTransport
 
 NET = "/sys/class/net/eth0"
@@ -27,16 +31,16 @@ def host() -> FakeHost:
 
 
 SETTINGS = [
-    knobs.Setting("sut", "sysctl", "net.core.busy_poll", "50"),
-    knobs.Setting("sut", "netdev", "eth0/gro_flush_timeout", "20000"),
-    knobs.Setting("sut", "rps", "eth0/rx-*", "1-2"),
+    Setting("sut", "sysctl", "net.core.busy_poll", "50"),
+    Setting("sut", "netdev", "eth0/gro_flush_timeout", "20000"),
+    Setting("sut", "rps", "eth0/rx-*", "1-2"),
 ]
 
 
 def test_apply_journals_writes_and_reads_back_then_restores() -> None:
     fake = host()
     original = dict(fake.files)
-    settings = HostSettings(FakeTransport(fake), "r1")
+    settings = HostSettings(HostSession(FakeTransport(fake)), "r1")
     changes = settings.apply(SETTINGS)
     assert [c.target for c in changes] == ["net.core.busy_poll", "eth0/gro_flush_timeout",
                                            "eth0/rx-0", "eth0/rx-1"]
@@ -57,15 +61,15 @@ def test_apply_journals_writes_and_reads_back_then_restores() -> None:
 
 def test_value_equal_to_original_is_not_written() -> None:
     fake = host()
-    HostSettings(FakeTransport(fake), "r1").apply(
-        [knobs.Setting("sut", "netdev", "eth0/threaded", "0")])
+    HostSettings(HostSession(FakeTransport(fake)), "r1").apply(
+        [Setting("sut", "netdev", "eth0/threaded", "0")])
     assert not [a for a in fake.log if a[0] == "tee"]
 
 
 def test_silently_ignored_value_is_a_mismatch_and_is_restored() -> None:
     fake = host()
     fake.ignore.add(f"{NET}/gro_flush_timeout")
-    settings = HostSettings(FakeTransport(fake), "r1")
+    settings = HostSettings(HostSession(FakeTransport(fake)), "r1")
     with pytest.raises(SettingMismatch, match="gro_flush_timeout: wrote '20000', reads '0'"):
         settings.apply(SETTINGS)
     assert fake.files["/proc/sys/net/core/busy_poll"] == "0\n"
@@ -75,7 +79,7 @@ def test_silently_ignored_value_is_a_mismatch_and_is_restored() -> None:
 def test_mismatch_policy_warn_keeps_going() -> None:
     fake = host()
     fake.ignore.add(f"{NET}/gro_flush_timeout")
-    changes = HostSettings(FakeTransport(fake), "r1", policy="warn").apply(SETTINGS)
+    changes = HostSettings(HostSession(FakeTransport(fake)), "r1", policy="warn").apply(SETTINGS)
     assert [c.matches for c in changes] == [True, False, True, True]
 
 
@@ -83,7 +87,7 @@ def test_refused_write_restores_what_was_written() -> None:
     fake = host()
     fake.refuse[f"{NET}/queues/rx-1/rps_cpus"] = "Invalid argument"
     with pytest.raises(HostError, match="cannot set rps eth0/rx-1 = '6': Invalid argument"):
-        HostSettings(FakeTransport(fake), "r1").apply(SETTINGS)
+        HostSettings(HostSession(FakeTransport(fake)), "r1").apply(SETTINGS)
     assert fake.files["/proc/sys/net/core/busy_poll"] == "0\n"
     assert fake.files[f"{NET}/queues/rx-0/rps_cpus"] == "00000000\n"
 
@@ -91,14 +95,14 @@ def test_refused_write_restores_what_was_written() -> None:
 def test_missing_knob_fails_before_any_write() -> None:
     fake = host()
     with pytest.raises(HostError, match="cannot read /sys/class/net/eth0/mtu"):
-        HostSettings(FakeTransport(fake), "r1").apply(
-            [*SETTINGS, knobs.Setting("sut", "netdev", "eth0/mtu", "9000")])
+        HostSettings(HostSession(FakeTransport(fake)), "r1").apply(
+            [*SETTINGS, Setting("sut", "netdev", "eth0/mtu", "9000")])
     assert not [a for a in fake.log if a[0] in ("tee", "sh")]
 
 
 def test_restore_failure_keeps_the_journal() -> None:
     fake = host()
-    settings = HostSettings(FakeTransport(fake), "r1")
+    settings = HostSettings(HostSession(FakeTransport(fake)), "r1")
     settings.apply(SETTINGS)
     fake.refuse["/proc/sys/net/core/busy_poll"] = "Permission denied"
     with pytest.raises(HostError, match="restore incomplete"):
@@ -109,10 +113,10 @@ def test_restore_failure_keeps_the_journal() -> None:
 
 def test_journal_replay() -> None:
     fake = host()
-    settings = HostSettings(FakeTransport(fake), "r9")
+    settings = HostSettings(HostSession(FakeTransport(fake)), "r9")
     settings.apply(SETTINGS)
     text = fake.files["/var/tmp/napilab/journal-r9-fake.json"]
-    replay = HostSettings.from_journal(FakeTransport(fake), text)
+    replay = HostSettings.from_journal(HostSession(FakeTransport(fake)), text)
     assert len(replay.restore()) == 4
     assert fake.files[f"{NET}/gro_flush_timeout"] == "0\n"
 
@@ -139,15 +143,15 @@ def test_masks() -> None:
 
 @pytest.mark.parametrize("value", ["2", "busy-poll", 3, "yes"])
 def test_threaded_sysfs_takes_only_0_1(value: object) -> None:
-    with pytest.raises(knobs.KnobValueError):
-        knobs.NETDEV_ATTRS["threaded"](value)
+    with pytest.raises(values.KnobValueError):
+        netdev.ATTRS["threaded"](value)
 
 
 @pytest.mark.parametrize("name", ["net.core.busy_poll;id", "../etc", "net/core", "net..x",
                                   "net.core.$(id)", "net.core.busy poll", "Net"])
 def test_sysctl_names_are_confined(name: str) -> None:
-    with pytest.raises(knobs.KnobValueError):
-        knobs.check_sysctl(name)
+    with pytest.raises(values.KnobValueError):
+        values.check_sysctl(name)
 
 
 def test_sudo_password_needed_is_explained() -> None:

@@ -1,0 +1,191 @@
+"""`napi: {IFACE: {threaded: busy-poll, defer-hard-irqs: 2, gro-flush-timeout: 20000,
+irq-suspend-timeout: N}}`: every NAPI instance of the interface, through the netdev
+netlink family's napi-set (underscores accepted in the names).
+
+The netlink client is the host's `ynl` when it has one, else napilab's own
+(hostscripts/netdev_nl.py, sent on stdin to the host's python3); both print ynl's
+--output-json form. `napilab plan` shows the ynl form."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from importlib import resources
+from typing import Any, Self
+
+from harness.errors import HostError, NapilabError
+from harness.knobs import grammar, values
+from harness.knobs.backend import Backend, Command, Gone, read_files
+from harness.knobs.kind import Item, Kind, Lookup, Session, Setting
+from harness.profile.schema import Checker, join, suggest
+from harness.profile.yamlsrc import Node
+
+NETDEV_NL = resources.files("harness.knobs.kinds").joinpath("hostscripts/netdev_nl.py")
+
+
+def napi_threaded(value: object) -> str:
+    """netlink napi-set `threaded`: the napi-threaded enum (busy-poll since after 6.18)."""
+    table = {"0": "disabled", "1": "enabled", "2": "busy-poll", "disabled": "disabled",
+             "enabled": "enabled", "busy-poll": "busy-poll", "false": "disabled",
+             "true": "enabled"}
+    key = str(value).lower()
+    if key not in table:
+        raise values.KnobValueError(
+            f"expected one of disabled, enabled, busy-poll, got {value!r}")
+    return table[key]
+
+
+ATTRS: dict[str, Any] = {
+    "threaded": napi_threaded,
+    "defer-hard-irqs": values.integer(0, values.S32_MAX),
+    "gro-flush-timeout": values.integer(0, values.U64_MAX),
+    "irq-suspend-timeout": values.integer(0, values.U64_MAX),
+}
+
+
+def _number(text: str) -> int | str:
+    """A key's numeric part as a JSON number (a plan placeholder stays text)."""
+    return int(text) if text.isdigit() else text
+
+
+class NapiBackend(Backend):
+    """Key IFINDEX/NAPI_ID/attribute (2/291/threaded)."""
+
+    name = "napi"
+
+    def __init__(self, transport: Any) -> None:
+        super().__init__(transport)
+        self._client: str | None = None  # "ynl" | "python3", found on first use
+
+    @classmethod
+    def planned(cls) -> Self:
+        backend = cls(None)
+        backend._client = "ynl"
+        return backend
+
+    def client(self) -> str:
+        if self._client is None:
+            for tool in ("ynl", "python3"):
+                if self.transport.run(["which", tool], check=False).exit_code == 0:
+                    self._client = tool
+                    break
+            else:
+                raise HostError(f"per-NAPI settings are not supported on {self.host}: it "
+                                "has neither ynl nor python3")
+        return self._client
+
+    def _stdin(self) -> str | None:
+        return NETDEV_NL.read_text() if self.client() == "python3" else None
+
+    def get_command(self, ifindex: str) -> Command:
+        if self.client() == "ynl":
+            return Command(["ynl", "--family", "netdev", "--output-json", "--dump",
+                            "napi-get", "--json", json.dumps({"ifindex": _number(ifindex)})])
+        return Command(["python3", "-", "napi-get", ifindex], self._stdin())
+
+    def read_argvs(self, keys: Sequence[str]) -> list[list[str]]:
+        return [self.get_command(i).argv for i in sorted({k.split("/")[0] for k in keys})]
+
+    def napi_get(self, ifindex: str) -> list[dict[str, object]]:
+        command = self.get_command(ifindex)
+        result = self.transport.run(command.argv, check=False, stdin=command.stdin)
+        if result.exit_code != 0:
+            raise HostError(f"napi-get ifindex {ifindex}: {result.stderr.strip()}")
+        try:
+            napis = json.loads(result.stdout)
+        except json.JSONDecodeError:
+            raise HostError(f"napi-get: not JSON: {result.stdout[:200]!r}") from None
+        return [n for n in napis if isinstance(n, dict)]
+
+    def read(self, keys: Sequence[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        dumps: dict[str, dict[str, dict[str, object]]] = {}
+        for key in keys:
+            ifindex, napi_id, attr = key.split("/")
+            if ifindex not in dumps:
+                dumps[ifindex] = {str(n["id"]): n for n in self.napi_get(ifindex)}
+            napi = dumps[ifindex].get(napi_id)
+            if napi is None:
+                raise Gone(f"NAPI {napi_id} of ifindex {ifindex} is gone")
+            if attr not in napi:
+                raise HostError(f"the kernel does not report NAPI attribute {attr!r} "
+                                "(per-NAPI threaded needs 6.17+, defer/gro/irq-suspend 6.13+)")
+            out[key] = str(napi[attr])
+        return out
+
+    def write_command(self, key: str, value: str) -> Command:
+        _, napi_id, attr = key.split("/")
+        typed: object = value if attr == "threaded" or not value.isdigit() else int(value)
+        request = json.dumps({"id": _number(napi_id), attr: typed})
+        if self.client() == "ynl":
+            return Command(["ynl", "--family", "netdev", "--do", "napi-set", "--json", request])
+        return Command(["python3", "-", "napi-set", request], self._stdin())
+
+    def write(self, key: str, value: str) -> None:
+        attr = key.split("/")[2]
+        command = self.write_command(key, value)
+        result = self.transport.run(command.argv, check=False, stdin=command.stdin)
+        if result.exit_code != 0:
+            reason = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
+            if attr == "threaded" and value == "busy-poll" and "range" in reason:
+                reason += " (this kernel has no threaded busy-poll: it came after 6.18)"
+            raise HostError(reason or f"napi-set exited {result.exit_code}")
+
+
+def napi_ids(host: Session, iface: str) -> tuple[str, list[str]]:
+    """The interface's ifindex and the ids of its NAPI instances."""
+    path = f"/sys/class/net/{iface}/ifindex"
+    ifindex = str(int(read_files(host.transport, [path])[path]))
+    ids = sorted(int(str(n["id"])) for n in host.backend(NapiBackend).napi_get(ifindex))
+    if not ids:
+        raise HostError(f"{host.name}: {iface} has no NAPI instance (a veth needs GRO on)")
+    return ifindex, [str(i) for i in ids]
+
+
+def support(host: Session, iface: str) -> str:
+    """Whether the host can set NAPI attributes on `iface`, and which it reports."""
+    backend = host.backend(NapiBackend)
+    try:
+        path = f"/sys/class/net/{iface}/ifindex"
+        ifindex = str(int(host.transport.run(["cat", "--", path]).stdout))
+        napis = backend.napi_get(ifindex)
+    except (NapilabError, ValueError) as exc:
+        return f"unavailable: {exc}"
+    if not napis:
+        return f"no NAPI instances on {iface} (via {backend.client()})"
+    attrs = sorted({k for n in napis for k in n} - {"id", "ifindex"})
+    return f"{len(napis)} NAPI(s) via {backend.client()}; attributes: {', '.join(attrs)}"
+
+
+class Napi(Kind):
+    name = key = "napi"
+    backend = NapiBackend
+    late = True  # a veth's NAPI instances exist only once GRO is on
+
+    def parse(self, check: Checker, node: Node, path: str, role: str) -> list[Setting]:
+        body = grammar.body(check, node, self.name, path)
+        out = []
+        for iface, attrs, _ in grammar.interfaces(check, body or Node(), path):
+            spelled = {k.replace("_", "-"): k for k in attrs}
+            for written in attrs:
+                if written.replace("_", "-") not in ATTRS:
+                    check.error(attrs.key_locations.get(written),
+                                join(path, f"{iface}.{written}"),
+                                f"unknown key; expected one of {sorted(ATTRS)}"
+                                f"{suggest(written.replace('_', '-'), ATTRS)}")
+            for attr, convert in ATTRS.items():
+                if attr in spelled:
+                    value = grammar.value(check, attrs, spelled[attr], join(path, iface),
+                                          convert)
+                    if value is not None:
+                        out.append(Setting(role, self.name, f"{iface}/{attr}", value))
+        return out
+
+    def resolve(self, setting: Setting, host: Lookup) -> list[Item]:
+        iface, _, attr = setting.target.partition("/")
+        ifindex, ids = host.find(napi_ids, iface, plan=("<ifindex>", ["<napi-id>"]))
+        return [self.item(f"{ifindex}/{i}/{attr}", f"{iface}/napi-{i}/{attr}", setting.value)
+                for i in ids]
+
+    def canonical(self, key: str, value: str) -> str:
+        return value.strip()

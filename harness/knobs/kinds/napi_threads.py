@@ -1,0 +1,129 @@
+"""`napi_threads: {IFACE: {cpus: "2", policy: fifo, priority: 50}}`: CPU affinity and
+scheduling policy of the interface's napi/IFACE-ID kthreads (`backlog:` for the
+backlog_napi/N threads), which exist once `threaded` is on."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import ClassVar
+
+from harness.errors import CommandError, HostError
+from harness.knobs import grammar, values
+from harness.knobs.backend import Backend, Command, Gone, reason
+from harness.knobs.kind import Item, Kind, Lookup, Session, Setting
+from harness.profile.schema import Checker, join
+from harness.profile.yamlsrc import Node
+
+POLICIES = ("fifo", "rr", "other", "batch", "idle")
+_AFFINITY = re.compile(r"affinity list: ([\d,-]+)")
+_POLICY = re.compile(r"scheduling policy: SCHED_(\w+)")
+_PRIORITY = re.compile(r"scheduling priority: (\d+)")
+# Reads affinity and policy of every PID in one exec; PIDs are positional parameters.
+SCHED_READ = ["sh", "-c", 'for p do echo "== $p"; taskset -pc "$p"; chrt -p "$p"; done',
+              "napilab-sched"]
+# Sets a policy written as one word, POLICY:PRIORITY (fifo:50, other:0), as read back:
+# chrt --fifo -p 50 PID. The value and the PID are positional parameters.
+SCHED_POLICY = ["sh", "-c", 'exec chrt "--${1%%:*}" -p "${1#*:}" "$2"', "napilab-chrt"]
+
+
+class SchedBackend(Backend):
+    """Key PID/cpus or PID/policy (policy value fifo:50, other:0)."""
+
+    name = "sched"
+    scripts: ClassVar[dict[str, str]] = {"sched-read": SCHED_READ[2],
+                                         "sched-policy": SCHED_POLICY[2]}
+
+    def read_argvs(self, keys: Sequence[str]) -> list[list[str]]:
+        return [[*SCHED_READ, *dict.fromkeys(k.split("/")[0] for k in keys)]]
+
+    def read(self, keys: Sequence[str]) -> dict[str, str]:
+        result = self.transport.run(self.read_argvs(keys)[0], check=False)
+        blocks = dict(re.findall(r"== (\d+)\n(.*?)(?=\n== |\Z)", result.stdout, re.DOTALL))
+        out = {}
+        for key in keys:
+            pid, what = key.split("/")
+            block = blocks.get(pid, "")
+            if what == "cpus":
+                match = _AFFINITY.search(block)
+                if match is None:
+                    raise Gone(f"thread {pid} is gone")
+                out[key] = values.cpu_list(match[1])
+            else:
+                policy, priority = _POLICY.search(block), _PRIORITY.search(block)
+                if policy is None or priority is None:
+                    raise Gone(f"thread {pid} is gone")
+                out[key] = f"{policy[1].lower()}:{priority[1]}"
+        return out
+
+    def write_command(self, key: str, value: str) -> Command:
+        pid, what = key.split("/")
+        if what == "cpus":
+            return Command(["taskset", "-pc", value, pid])
+        return Command([*SCHED_POLICY, value, pid])
+
+    def write(self, key: str, value: str) -> None:
+        try:
+            self.transport.run(self.write_command(key, value).argv)
+        except CommandError as exc:
+            if "No such process" in exc.stderr:
+                raise Gone(f"thread {key.split('/')[0]} is gone") from None
+            raise HostError(reason(exc)) from None
+
+
+def threads(host: Session, pattern: str) -> list[tuple[str, str]]:
+    """(PID, name) of the kernel threads whose name matches `pattern`."""
+    result = host.transport.run(["ps", "-e", "-o", "pid=,comm="])
+    out = []
+    for line in result.stdout.splitlines():
+        pid, _, comm = line.strip().partition(" ")
+        if re.fullmatch(pattern, comm.strip()):
+            out.append((pid, comm.strip()))
+    return out
+
+
+class NapiThreads(Kind):
+    name = key = "napi_threads"
+    backend = SchedBackend
+    late = True  # the kthreads appear once `threaded` is on
+
+    def parse(self, check: Checker, node: Node, path: str, role: str) -> list[Setting]:
+        body = grammar.body(check, node, self.name, path)
+        out = []
+        for owner, spec, opath in grammar.interfaces(check, body or Node(), path,
+                                                     also=("backlog",)):
+            check.keys(spec, opath, ("cpus", "policy", "priority"))
+            if "cpus" in spec:
+                value = grammar.value(check, spec, "cpus", opath, values.cpu_list)
+                if value:
+                    out.append(Setting(role, self.name, f"{owner}/cpus", value))
+            policy = check.choice(spec, "policy", opath, POLICIES)
+            realtime = policy in ("fifo", "rr")
+            priority = check.number(spec, "priority", opath, integer=True,
+                                    minimum=1 if realtime else 0,
+                                    maximum=99 if realtime else 0,
+                                    default=50 if realtime else 0)
+            if "priority" in spec and policy is None:
+                check.error(spec.where("priority"), join(opath, "priority"),
+                            "a priority needs a policy (fifo or rr)")
+            if policy is not None and priority is not None:
+                out.append(Setting(role, self.name, f"{owner}/policy",
+                                   f"{policy}:{priority}"))
+        return out
+
+    def resolve(self, setting: Setting, host: Lookup) -> list[Item]:
+        owner, _, what = setting.target.partition("/")
+        pattern = r"backlog_napi/\d+" if owner == "backlog" else rf"napi/{re.escape(owner)}-\d+"
+        found = host.find(threads, pattern, plan=[("<pid>", pattern)])
+        if not found:
+            raise HostError(f"{host.name}: no thread matches {pattern!r}"
+                            + ("" if owner == "backlog" else
+                               f" (set threaded on {owner} in this variant first)"))
+        return [self.item(f"{pid}/{what}", f"{comm}/{what}", setting.value)
+                for pid, comm in found]
+
+    def canonical(self, key: str, value: str) -> str:
+        return values.cpu_list_text(value) if key.endswith("/cpus") else value
+
+    def cpu_lists(self, setting: Setting) -> list[str]:
+        return [setting.value] if setting.target.endswith("/cpus") else []

@@ -1,0 +1,70 @@
+"""Every knob kind napilab knows, one line each, in apply order: restore runs in the
+reverse order. Profile parsing (`setup:`), the CPU checks of a bound plan, settings
+apply/restore, `napilab plan` and `napilab hosts check` all read this registry, and
+nothing else names a kind. Adding a kind is one module under harness/knobs/kinds/ and
+one line here (docs/design.md)."""
+
+from __future__ import annotations
+
+from harness.errors import HostError
+from harness.knobs.backend import Backend
+from harness.knobs.kind import Kind
+from harness.knobs.kinds import (
+    cpufreq,
+    ethtool,
+    irq_affinity,
+    irqbalance,
+    kprobe,
+    napi,
+    napi_threads,
+    netdev,
+    queues,
+    sysctl,
+    sysfs,
+)
+
+KINDS: tuple[Kind, ...] = (
+    sysctl.Sysctl(),
+    irqbalance.Irqbalance(),
+    cpufreq.Cpufreq(),
+    ethtool.Ethtool(),  # first of the interface's: channels and GRO decide queues and NAPIs
+    netdev.Netdev(),
+    sysfs.Sysfs(),
+    napi.Napi(),
+    queues.Rps(),
+    queues.RpsFlowCnt(),
+    queues.Xps(),
+    irq_affinity.IrqAffinity(),
+    napi_threads.NapiThreads(),
+    kprobe.Kprobe(),
+)
+
+
+def kinds() -> tuple[Kind, ...]:
+    return KINDS
+
+
+def kind(name: str) -> Kind:
+    for known in KINDS:
+        if known.name == name:
+            return known
+    raise HostError(f"unknown knob kind {name!r}; napilab knows "
+                    f"{', '.join(k.name for k in KINDS)}")
+
+
+def order(name: str) -> int:
+    """A kind's place in the apply order."""
+    return [k.name for k in KINDS].index(kind(name).name)
+
+
+def profile_keys() -> dict[str, Kind]:
+    """The keys `setup.<role>` accepts, each with the kind that parses it."""
+    return {k.key: k for k in KINDS if k.key is not None}
+
+
+def backend_class(name: str) -> type[Backend]:
+    """The backend class a journal entry or a change names."""
+    for known in KINDS:
+        if known.backend.name == name:
+            return known.backend
+    raise HostError(f"unknown knob backend {name!r}")

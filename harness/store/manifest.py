@@ -1,0 +1,332 @@
+"""manifest.json as typed records (docs/design.md, "Results directory").
+
+`Manifest` is the run's record: written before the first trial and rewritten after
+every trial, so it and its `TrialRecord`s are filled in as the run goes (mutable); what
+they hold is frozen (`ChangeRecord`, `RestoreRecord`, `HostFacts`, `ProfileRecord`...).
+Every record has `to_json()` and `from_json()`; keys a record does not know (written by
+a newer napilab) are kept in `extra` and written back unchanged.
+
+Schema versions: 1 is napilab 0.1's (no verdicts); 2 stores with every change the
+verdict taken when it was read back. `from_json` migrates version 1 once, computing
+each verdict with the same comparator the run uses (the knob kind's, from the
+registry), so reports and comparisons read the stored verdict and never recompute it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from harness.errors import HostError, InputError
+from harness.knobs import registry
+from harness.knobs.kind import Verdict
+
+SCHEMA_VERSION = 2
+READS = (1, 2)  # the versions this napilab loads (1 through the migration)
+JSON = dict[str, Any]
+
+
+def _known(cls: type, doc: Mapping[str, Any]) -> tuple[JSON, JSON]:
+    """`doc` split into the keys `cls` has as fields and the rest."""
+    names = {f.name for f in fields(cls)} - {"extra"}
+    return ({k: v for k, v in doc.items() if k in names},
+            {k: v for k, v in doc.items() if k not in names})
+
+
+def _dump(record: Any, skip_none: tuple[str, ...] = ()) -> JSON:
+    """A record's fields as JSON (nested records through their to_json), `extra` last;
+    fields named in `skip_none` are left out while None."""
+    out: JSON = {}
+    for f in fields(record):
+        if f.name == "extra":
+            continue
+        value = getattr(record, f.name)
+        if value is None and f.name in skip_none:
+            continue
+        out[f.name] = _plain(value)
+    return {**out, **getattr(record, "extra", {})}
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _mapping(doc: Any, what: str) -> Mapping[str, Any]:
+    if doc is None:
+        return {}
+    if not isinstance(doc, Mapping):
+        raise InputError(f"manifest: {what} is not an object")
+    return doc
+
+
+def verdict_json(verdict: Verdict) -> JSON:
+    return {"state": verdict.state, "requested": verdict.requested,
+            "effective": verdict.effective}
+
+
+@dataclass(frozen=True)
+class ChangeRecord:
+    """One knob item changed for a trial on one host, with the apply-time verdict
+    (`unread` when the value was never read back)."""
+
+    host: str
+    role: str
+    kind: str
+    target: str
+    path: str
+    original: str
+    requested: str
+    effective: str | None
+    backend: str = "file"
+    verdict: Verdict | None = None
+    extra: JSON = field(default_factory=dict)
+
+    @property
+    def state(self) -> str:
+        """taken | mismatch | absent | unread."""
+        return self.verdict.state if self.verdict is not None else "unread"
+
+    def to_json(self) -> JSON:
+        out = _dump(self)
+        out["verdict"] = verdict_json(self.verdict) if self.verdict else None
+        return out
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> ChangeRecord:
+        known, extra = _known(cls, _mapping(doc, "a change"))
+        raw = known.pop("verdict", None)
+        verdict = Verdict(**raw) if isinstance(raw, Mapping) else None
+        record = cls(**{k: _text(v) for k, v in known.items()}, verdict=verdict, extra=extra)
+        return record if verdict is not None else record.judged()
+
+    def judged(self) -> ChangeRecord:
+        """The record with its verdict computed by the kind's comparator: what the run
+        stores when it reads the value back, and what migrating a version-1 manifest
+        computes once."""
+        if self.effective is None:
+            return self
+        try:
+            kind = registry.kind(self.kind)
+        except HostError:  # a kind this napilab no longer knows: compare as text
+            same = " ".join(self.requested.split()) == " ".join(self.effective.split())
+            state = "taken" if same else "mismatch"
+            return replace(self, verdict=Verdict(state, self.requested, self.effective))
+        return replace(self, verdict=kind.verdict(self.path, self.requested, self.effective))
+
+
+def _text(value: Any) -> Any:
+    return value if value is None or isinstance(value, str | dict) else str(value)
+
+
+@dataclass(frozen=True)
+class RestoreRecord:
+    host: str
+    target: str
+    path: str
+    restored: str
+    extra: JSON = field(default_factory=dict)
+
+    def to_json(self) -> JSON:
+        return _dump(self)
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> RestoreRecord:
+        known, extra = _known(cls, _mapping(doc, "a restore entry"))
+        return cls(**known, extra=extra)
+
+
+TRIAL_OPTIONAL = ("start", "end", "error", "settings", "restore", "absent")
+
+
+@dataclass
+class TrialRecord:
+    """One trial's entry: filled in as it runs (status pending -> running -> ok |
+    failed | interrupted)."""
+
+    index: int
+    id: str
+    variant: str
+    rep: int
+    status: str = "pending"
+    start: float | None = None
+    end: float | None = None
+    error: str | None = None
+    settings: list[ChangeRecord] | None = None
+    restore: list[RestoreRecord] | None = None
+    absent: list[str] | None = None  # kprobe functions the kernel could not probe
+    extra: JSON = field(default_factory=dict)
+
+    def restart(self) -> None:
+        """Forget a previous attempt's outcome (a resumed trial starts over)."""
+        for name in TRIAL_OPTIONAL:
+            if name != "start":
+                setattr(self, name, None)
+
+    def to_json(self) -> JSON:
+        return _dump(self, skip_none=TRIAL_OPTIONAL)
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> TrialRecord:
+        known, extra = _known(cls, _mapping(doc, "a trial"))
+        settings = known.pop("settings", None)
+        restore = known.pop("restore", None)
+        return cls(**known, extra=extra,
+                   settings=None if settings is None else
+                   [ChangeRecord.from_json(c) for c in settings],
+                   restore=None if restore is None else
+                   [RestoreRecord.from_json(r) for r in restore])
+
+
+HOST_OPTIONAL = ("boot_id", "kernel_release", "kernel_version", "cmdline", "online_cpus",
+                 "cpu_model", "user_hz", "irqbalance", "tool_versions")
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """What a comparison must know of a host (harness.hosts.facts)."""
+
+    boot_id: str | None = None
+    kernel_release: str | None = None
+    kernel_version: str | None = None
+    cmdline: str | None = None
+    online_cpus: str | None = None
+    cpu_model: str | None = None
+    user_hz: int | None = None
+    irqbalance: str | None = None
+    nics: dict[str, dict[str, str]] = field(default_factory=dict)
+    tool_versions: dict[str, str] | None = None
+    extra: JSON = field(default_factory=dict)
+
+    def get(self, name: str) -> Any:
+        """A fact by name (a field or one of `extra`), None when not recorded."""
+        if name in HOST_OPTIONAL or name == "nics":
+            return getattr(self, name)
+        return self.extra.get(name)
+
+    def to_json(self) -> JSON:
+        out = _dump(self, skip_none=HOST_OPTIONAL)
+        return out
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> HostFacts:
+        known, extra = _known(cls, _mapping(doc, "host facts"))
+        return cls(**known, extra=extra)
+
+
+@dataclass(frozen=True)
+class ProfileRecord:
+    name: str = ""
+    path: str | None = None
+    digest: str | None = None
+    description: str = ""
+    repeat: int = 0
+    order: str = ""
+    seed: int | None = None
+    document: JSON = field(default_factory=dict)  # the resolved profile, as YAML data
+    extra: JSON = field(default_factory=dict)
+
+    def to_json(self) -> JSON:
+        return _dump(self)
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> ProfileRecord:
+        known, extra = _known(cls, _mapping(doc, "profile"))
+        return cls(**known, extra=extra)
+
+
+@dataclass(frozen=True)
+class InventoryRecord:
+    path: str | None = None
+    digest: str | None = None
+    hosts: JSON = field(default_factory=dict)  # name -> the host without secrets
+    extra: JSON = field(default_factory=dict)
+
+    def to_json(self) -> JSON:
+        return _dump(self, skip_none=("digest",))
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> InventoryRecord:
+        known, extra = _known(cls, _mapping(doc, "inventory"))
+        return cls(**known, extra=extra)
+
+
+@dataclass(frozen=True)
+class NapilabRecord:
+    version: str = "?"
+    git_sha: str | None = None
+    extra: JSON = field(default_factory=dict)
+
+    def to_json(self) -> JSON:
+        return _dump(self)
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> NapilabRecord:
+        known, extra = _known(cls, _mapping(doc, "napilab"))
+        return cls(**known, extra=extra)
+
+
+MANIFEST_OPTIONAL = ("status", "incomplete", "started", "ended", "host_facts",
+                     "hosts_changed", "resumed", "argv_resume")
+
+
+@dataclass
+class Manifest:
+    """A run's manifest.json."""
+
+    run_id: str = ""
+    profile: ProfileRecord = field(default_factory=ProfileRecord)
+    variants: list[str] = field(default_factory=list)
+    baseline: str = ""
+    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)  # profile `metrics:`
+    workload_source: str = ""
+    inventory: InventoryRecord = field(default_factory=InventoryRecord)
+    napilab: NapilabRecord = field(default_factory=NapilabRecord)
+    argv: list[str] = field(default_factory=list)
+    pid: int = 0
+    trials: list[TrialRecord] = field(default_factory=list)
+    status: str | None = None  # running | complete | partial | failed | interrupted
+    incomplete: bool | None = None
+    started: float | None = None
+    ended: float | None = None
+    host_facts: dict[str, HostFacts] | None = None
+    hosts_changed: dict[str, list[str]] | None = None  # host -> identity facts that changed
+    resumed: list[float] | None = None
+    argv_resume: list[str] | None = None
+    schema_version: int = SCHEMA_VERSION
+    extra: JSON = field(default_factory=dict)
+
+    def trial(self, index: int) -> TrialRecord:
+        return self.trials[index - 1]
+
+    def to_json(self) -> JSON:
+        out = {"schema_version": self.schema_version, "run_id": self.run_id,
+               **_dump(self, skip_none=MANIFEST_OPTIONAL)}
+        return out
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any], where: str = "manifest") -> Manifest:
+        """A manifest of any version this napilab reads, migrated to the current one."""
+        doc = _mapping(doc, "the manifest")
+        version = doc.get("schema_version", SCHEMA_VERSION)
+        if version not in READS:
+            raise InputError(f"{where}: manifest schema_version {version!r}, this napilab "
+                             f"reads {', '.join(map(str, READS))}")
+        known, extra = _known(cls, doc)
+        for nested in ("profile", "inventory", "napilab", "trials", "host_facts",
+                       "schema_version"):
+            known.pop(nested, None)
+        facts = _mapping(doc.get("host_facts"), "host_facts")
+        return cls(**known, extra=extra,
+                   profile=ProfileRecord.from_json(doc.get("profile") or {}),
+                   inventory=InventoryRecord.from_json(doc.get("inventory") or {}),
+                   napilab=NapilabRecord.from_json(doc.get("napilab") or {}),
+                   trials=[TrialRecord.from_json(t) for t in doc.get("trials") or []],
+                   host_facts={str(h): HostFacts.from_json(f) for h, f in facts.items()}
+                   if "host_facts" in doc else None)
