@@ -5,13 +5,17 @@ prints, throughput, per-CPU softnet_stat, interrupts, proc_stat, softirqs and NA
 kthread time on CPUs 0-3, a kprobe function the kernel cannot probe (absent), an IRQ
 affinity irqbalance rewrote in one trial (read back differently), and raw outputs.
 
-Written through harness.store.store.RunStore as the engine writes a run. The copy under
-tests/golden/reports/runs/ was made with `python -m tests.report_runs DIR`; tests also
-build variants of it (failed trials, hostile strings) in temporary directories.
+Raw outputs and samples are written through harness.store.store.RunStore as the engine
+writes them; the manifest is written as napilab 0.1 wrote it (schema_version 1, no
+verdicts), so every test of a report also loads a run of the pre-change format through
+the migration. The copy under tests/golden/reports/runs/ was made with
+`python -m tests.report_runs DIR`; tests also build variants of it (failed trials,
+hostile strings) in temporary directories.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Sequence
@@ -20,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.store.store import Row, RunStore
+from harness.store.manifest import Manifest
+from harness.store.store import Row, RunStore, atomic_write
 
 RUN_ID = "5e1f0000"
 STARTED = 1795990000.0  # 2026-11-29 22:06:40 UTC
@@ -177,7 +182,7 @@ def neper_run(results: Path, *, variants: Sequence[str] = VARIANTS, reps: int = 
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(started))
     directory = results / name / f"{stamp}-{run_id}"
     directory.mkdir(parents=True)
-    store = RunStore(directory, manifest)
+    store = RunStore(directory, Manifest(run_id=run_id))  # raw/, samples, latency/
     trials: list[dict[str, Any]] = []
     rows: list[Row] = []
     index = 0
@@ -233,9 +238,9 @@ def neper_run(results: Path, *, variants: Sequence[str] = VARIANTS, reps: int = 
     store.add_rows(rows)
     ok = sum(1 for t in trials if t["status"] == "ok")
     status = "complete" if ok == len(trials) else "partial"
-    store.manifest.update(trials=trials, status=status, incomplete=status != "complete",
-                          started=started, ended=started + 15 * index)
-    store.save_manifest()
+    manifest.update(trials=trials, status=status, incomplete=status != "complete",
+                    started=started, ended=started + 15 * index)
+    atomic_write(directory / "manifest.json", json.dumps(manifest, indent=1, default=str) + "\n")
     return directory
 
 

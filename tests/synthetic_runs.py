@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.store.manifest import Manifest, TrialRecord
 from harness.store.store import Row, RunStore
 
 FACTS = {"kernel_release": "6.18.0", "kernel_version": "#1 SMP PREEMPT_DYNAMIC",
@@ -51,15 +52,16 @@ def store_run(results: Path, values: Values, *, profile: str = "synth",
         "inventory": {"path": "inventory.yaml", "hosts": {}},
         "napilab": {"version": "test", "git_sha": None}, "argv": [], "pid": 0,
     }
-    store = RunStore.create(results, profile, manifest)
+    store = RunStore.create(results, profile, Manifest.from_json(manifest))
     trials = []
     rows = []
     index = 0
     for rep in range(1, reps + 1):
         for variant in names:
             index += 1
-            trial = {"index": index, "id": f"{index:03d}", "variant": variant, "rep": rep,
-                     "status": "ok", "settings": list((settings or {}).get(variant, []))}
+            trial = TrialRecord.from_json({
+                "index": index, "id": f"{index:03d}", "variant": variant, "rep": rep,
+                "status": "ok", "settings": list((settings or {}).get(variant, []))})
             trials.append(trial)
             for key, per_variant in values.items():
                 source, metric = key.split(".", 1)
@@ -69,10 +71,11 @@ def store_run(results: Path, values: Values, *, profile: str = "synth",
                                     float(series[rep - 1]), (units or {}).get(key, "us")))
             per_rep = (latencies or {}).get(variant)
             if per_rep is not None and rep <= len(per_rep):
-                store.write_latencies(trial["id"], np.asarray(per_rep[rep - 1]))
+                store.write_latencies(trial.id, np.asarray(per_rep[rep - 1]))
     store.add_rows(rows)
-    store.manifest.update(trials=trials, status=status, incomplete=status != "complete",
-                          started=started if started is not None else time.time(),
-                          ended=time.time())
+    store.manifest.trials, store.manifest.status = trials, status
+    store.manifest.incomplete = status != "complete"
+    store.manifest.started = started if started is not None else time.time()
+    store.manifest.ended = time.time()
     store.save_manifest()
     return store.dir

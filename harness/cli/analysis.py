@@ -33,8 +33,7 @@ def _warn(line: str) -> None:
 
 def _describe(label: str, run: Any) -> str:
     manifest = run.manifest
-    status = manifest.get("status", "?")
-    return f"{label}: {run.directory} (run {manifest.get('run_id')}, {status})"
+    return f"{label}: {run.directory} (run {manifest.run_id}, {manifest.status or '?'})"
 
 
 def _refuse(found: Confounders) -> InputError:
@@ -70,8 +69,8 @@ def compare(run_a: str, run_b: str, allow_mismatch: bool, intended: tuple[str, .
     tab = compare_runs(a, b)
     if fmt == "json":
         click.echo(json.dumps({
-            "run_a": {"dir": str(a.directory), "run_id": a.manifest.get("run_id")},
-            "run_b": {"dir": str(b.directory), "run_id": b.manifest.get("run_id")},
+            "run_a": {"dir": str(a.directory), "run_id": a.manifest.run_id},
+            "run_b": {"dir": str(b.directory), "run_id": b.manifest.run_id},
             "confounders": [d.as_dict() for d in found.confounders],
             "intended": [d.as_dict() for d in found.intended],
             "allow_mismatch": allow_mismatch, "table": table_doc(tab)}, indent=1, default=str))
@@ -121,8 +120,8 @@ def check(run_dir: str, baseline: str, limits: tuple[str, ...], junit_path: str 
     atomic_write(candidate.directory / CHECK_FILE, summary)
     click.echo(gate_text(report), nl=False)
     for label, run in (("candidate", candidate), ("baseline", report.baseline)):
-        if run.manifest.get("status") != "complete":
-            _warn(f"{label} {run.directory} is {run.manifest.get('status')}: judged on its "
+        if run.manifest.status != "complete":
+            _warn(f"{label} {run.directory} is {run.manifest.status}: judged on its "
                   "completed trials only")
     for difference in report.confounders.confounders:
         _warn(f"runs differ: {difference}")

@@ -54,7 +54,7 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
             lock.release(transport, run_id)
             tidy(transport, run_id)
         close_sessions(sessions.values())
-        if formats and store.manifest.get("trials"):
+        if formats and store.manifest.trials:
             from reports.formats.render import write_reports
 
             for path in write_reports(store.dir, formats):

@@ -27,6 +27,7 @@ from harness.hosts.session import HostSession
 from harness.hosts.settings import HostSettings, workdir
 from harness.profile.plan import Plan
 from harness.profile.profile import Trial, Variant
+from harness.store.manifest import HostFacts, TrialRecord
 from harness.store.store import Row, RunStore
 from runners.base import Value
 from runners.registry import TOOLS
@@ -70,38 +71,40 @@ class Engine:
         previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
         manifest = self.store.manifest
         trials = self._schedule(resume)
-        manifest.update(status="running", incomplete=True)
-        manifest.setdefault("started", time.time())
+        manifest.status, manifest.incomplete = "running", True
+        if manifest.started is None:
+            manifest.started = time.time()
         if resume:
-            manifest.setdefault("resumed", []).append(time.time())
-        todo = [t for t in trials if manifest["trials"][t.index - 1]["status"] != "ok"]
+            manifest.resumed = [*(manifest.resumed or []), time.time()]
+        todo = [t for t in trials if manifest.trial(t.index).status != "ok"]
         per_trial = estimate(self.plan) / max(1, len(self.plan.trials()))
         self.progress.run_start(self.store.run_id, str(self.store.dir), len(trials), per_trial)
         self.progress.done = len(trials) - len(todo)
         try:
             facts = self.hosts.facts()
-            manifest.setdefault("host_facts", facts)
+            if manifest.host_facts is None:
+                manifest.host_facts = facts
             self._warmup_trials(resume)
             self.store.save_manifest()
             failed = self._run_trials(todo, len(trials))
             self._check_hosts(facts)
-            done = sum(1 for t in manifest["trials"] if t["status"] == "ok")
-            manifest["incomplete"] = done < len(trials)
-            manifest["status"] = "complete" if not manifest["incomplete"] else "partial"
+            done = sum(1 for t in manifest.trials if t.status == "ok")
+            manifest.incomplete = done < len(trials)
+            manifest.status = "complete" if not manifest.incomplete else "partial"
             if failed and not self.keep_going:
-                manifest["status"] = "failed"
-                error = next(t["error"] for t in manifest["trials"] if t["status"] == "failed")
+                manifest.status = "failed"
+                error = next(t.error for t in manifest.trials if t.status == "failed")
                 raise NapilabError(f"trial failed: {error}",
                                    hint="hosts were restored; --keep-going runs the rest")
             return ExitCode.PARTIAL if failed else ExitCode.OK
         except KeyboardInterrupt:
-            manifest["status"] = "interrupted"
+            manifest.status = "interrupted"
             raise Interrupted("interrupted; every host was restored; "
                               f"`napilab run ... --resume {self.store.dir}` continues") from None
         finally:
-            manifest["ended"] = time.time()
+            manifest.ended = time.time()
             self.store.save_manifest()
-            self.progress.run_end(str(manifest["status"]))
+            self.progress.run_end(str(manifest.status))
             signal.signal(signal.SIGTERM, previous)
 
     def _schedule(self, resume: bool) -> list[Trial]:
@@ -109,10 +112,9 @@ class Engine:
         (a randomized order is not drawn again)."""
         manifest = self.store.manifest
         if resume:
-            return [Trial(t["index"], t["variant"], t["rep"]) for t in manifest["trials"]]
+            return [Trial(t.index, t.variant, t.rep) for t in manifest.trials]
         trials = self.plan.trials()
-        manifest["trials"] = [{"index": t.index, "id": t.id, "variant": t.variant,
-                               "rep": t.rep, "status": "pending"} for t in trials]
+        manifest.trials = [TrialRecord(t.index, t.id, t.variant, t.rep) for t in trials]
         return trials
 
     def _run_trials(self, trials: list[Trial], total: int) -> int:
@@ -145,10 +147,10 @@ class Engine:
         if count:
             shutil.rmtree(self.store.dir / "raw" / trial.id, ignore_errors=True)
 
-    def _check_hosts(self, facts: dict[str, dict[str, Any]]) -> None:
+    def _check_hosts(self, facts: dict[str, HostFacts]) -> None:
         changed = self.hosts.changed_hosts(facts)
         if changed:
-            self.store.manifest["hosts_changed"] = changed
+            self.store.manifest.hosts_changed = changed
             for host, what in changed.items():
                 self.progress.note(f"host {host} changed during the run: {', '.join(what)} "
                                    "differ(s) from the start; its results are suspect")
@@ -161,13 +163,12 @@ class Engine:
 
     def _run_trial(self, trial: Trial) -> bool:
         variant = self.plan.profile.variant(trial.variant)
-        entry = self.store.manifest["trials"][trial.index - 1]
-        for stale in ("error", "settings", "restore", "absent", "end"):
-            entry.pop(stale, None)
+        entry = self.store.manifest.trial(trial.index)
+        entry.restart()
         if (self.store.dir / "raw" / trial.id).exists():  # a resumed trial starts over
             shutil.rmtree(self.store.dir / "raw" / trial.id)
             self.store.drop_trial(trial.index)
-        entry.update(status="running", start=time.time())
+        entry.status, entry.start = "running", time.time()
         self.store.save_manifest()  # watchers see which trial runs
         self.progress.trial_start(trial.index, trial.variant, trial.rep)
         settings = self._settings()
@@ -175,28 +176,27 @@ class Engine:
         try:
             try:
                 self.progress.phase("applying settings")
-                entry["settings"] = self.hosts.apply(trial, variant, settings)
-                absent = [c["target"] for c in entry["settings"]
-                          if c["kind"] == "kprobe" and c["effective"] == "absent"]
+                entry.settings = self.hosts.apply(trial, variant, settings)
+                absent = [c.target for c in entry.settings if c.state == "absent"]
                 if absent:
-                    entry["absent"] = absent
+                    entry.absent = absent
                 rows = self._measure(trial, variant)
             finally:
                 with deferred_interrupts():
                     self.progress.phase("restoring")
-                    entry["restore"] = self.hosts.restore(settings)
+                    entry.restore = self.hosts.restore(settings)
         except KeyboardInterrupt:
-            entry.update(status="interrupted", end=time.time())
+            entry.status, entry.end = "interrupted", time.time()
             raise
         except NapilabError as exc:
-            entry.update(status="failed", error=str(exc), end=time.time())
+            entry.status, entry.error, entry.end = "failed", str(exc), time.time()
             self.progress.trial_end(trial.index, "failed", str(exc))
             self.store.save_manifest()
             if isinstance(exc, RestoreIncomplete):
                 raise
             return False
         self.store.add_rows(rows)
-        entry.update(status="ok", end=time.time())
+        entry.status, entry.end = "ok", time.time()
         self.store.save_manifest()
         self.progress.trial_end(trial.index, "ok")
         return True

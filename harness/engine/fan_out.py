@@ -14,9 +14,10 @@ from typing import Any, TypeVar
 
 from harness.errors import NapilabError, RestoreIncomplete
 from harness.hosts import facts as host_facts
-from harness.hosts.settings import HostSettings
+from harness.hosts.settings import Change, HostSettings
 from harness.profile.plan import Plan
 from harness.profile.profile import Trial, Variant
+from harness.store.manifest import ChangeRecord, HostFacts, RestoreRecord
 from harness.store.store import Row, RunStore
 from harness.transport.transport import Transport
 from runners.collectors import collector as collectors
@@ -52,7 +53,7 @@ class HostOps:
         self.transports = transports
         self.host_info: dict[str, collectors.HostInfo] = {}
 
-    def facts(self) -> dict[str, dict[str, Any]]:
+    def facts(self) -> dict[str, HostFacts]:
         def gather(name: str) -> dict[str, Any]:
             ifaces = [self.plan.iface_of(role) for role, h in self.plan.role_hosts.items()
                       if h.name == name]
@@ -60,38 +61,39 @@ class HostOps:
 
         facts = each_host(list(self.transports), gather)
         self.host_info = {name: host_facts.host_info(f) for name, f in facts.items()}
-        return facts
+        return {name: HostFacts.from_json(f) for name, f in facts.items()}
 
-    def changed_hosts(self, before: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+    def changed_hosts(self, before: dict[str, HostFacts]) -> dict[str, list[str]]:
         """Hosts whose boot or kernel changed during the run, and what changed."""
         now = each_host(list(self.transports),
                         lambda name: host_facts.identity(self.transports[name]))
-        return {name: [k for k in IDENTITY if before.get(name, {}).get(k) != ident.get(k)]
+        empty = HostFacts()
+        return {name: [k for k in IDENTITY if before.get(name, empty).get(k) != ident.get(k)]
                 for name, ident in now.items()
-                if any(before.get(name, {}).get(k) != ident.get(k) for k in IDENTITY)}
+                if any(before.get(name, empty).get(k) != ident.get(k) for k in IDENTITY)}
 
     def apply(self, trial: Trial, variant: Variant,
-              settings: dict[str, HostSettings]) -> list[dict[str, Any]]:
+              settings: dict[str, HostSettings]) -> list[ChangeRecord]:
         wanted = {h: s for h, s in self.plan.settings(variant).items() if s}
 
-        def apply_one(host: str) -> list[dict[str, Any]]:
+        def apply_one(host: str) -> list[ChangeRecord]:
             changes = settings[host].apply(wanted[host])
             self.store.write_raw_json(trial.id, host, "settings.json",
                                       [asdict(c) for c in changes])
-            return [{"host": host, **asdict(c)} for c in changes]
+            return [change_record(host, c) for c in changes]
 
         done = each_host(list(wanted), apply_one)
         return [change for host in wanted for change in done[host]]
 
-    def restore(self, settings: dict[str, HostSettings]) -> list[dict[str, Any]]:
+    def restore(self, settings: dict[str, HostSettings]) -> list[RestoreRecord]:
         """Every host is restored even when another fails; failures are raised together."""
         changed = [h for h, s in settings.items() if s.changes]
         errors: list[str] = []
 
-        def restore_one(host: str) -> list[dict[str, Any]]:
+        def restore_one(host: str) -> list[RestoreRecord]:
             try:
-                return [{"host": host, "target": c.target, "path": c.path,
-                         "restored": c.original} for c in settings[host].restore()]
+                return [RestoreRecord(host, c.target, c.path, c.original)
+                        for c in settings[host].restore()]
             except NapilabError as exc:
                 errors.append(str(exc))
                 return []
@@ -142,3 +144,10 @@ class HostOps:
                 rows.append(Row(trial.index, trial.variant, trial.rep, specs[0][0], host,
                                 "snapshot" + suffix, "interval", None, interval, "s"))
         return rows
+
+
+def change_record(host: str, change: Change) -> ChangeRecord:
+    """A change as the manifest keeps it, with its apply-time verdict."""
+    return ChangeRecord(host, change.role, change.kind, change.target, change.path,
+                        change.original, change.requested, change.effective, change.backend,
+                        change.verdict)

@@ -41,7 +41,7 @@ from harness.hosts.setting_steps import (
 )
 from harness.knobs import registry
 from harness.knobs.backend import Gone, Unavailable
-from harness.knobs.kind import Setting
+from harness.knobs.kind import Setting, Verdict
 from harness.transport.transport import Transport
 
 
@@ -58,11 +58,15 @@ class Change:
     requested: str
     effective: str | None = None
     backend: str = "file"
+    verdict: Verdict | None = None  # taken when it was read back after the writes
 
     @property
     def matches(self) -> bool:
-        return self.effective is not None and registry.kind(self.kind).same(
-            self.path, self.effective, self.requested)
+        return self.verdict is not None and self.verdict.state == "taken"
+
+    def journalled(self) -> dict[str, str | None]:
+        """The change as the journal keeps it (what restore needs)."""
+        return {k: v for k, v in asdict(self).items() if k != "verdict"}
 
     def differs(self, value: str, reference: str) -> bool:
         return not registry.kind(self.kind).same(self.path, value, reference)
@@ -143,9 +147,9 @@ class HostSettings:
 
     def _verify(self) -> None:
         effective = read_items(self.session, [(c.backend, c.path) for c in self.changes])
-        self.changes = [replace(c, effective=effective[c.path]) for c in self.changes]
-        bad = [c for c in self.changes
-               if not c.matches and not registry.kind(c.kind).refusal_is_result]
+        self.changes = [replace(c, effective=effective[c.path], verdict=registry.kind(
+            c.kind).verdict(c.path, c.requested, effective[c.path])) for c in self.changes]
+        bad = [c for c in self.changes if c.verdict and c.verdict.state == "mismatch"]
         if bad and self.policy == "fail":
             raise SettingMismatch(
                 f"{self.host}: the kernel did not take "
@@ -168,7 +172,7 @@ class HostSettings:
     def _write_journal(self) -> None:
         doc = {"schema": 2, "run_id": self.run_id, "host": self.host,
                "controller": socket.gethostname(), "pid": os.getpid(), "created": time.time(),
-               "entries": [asdict(c) for c in self.changes]}
+               "entries": [c.journalled() for c in self.changes]}
         self.transport.run(journal_argv(self.journal), stdin=json.dumps(doc, indent=1))
 
     def restore(self) -> list[Change]:
@@ -236,7 +240,7 @@ class HostSettings:
         """Settings left by an interrupted run, ready for `restore()`."""
         doc = json.loads(text)
         settings = cls(session, str(doc["run_id"]))
-        fields = set(Change.__dataclass_fields__)
+        fields = set(Change.__dataclass_fields__) - {"verdict"}
         settings.changes = [Change(**{k: v for k, v in e.items() if k in fields})
                             for e in doc["entries"]]
         return settings

@@ -39,6 +39,16 @@ def clone(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
+def located(value: Any) -> Any:
+    """Plain data (a document stored in a manifest) as YAML without locations, so that
+    deep_merge applies to it."""
+    if isinstance(value, dict):
+        return Node({str(k): located(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return Seq(located(v) for v in value)
+    return value
+
+
 def plain(value: Any) -> Any:
     """Located YAML as plain dicts and lists (for the manifest and hashing)."""
     if isinstance(value, dict):

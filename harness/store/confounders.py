@@ -21,7 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.knobs import registry
+from harness.profile.merge import deep_merge, located, plain
+from harness.store.manifest import ChangeRecord, HostFacts, Manifest
 
 HOST_FACTS = ("kernel_release", "kernel_version", "cmdline", "cpu_model", "online_cpus",
               "irqbalance", "user_hz")
@@ -63,12 +64,12 @@ class Confounders:
         return Confounders(keep, self.intended + moved)
 
 
-def diff_manifests(a: Mapping[str, Any], b: Mapping[str, Any],
+def diff_manifests(a: Manifest, b: Manifest,
                    variants: Sequence[str] | None = None) -> Confounders:
     """Differences between runs A and B over the variants both ran (or `variants`)."""
     common = list(variants) if variants is not None else [
-        v for v in a.get("variants", []) if v in b.get("variants", [])]
-    confounders = _hosts(a.get("host_facts") or {}, b.get("host_facts") or {})
+        v for v in a.variants if v in b.variants]
+    confounders = _hosts(a.host_facts or {}, b.host_facts or {})
     confounders += _workloads(a, b, common)
     settings_bad, intended = _settings(a, b, common)
     return Confounders(tuple(confounders + settings_bad), tuple(intended))
@@ -78,7 +79,7 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value).strip()
 
 
-def _hosts(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Difference]:
+def _hosts(a: Mapping[str, HostFacts], b: Mapping[str, HostFacts]) -> list[Difference]:
     out = []
     for host in sorted(set(a) | set(b)):
         if host not in a or host not in b:
@@ -90,9 +91,9 @@ def _hosts(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Difference]:
     return out
 
 
-def _fact_pairs(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+def _fact_pairs(a: HostFacts, b: HostFacts) -> list[tuple[str, str, str]]:
     pairs = [(key, _text(a.get(key)), _text(b.get(key))) for key in HOST_FACTS]
-    nics_a, nics_b = a.get("nics") or {}, b.get("nics") or {}
+    nics_a, nics_b = a.nics, b.nics
     for nic in sorted(set(nics_a) | set(nics_b)):
         pairs += [(f"nics.{nic}.{key}", _text((nics_a.get(nic) or {}).get(key)),
                    _text((nics_b.get(nic) or {}).get(key))) for key in NIC_FACTS]
@@ -104,19 +105,13 @@ def _fact_pairs(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[tuple[str, s
     return pairs
 
 
-def _variant_doc(manifest: Mapping[str, Any], variant: str) -> dict[str, Any]:
-    """The workload and roles a variant ran with: the base document under its overlay."""
-    document = (manifest.get("profile") or {}).get("document") or {}
+def _variant_doc(manifest: Manifest, variant: str) -> dict[str, Any]:
+    """The workload and roles a variant ran with: the base document under its overlay
+    (the profile's own deep merge, on the document stored in the manifest)."""
+    document = manifest.profile.document
     overlay = (document.get("variants") or {}).get(variant) or {}
-    return {key: _merge(document.get(key), overlay.get(key)) for key in PROFILE_KEYS}
-
-
-def _merge(base: Any, overlay: Any) -> Any:
-    """The profile's deep merge (child wins), on the plain dicts stored in the manifest."""
-    if isinstance(base, Mapping) and isinstance(overlay, Mapping):
-        return {k: _merge(base.get(k), overlay[k]) if k in overlay else base[k]
-                for k in {**base, **overlay}}
-    return base if overlay is None else overlay
+    return {key: plain(deep_merge(located(document.get(key)), located(overlay[key])))
+            if overlay.get(key) is not None else document.get(key) for key in PROFILE_KEYS}
 
 
 def _flatten(value: Any, prefix: str) -> dict[str, str]:
@@ -128,8 +123,7 @@ def _flatten(value: Any, prefix: str) -> dict[str, str]:
     return {prefix: _text(value)}
 
 
-def _workloads(a: Mapping[str, Any], b: Mapping[str, Any],
-               variants: Sequence[str]) -> list[Difference]:
+def _workloads(a: Manifest, b: Manifest, variants: Sequence[str]) -> list[Difference]:
     out = []
     for variant in variants:
         flat_a = _flatten(_variant_doc(a, variant), "")
@@ -141,18 +135,25 @@ def _workloads(a: Mapping[str, Any], b: Mapping[str, Any],
     return out
 
 
-def _knobs(manifest: Mapping[str, Any], variant: str) -> dict[tuple[str, str], dict[str, Any]]:
+def _knobs(manifest: Manifest, variant: str) -> dict[tuple[str, str], ChangeRecord]:
     """(host, path) -> the first completed trial's change record for `variant`."""
-    out: dict[tuple[str, str], dict[str, Any]] = {}
-    for trial in manifest.get("trials") or []:
-        if trial.get("variant") != variant or trial.get("status") != "ok":
+    out: dict[tuple[str, str], ChangeRecord] = {}
+    for trial in manifest.trials:
+        if trial.variant != variant or trial.status != "ok":
             continue
-        for change in trial.get("settings") or []:
-            out.setdefault((str(change.get("host")), str(change.get("path"))), change)
+        for change in trial.settings or []:
+            out.setdefault((change.host, change.path), change)
     return out
 
 
-def _settings(a: Mapping[str, Any], b: Mapping[str, Any],
+def _values(change: ChangeRecord) -> tuple[str, str]:
+    """Requested and read back, in the canonical form the apply-time verdict stored."""
+    if change.verdict is None:
+        return _text(change.requested), ""
+    return change.verdict.requested, change.verdict.effective
+
+
+def _settings(a: Manifest, b: Manifest,
               variants: Sequence[str]) -> tuple[list[Difference], list[Difference]]:
     confounders, intended = [], []
     for variant in variants:
@@ -164,24 +165,18 @@ def _settings(a: Mapping[str, Any], b: Mapping[str, Any],
                 only = cb if ca is None else ca
                 assert only is not None
                 intended.append(Difference(
-                    "setting", where, str(only.get("target")),
-                    "unset" if ca is None else _text(ca.get("effective")),
-                    "unset" if cb is None else _text(cb.get("effective")),
+                    "setting", where, only.target,
+                    "unset" if ca is None else _text(ca.effective),
+                    "unset" if cb is None else _text(cb.effective),
                     f"set in run {'B' if ca is None else 'A'} only; the host had "
-                    f"{_text(only.get('original'))!r} before"))
+                    f"{_text(only.original)!r} before"))
                 continue
-            req_a, req_b = _canon(ca, "requested"), _canon(cb, "requested")
-            eff_a, eff_b = _canon(ca, "effective"), _canon(cb, "effective")
+            (req_a, eff_a), (req_b, eff_b) = _values(ca), _values(cb)
             if req_a != req_b:
-                intended.append(Difference("setting", where, str(ca.get("target")), eff_a, eff_b,
+                intended.append(Difference("setting", where, ca.target, eff_a, eff_b,
                                            f"requested {req_a!r} vs {req_b!r}"))
             elif eff_a != eff_b:
                 confounders.append(Difference(
-                    "setting", where, str(ca.get("target")), eff_a, eff_b,
+                    "setting", where, ca.target, eff_a, eff_b,
                     f"both requested {req_a!r}; read back differently"))
     return confounders, intended
-
-
-def _canon(change: Mapping[str, Any], field: str) -> str:
-    kind = registry.kind(str(change.get("kind")))
-    return kind.canonical(str(change.get("path")), _text(change.get(field)))

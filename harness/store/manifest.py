@@ -318,6 +318,13 @@ class Manifest:
         if version not in READS:
             raise InputError(f"{where}: manifest schema_version {version!r}, this napilab "
                              f"reads {', '.join(map(str, READS))}")
+        try:
+            return cls._from_json(doc)
+        except (TypeError, AttributeError) as exc:  # a field missing or of the wrong shape
+            raise InputError(f"{where}: not a manifest napilab can read: {exc}") from None
+
+    @classmethod
+    def _from_json(cls, doc: Mapping[str, Any]) -> Manifest:
         known, extra = _known(cls, doc)
         for nested in ("profile", "inventory", "napilab", "trials", "host_facts",
                        "schema_version"):

@@ -10,11 +10,11 @@ import subprocess
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 from harness import __version__
 from harness.errors import InputError
 from harness.profile.plan import Plan
+from harness.store.manifest import InventoryRecord, Manifest, NapilabRecord, ProfileRecord
 from harness.store.store import RunStore
 
 
@@ -37,20 +37,18 @@ def inventory_digest(plan: Plan) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def new_manifest(plan: Plan) -> dict[str, Any]:
+def new_manifest(plan: Plan) -> Manifest:
     profile = plan.profile
-    return {
-        "profile": {"name": profile.name, "path": profile.path, "digest": profile.digest,
-                    "description": profile.description, "repeat": profile.repeat,
-                    "order": profile.order, "seed": profile.seed, "document": profile.document},
-        "variants": [v.name for v in profile.variants], "baseline": profile.baseline,
-        "metrics": {name: asdict(policy) for name, policy in profile.metrics.items()},
-        "workload_source": profile.variants[0].workload.source,
-        "inventory": {"path": plan.inventory.path, "digest": inventory_digest(plan),
-                      "hosts": {n: h.public() for n, h in plan.hosts.items()}},
-        "napilab": {"version": __version__, "git_sha": git_sha()},
-        "argv": sys.argv, "pid": os.getpid(),
-    }
+    return Manifest(
+        profile=ProfileRecord(profile.name, profile.path, profile.digest, profile.description,
+                              profile.repeat, profile.order, profile.seed, profile.document),
+        variants=[v.name for v in profile.variants], baseline=profile.baseline,
+        metrics={name: asdict(policy) for name, policy in profile.metrics.items()},
+        workload_source=profile.variants[0].workload.source,
+        inventory=InventoryRecord(plan.inventory.path, inventory_digest(plan),
+                                  {n: h.public() for n, h in plan.hosts.items()}),
+        napilab=NapilabRecord(__version__, git_sha()),
+        argv=list(sys.argv), pid=os.getpid())
 
 
 def open_for_resume(plan: Plan, run_dir: str | Path) -> RunStore:
@@ -58,15 +56,15 @@ def open_for_resume(plan: Plan, run_dir: str | Path) -> RunStore:
     store = RunStore.open(run_dir)
     manifest = store.manifest
     problems = []
-    if manifest.get("status") == "complete":
+    if manifest.status == "complete":
         problems.append(f"{run_dir} is complete: nothing to resume")
-    if manifest["profile"].get("digest") != plan.profile.digest:
+    if manifest.profile.digest != plan.profile.digest:
         problems.append(f"the profile changed since {run_dir} started (resolved document "
                         "differs); start a new run")
-    if manifest.get("inventory", {}).get("digest") != inventory_digest(plan):
+    if manifest.inventory.digest != inventory_digest(plan):
         problems.append(f"the inventory or --transport changed since {run_dir} started; "
                         "start a new run")
     if problems:
         raise InputError("; ".join(problems))
-    manifest["argv_resume"] = sys.argv
+    manifest.argv_resume = list(sys.argv)
     return store

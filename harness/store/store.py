@@ -27,8 +27,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harness.errors import InputError
+from harness.store.manifest import Manifest
 
-SCHEMA_VERSION = 1
 COLUMNS = ("run_id", "trial", "variant", "rep", "role", "host", "source", "metric", "cpu",
            "value", "unit")
 SAMPLES_SCHEMA = pa.schema([
@@ -68,23 +68,24 @@ def new_run_id() -> str:
 
 
 class RunStore:
-    def __init__(self, directory: Path, manifest: dict[str, Any]) -> None:
+    def __init__(self, directory: Path, manifest: Manifest) -> None:
         self.dir = directory
         self.manifest = manifest
         self._rows: list[Row] = []
 
     @property
     def run_id(self) -> str:
-        return str(self.manifest["run_id"])
+        return self.manifest.run_id
 
     @classmethod
-    def create(cls, results: str | Path, profile_name: str, manifest: dict[str, Any],
+    def create(cls, results: str | Path, profile_name: str, manifest: Manifest,
                run_id: str | None = None) -> RunStore:
         run_id = run_id or new_run_id()
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         directory = Path(results) / profile_name / f"{stamp}-{run_id}"
         directory.mkdir(parents=True, exist_ok=False)
-        store = cls(directory, {"schema_version": SCHEMA_VERSION, "run_id": run_id, **manifest})
+        manifest.run_id = run_id
+        store = cls(directory, manifest)
         store.save_manifest()
         return store
 
@@ -101,7 +102,7 @@ class RunStore:
         return store
 
     def save_manifest(self) -> None:
-        atomic_write(self.dir / "manifest.json", json.dumps(self.manifest, indent=1,
+        atomic_write(self.dir / "manifest.json", json.dumps(self.manifest.to_json(), indent=1,
                                                             default=str) + "\n")
 
     def raw_path(self, trial: str, host: str, name: str) -> Path:
@@ -149,19 +150,18 @@ def _row(record: dict[str, Any]) -> Row:
                value=float(record["value"]), unit=str(record["unit"]))
 
 
-def load_manifest(directory: Path) -> dict[str, Any]:
+def load_manifest(directory: Path) -> Manifest:
+    """A run's manifest, typed; one written by an older napilab is migrated."""
     path = directory / "manifest.json"
     try:
-        manifest: dict[str, Any] = json.loads(path.read_text())
+        doc = json.loads(path.read_text())
     except FileNotFoundError:
         raise InputError(f"{directory}: not a napilab run directory (no manifest.json)") from None
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: corrupt manifest: {exc}") from None
-    version = manifest.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise InputError(f"{path}: manifest schema_version {version!r}, this napilab reads "
-                         f"{SCHEMA_VERSION}")
-    return manifest
+    if not isinstance(doc, dict) or "schema_version" not in doc:
+        raise InputError(f"{path}: not a napilab manifest (no schema_version)")
+    return Manifest.from_json(doc, str(path))
 
 
 def load_samples(directory: Path) -> pd.DataFrame:

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from harness.stats.pool import DEFAULT_PERCENTILES, pooled_percentiles
+from harness.store.manifest import Manifest
 from harness.store.store import load_manifest, load_samples
 from reports.ab.line_stats import with_stats
 from reports.ab.model import Cell, Line, Table, format_number
@@ -38,33 +39,32 @@ POOLED_SOURCE = "pooled"  # the `source` of pooled per-transaction percentile li
 @dataclass(frozen=True)
 class RunData:
     directory: Path
-    manifest: dict[str, Any]
+    manifest: Manifest
     samples: pd.DataFrame
 
     @property
     def variants(self) -> list[str]:
         """Variants in profile order (baseline first), as the manifest lists trials."""
         seen: dict[str, None] = {}
-        for trial in sorted(self.manifest.get("trials", []), key=lambda t: (t["variant"] !=
-                                                                           self.baseline)):
-            seen.setdefault(trial["variant"], None)
-        return [v for v in self.manifest.get("variants", list(seen)) if v in seen]
+        for trial in sorted(self.manifest.trials, key=lambda t: t.variant != self.baseline):
+            seen.setdefault(trial.variant, None)
+        return [v for v in self.manifest.variants or list(seen) if v in seen]
 
     @property
     def baseline(self) -> str:
-        return str(self.manifest.get("baseline", ""))
+        return self.manifest.baseline
 
     @property
     def policies(self) -> dict[str, Any]:
-        return dict(self.manifest.get("metrics") or {})
+        return dict(self.manifest.metrics)
 
     def latency_files(self, variant: str) -> list[tuple[int, Path]]:
         """(trial index, path) of the stored per-transaction latencies of `variant`."""
         out = []
-        for trial in self.manifest.get("trials", []):
-            path = self.directory / "latency" / f"{trial['id']}.parquet"
-            if trial["variant"] == variant and trial.get("status") == "ok" and path.exists():
-                out.append((int(trial["index"]), path))
+        for trial in self.manifest.trials:
+            path = self.directory / "latency" / f"{trial.id}.parquet"
+            if trial.variant == variant and trial.status == "ok" and path.exists():
+                out.append((trial.index, path))
         return out
 
 
@@ -119,12 +119,12 @@ def _totals(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def line_specs(run: RunData) -> list[Spec]:
-    rows = run.manifest.get("profile", {}).get("document", {}).get("report", {}).get("table")
+    rows = run.manifest.profile.document.get("report", {}).get("table")
     if rows:
         return [Spec(r.get("label") or f"{r['source']} {r['metric']}", r["source"],
                      r["metric"], r.get("role")) for r in rows]
     frame = _totals(run.samples)
-    workload = run.manifest.get("workload_source")
+    workload = run.manifest.workload_source
     specs: list[Spec] = []
     if len(frame):
         for key, _ in frame.groupby(["source", "metric", "role"], sort=False):

@@ -45,12 +45,12 @@ def _fence(text: str) -> list[str]:
 
 def markdown(run: RunData, tab: Table) -> str:
     manifest = run.manifest
-    profile = manifest.get("profile") or {}
+    profile = manifest.profile
     status = run_facts.run_status(manifest)
-    out = [f"### napilab: {escape(profile.get('name', '?'))} (run "
-           f"{escape(manifest.get('run_id', '?'))}, {escape(status.status)})", ""]
-    if profile.get("description"):
-        out += [escape(profile["description"]), ""]
+    out = [f"### napilab: {escape(profile.name or '?')} (run "
+           f"{escape(manifest.run_id or '?')}, {escape(status.status)})", ""]
+    if profile.description:
+        out += [escape(profile.description), ""]
     if not status.complete:
         out += [f"> **{escape(status.status)} run**: {status.ok} of {status.total} trials "
                 f"completed; the statistics use those only.", ""]

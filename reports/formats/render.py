@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 import jinja2
 
+from harness.store.manifest import Manifest
 from harness.store.store import atomic_write
 from reports.ab.compare import RunData, Table, load_run, table
 from reports.ab.model import format_ci, format_number, format_p, format_pct
@@ -71,14 +72,14 @@ def html(run: RunData, tab: Table | None = None) -> str:
         sections=sections.build(run, tab))
 
 
-def _manifest_view(manifest: Mapping[str, Any]) -> dict[str, Any]:
+def _manifest_view(manifest: Manifest) -> dict[str, Any]:
     """The manifest with the keys the page header reads, defaulted: a run that failed
     before its first trial still renders."""
-    profile = {"name": "?", "repeat": "?", "order": "?", "seed": None, "description": "",
-               **(manifest.get("profile") or {})}
-    napilab = {"version": "?", "git_sha": None, **(manifest.get("napilab") or {})}
-    return {"started": None, "ended": None, "status": "unknown", "run_id": "?", **manifest,
-            "profile": profile, "napilab": napilab}
+    doc = manifest.to_json()
+    profile = {**doc["profile"], "name": manifest.profile.name or "?",
+               "repeat": manifest.profile.repeat or "?", "order": manifest.profile.order or "?"}
+    return {"started": None, "ended": None, "status": "unknown", **doc,
+            "run_id": manifest.run_id or "?", "profile": profile}
 
 
 def text(run: RunData, width: int = 80, tab: Table | None = None) -> str:

@@ -31,7 +31,7 @@ def _finite(value: Any) -> Any:
 
 def report_doc(run: RunData, tab: Table) -> dict[str, Any]:
     manifest = run.manifest
-    profile = manifest.get("profile") or {}
+    profile = manifest.profile
     summary = verdicts.summary(tab)
     settings = run_facts.settings_rows(manifest)
     absent = run_facts.absent_functions(manifest)
@@ -40,10 +40,10 @@ def report_doc(run: RunData, tab: Table) -> dict[str, Any]:
         line_doc["absent"] = [c for c in tab.variants if run_facts.is_absent(line, c, absent)]
     return {
         "schema": SCHEMA,
-        "run": {"id": manifest.get("run_id"), "dir": str(run.directory),
-                "profile": profile.get("name"), "description": profile.get("description"),
-                "started": manifest.get("started"), "ended": manifest.get("ended"),
-                "napilab": manifest.get("napilab")},
+        "run": {"id": manifest.run_id, "dir": str(run.directory),
+                "profile": profile.name, "description": profile.description,
+                "started": manifest.started, "ended": manifest.ended,
+                "napilab": manifest.napilab.to_json()},
         "status": asdict(run_facts.run_status(manifest)),
         "verdicts": {"counts": summary.counts, "total": summary.total,
                      "findings": summary.findings, "warnings": summary.warnings},

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.knobs import registry
+from harness.store.manifest import ChangeRecord, Manifest
 from reports.ab.compare import RunData
 from reports.ab.model import Line, format_number
 
@@ -38,12 +38,12 @@ class RunStatus:
         return self.status == "complete" and not self.incomplete and self.ok == self.total
 
 
-def run_status(manifest: Mapping[str, Any]) -> RunStatus:
-    trials = manifest.get("trials") or []
-    ok = sum(1 for t in trials if t.get("status") == "ok")
-    failed = sum(1 for t in trials if t.get("status") == "failed")
-    return RunStatus(str(manifest.get("status", "unknown")), len(trials), ok, failed,
-                     bool(manifest.get("incomplete", False)))
+def run_status(manifest: Manifest) -> RunStatus:
+    trials = manifest.trials
+    ok = sum(1 for t in trials if t.status == "ok")
+    failed = sum(1 for t in trials if t.status == "failed")
+    return RunStatus(manifest.status or "unknown", len(trials), ok, failed,
+                     bool(manifest.incomplete))
 
 
 def tail(path: Path, lines: int = TAIL_LINES, chars: int = TAIL_CHARS) -> str:
@@ -67,16 +67,16 @@ class Failure:
 
 def failures(run: RunData) -> list[Failure]:
     out = []
-    for trial in run.manifest.get("trials") or []:
-        if trial.get("status") != "failed":
+    for trial in run.manifest.trials:
+        if trial.status != "failed":
             continue
         tails = []
-        for path in sorted((run.directory / "raw" / str(trial["id"])).glob("*/*.err")):
+        for path in sorted((run.directory / "raw" / trial.id).glob("*/*.err")):
             text = tail(path)
             if text.strip():
                 tails.append((path.relative_to(run.directory).as_posix(), text))
-        out.append(Failure(str(trial["id"]), str(trial.get("variant", "")),
-                           int(trial.get("rep", 0)), str(trial.get("error", "")), tuple(tails)))
+        out.append(Failure(trial.id, trial.variant, trial.rep, trial.error or "",
+                           tuple(tails)))
     return out
 
 
@@ -92,39 +92,28 @@ class SettingRow:
     state: str  # ok | mismatch | absent (a kprobe the kernel cannot probe) | unread
 
 
-def _state(change: Mapping[str, Any]) -> str:
-    effective = change.get("effective")
-    if change.get("kind") == "kprobe":
-        return "absent" if effective == "absent" else "ok"
-    if effective is None:
-        return "unread"
-    same = registry.kind(str(change.get("kind"))).same(
-        str(change.get("path", "")), str(change.get("requested", "")), str(effective))
-    return "ok" if same else "mismatch"
-
-
+# The verdict stored with each change (taken when it was read back), as reports say it.
+_STATES = {"taken": "ok", "mismatch": "mismatch", "absent": "absent", "unread": "unread"}
 _WORST = {"ok": 0, "absent": 1, "unread": 2, "mismatch": 3}
 
 
-def settings_rows(manifest: Mapping[str, Any]) -> list[SettingRow]:
+def settings_rows(manifest: Manifest) -> list[SettingRow]:
     """One row per (variant, host, knob) over every trial: a knob that read back wrong
     in any repetition is flagged, with every distinct value read back."""
     rows: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for trial in manifest.get("trials") or []:
-        for change in trial.get("settings") or []:
-            key = (str(trial.get("variant")), str(change.get("host")), str(change.get("path")))
+    for trial in manifest.trials:
+        for change in trial.settings or []:
+            key = (trial.variant, change.host, change.path)
             row = rows.setdefault(key, {"change": change, "read": {}, "state": "ok"})
-            row["read"].setdefault(str(change.get("effective")), None)
-            state = _state(change)
+            row["read"].setdefault(str(change.effective), None)
+            state = _STATES[change.state]
             if _WORST[state] > _WORST[row["state"]]:
                 row["state"] = state
     out = []
     for (variant, host, _), row in rows.items():
-        change = row["change"]
-        out.append(SettingRow(variant, host, str(change.get("kind", "")),
-                              str(change.get("target", "")), str(change.get("original", "")),
-                              str(change.get("requested", "")), " / ".join(row["read"]),
-                              row["state"]))
+        first: ChangeRecord = row["change"]
+        out.append(SettingRow(variant, host, first.kind, first.target, first.original,
+                              first.requested, " / ".join(row["read"]), row["state"]))
     return out
 
 
@@ -149,11 +138,11 @@ class Command:
 def commands(run: RunData) -> list[Command]:
     """The workload commands of each variant's first completed trial (or first trial)."""
     chosen: dict[str, str] = {}
-    for trial in run.manifest.get("trials") or []:
-        chosen.setdefault(str(trial.get("variant")), str(trial["id"]))
-    for trial in reversed(run.manifest.get("trials") or []):
-        if trial.get("status") == "ok":
-            chosen[str(trial.get("variant"))] = str(trial["id"])  # the first ok one wins
+    for trial in run.manifest.trials:
+        chosen.setdefault(trial.variant, trial.id)
+    for trial in reversed(run.manifest.trials):
+        if trial.status == "ok":
+            chosen[trial.variant] = trial.id  # the first ok one wins
     out = []
     for variant, trial_id in chosen.items():
         for path in sorted((run.directory / "raw" / trial_id).glob("*/*.json")):
@@ -185,25 +174,23 @@ class RawTrial:
 
 def raw_outputs(run: RunData) -> list[RawTrial]:
     out = []
-    for trial in run.manifest.get("trials") or []:
-        base = run.directory / "raw" / str(trial["id"])
+    for trial in run.manifest.trials:
+        base = run.directory / "raw" / trial.id
         hosts = []
         for host_dir in sorted(p for p in base.glob("*") if p.is_dir()):
             files = tuple(p.relative_to(run.directory).as_posix()
                           for p in sorted(host_dir.iterdir()) if p.is_file())
             hosts.append((host_dir.name, files))
-        out.append(RawTrial(str(trial["id"]), str(trial.get("variant", "")),
-                            int(trial.get("rep", 0)), str(trial.get("status", "")),
-                            tuple(hosts)))
+        out.append(RawTrial(trial.id, trial.variant, trial.rep, trial.status, tuple(hosts)))
     return out
 
 
-def absent_functions(manifest: Mapping[str, Any]) -> dict[str, frozenset[str]]:
+def absent_functions(manifest: Manifest) -> dict[str, frozenset[str]]:
     """variant -> kprobe functions the kernel could not probe in its trials."""
     out: dict[str, set[str]] = {}
-    for trial in manifest.get("trials") or []:
-        for function in trial.get("absent") or []:
-            out.setdefault(str(trial.get("variant")), set()).add(str(function))
+    for trial in manifest.trials:
+        for function in trial.absent or []:
+            out.setdefault(trial.variant, set()).add(str(function))
     return {variant: frozenset(names) for variant, names in out.items()}
 
 
@@ -233,13 +220,12 @@ HOST_FACTS = ("kernel_release", "kernel_version", "cpu_model", "online_cpus", "i
               "user_hz", "cmdline")
 
 
-def hosts(manifest: Mapping[str, Any]) -> list[HostRow]:
-    changed = manifest.get("hosts_changed") or {}
+def hosts(manifest: Manifest) -> list[HostRow]:
+    changed = manifest.hosts_changed or {}
     out = []
-    for name, facts in (manifest.get("host_facts") or {}).items():
-        facts = facts if isinstance(facts, Mapping) else {}
+    for name, facts in (manifest.host_facts or {}).items():
         nics = []
-        for nic, info in (facts.get("nics") or {}).items():
+        for nic, info in facts.nics.items():
             info = info if isinstance(info, Mapping) else {}
             desc = info.get("error") or " ".join(
                 str(info[k]) for k in ("driver", "version", "firmware-version") if info.get(k))
@@ -256,12 +242,12 @@ def _text(value: Any) -> str:
     return "-" if value is None or value == "" else str(value)
 
 
-def confounders(manifest: Mapping[str, Any], settings: list[SettingRow]) -> list[str]:
+def confounders(manifest: Manifest, settings: list[SettingRow]) -> list[str]:
     """What could explain a difference besides the variants: hosts that rebooted or
     changed kernel mid-run, settings the kernel did not take, irqbalance running where
     the run pins IRQs (it rewrites the affinity behind napilab's back)."""
     out = []
-    for host, what in (manifest.get("hosts_changed") or {}).items():
+    for host, what in (manifest.hosts_changed or {}).items():
         out.append(f"host {host} changed during the run ({', '.join(map(str, what))} "
                    "differ from the start): its results are suspect")
     bad = [s for s in settings if s.state in ("mismatch", "unread")]
@@ -269,11 +255,11 @@ def confounders(manifest: Mapping[str, Any], settings: list[SettingRow]) -> list
         where = sorted({f"{s.variant}/{s.host}" for s in bad})
         out.append(f"{len(bad)} setting(s) did not read back as requested "
                    f"({', '.join(where)}): see Settings")
-    facts = manifest.get("host_facts") or {}
+    facts = manifest.host_facts or {}
     pinned = sorted({s.host for s in settings if s.kind == "irq_affinity"})
     for host in pinned:
         wanted_off = any(s.host == host and s.kind == "irqbalance" for s in settings)
-        if (facts.get(host) or {}).get("irqbalance") == "running" and not wanted_off:
+        if host in facts and facts[host].irqbalance == "running" and not wanted_off:
             out.append(f"irqbalance runs on {host} while the run sets IRQ affinity there: "
                        "it may rewrite it during a trial")
     return out

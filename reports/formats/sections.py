@@ -82,12 +82,12 @@ def commands(ctx: Context) -> dict[str, Any]:
 def trials(ctx: Context) -> dict[str, Any]:
     raw = {t.trial: t for t in run_facts.raw_outputs(ctx.run)}
     return {"status": ctx.status, "failures": run_facts.failures(ctx.run),
-            "trials": ctx.run.manifest.get("trials") or [], "raw": raw,
+            "trials": [t.to_json() for t in ctx.run.manifest.trials], "raw": raw,
             "absent": ctx.absent}
 
 
 def profile(ctx: Context) -> dict[str, Any]:
-    document = (ctx.run.manifest.get("profile") or {}).get("document") or {}
+    document = ctx.run.manifest.profile.document
     return {"text": json.dumps(document, indent=1, default=str)}
 
 

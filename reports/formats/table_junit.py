@@ -35,14 +35,14 @@ def _message(line: Line, column: str) -> tuple[str, str]:
 
 
 def junit_xml(run: RunData, tab: Table) -> str:
-    profile = str((run.manifest.get("profile") or {}).get("name", "?"))
+    profile = run.manifest.profile.name or "?"
     suite_name = f"napilab report {profile}"
     suites = ET.Element("testsuites", {"name": suite_name})
     suite = ET.SubElement(suites, "testsuite", {"name": suite_name})
     props = ET.SubElement(suite, "properties")
     for key, value in (("run_dir", str(run.directory)),
-                       ("run_id", str(run.manifest.get("run_id"))),
-                       ("status", str(run.manifest.get("status"))),
+                       ("run_id", run.manifest.run_id),
+                       ("status", str(run.manifest.status)),
                        ("baseline", tab.baseline), ("adjust", f"holm over {tab.family}")):
         ET.SubElement(props, "property", {"name": key, "value": value})
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}

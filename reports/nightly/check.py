@@ -107,7 +107,7 @@ def find_baseline(path: Path, candidate: RunData) -> Path:
         if path.resolve() == mine:
             raise InputError(f"--baseline {path} is the run being checked")
         return path
-    name = str(candidate.manifest.get("profile", {}).get("name", ""))
+    name = candidate.manifest.profile.name
     found: list[tuple[float, str, Path]] = []
     nested = path.glob(f"{name}/*/manifest.json") if name else iter(())
     for manifest_path in [*path.glob("*/manifest.json"), *nested]:
@@ -116,11 +116,11 @@ def find_baseline(path: Path, candidate: RunData) -> Path:
             manifest = load_manifest(run_dir)
         except InputError:
             continue  # not a run of this napilab, or half written: not a baseline
-        if (run_dir.resolve() == mine or manifest.get("status") != "complete"
-                or manifest.get("profile", {}).get("name") != name
-                or manifest.get("run_id") == candidate.manifest.get("run_id")):
+        if (run_dir.resolve() == mine or manifest.status != "complete"
+                or manifest.profile.name != name
+                or manifest.run_id == candidate.manifest.run_id):
             continue
-        found.append((float(manifest.get("started") or 0), run_dir.name, run_dir))
+        found.append((float(manifest.started or 0), run_dir.name, run_dir))
     if not found:
         raise InputError(f"--baseline {path}: no complete run of profile {name!r} there "
                          f"(other than {candidate.directory})",
@@ -177,7 +177,7 @@ def gate(baseline: RunData, candidate: RunData, thresholds: Mapping[str, float] 
             cases.append(_case(line, line.direction, line.direction_origin, pct, origin,
                                variant, status, found, reason))
     common = [p[1].removeprefix("B:") for p in pairs]
-    return GateReport(str(candidate.manifest.get("profile", {}).get("name", "")), baseline,
+    return GateReport(candidate.manifest.profile.name, baseline,
                       candidate, tuple(cases + skipped), family,
                       diff_manifests(baseline.manifest, candidate.manifest, common))
 
@@ -204,9 +204,9 @@ def gate_doc(report: GateReport) -> dict[str, Any]:
     return {
         "profile": report.profile, "status": "regression" if report.regressions else "pass",
         "candidate": {"dir": str(report.candidate.directory),
-                      "run_id": report.candidate.manifest.get("run_id")},
+                      "run_id": report.candidate.manifest.run_id},
         "baseline": {"dir": str(report.baseline.directory),
-                     "run_id": report.baseline.manifest.get("run_id")},
+                     "run_id": report.baseline.manifest.run_id},
         "counts": report.counts(), "family": report.family, "adjust": "holm",
         "confounders": [d.as_dict() for d in report.confounders.confounders],
         "intended": [d.as_dict() for d in report.confounders.intended],

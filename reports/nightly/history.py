@@ -25,7 +25,9 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from harness.errors import InputError
+from harness.errors import InputError, NapilabError
+from harness.store.manifest import Manifest
+from harness.store.store import load_manifest
 from reports.ab.model import format_number
 from reports.nightly.check import CHECK_FILE
 
@@ -76,28 +78,29 @@ class RunInfo:
         return dt.datetime.fromtimestamp(self.started, dt.UTC).strftime("%Y-%m-%d %H:%M")
 
 
-def _run_info(directory: Path) -> RunInfo | None:
+def _manifest(directory: Path) -> Manifest | None:
     try:
-        manifest = json.loads((directory / "manifest.json").read_text())
-    except (OSError, ValueError):
+        return load_manifest(directory)
+    except (NapilabError, TypeError, ValueError):
         return None  # half-written or not a napilab run: not part of any trend
-    if not isinstance(manifest, dict):
+
+
+def _run_info(directory: Path) -> RunInfo | None:
+    manifest = _manifest(directory)
+    if manifest is None:
         return None
-    profile = manifest.get("profile") or {}
-    trials = manifest.get("trials") or []
-    facts = manifest.get("host_facts") or {}
+    profile = manifest.profile
     check = None
     with contextlib.suppress(OSError, ValueError):  # no check ran, or it was cut short
         check = json.loads((directory / CHECK_FILE).read_text())
-    started = manifest.get("started")
-    return RunInfo(directory, str(manifest.get("run_id", directory.name)),
-                   str(profile.get("name", directory.parent.name)),
-                   str(profile.get("description") or ""),
+    started = manifest.started
+    return RunInfo(directory, manifest.run_id or directory.name,
+                   profile.name or directory.parent.name, profile.description or "",
                    float(started) if isinstance(started, int | float) else None,
-                   str(manifest.get("status", "unknown")),
-                   {str(h): str((f or {}).get("kernel_release", "-")) for h, f in facts.items()},
-                   tuple(str(v) for v in manifest.get("variants") or []), len(trials),
-                   sum(1 for t in trials if t.get("status") == "ok"),
+                   manifest.status or "unknown",
+                   {h: f.kernel_release or "-" for h, f in (manifest.host_facts or {}).items()},
+                   tuple(manifest.variants), len(manifest.trials),
+                   sum(1 for t in manifest.trials if t.status == "ok"),
                    check if isinstance(check, dict) else None)
 
 
@@ -131,16 +134,14 @@ def medians(runs: Sequence[RunInfo], metrics: Sequence[str], host: str | None = 
 def default_metrics(runs: Sequence[RunInfo]) -> list[str]:
     """The newest run's `report.table` metrics, else its workload's headline metrics."""
     for run in reversed(runs):
-        try:
-            manifest = json.loads((run.directory / "manifest.json").read_text())
-        except (OSError, ValueError):
+        manifest = _manifest(run.directory)
+        if manifest is None:
             continue
-        rows = ((manifest.get("profile") or {}).get("document") or {}).get("report", {}) \
-            .get("table") or []
+        rows = manifest.profile.document.get("report", {}).get("table") or []
         wanted = [f"{r['source']}.{r['metric']}" for r in rows if "source" in r]
         if wanted:
             return list(dict.fromkeys(wanted))[:DEFAULT_METRICS]
-        source = manifest.get("workload_source")
+        source = manifest.workload_source
         path = run.directory / "samples.parquet"
         if source and path.exists():
             names = set(pd.read_parquet(path, columns=["source", "metric"]).query(

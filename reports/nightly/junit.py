@@ -22,8 +22,8 @@ def junit_xml(report: GateReport) -> str:
     props = ET.SubElement(suite, "properties")
     for key, value in (("candidate", str(report.candidate.directory)),
                        ("baseline", str(report.baseline.directory)),
-                       ("candidate_run_id", str(report.candidate.manifest.get("run_id"))),
-                       ("baseline_run_id", str(report.baseline.manifest.get("run_id"))),
+                       ("candidate_run_id", report.candidate.manifest.run_id),
+                       ("baseline_run_id", report.baseline.manifest.run_id),
                        ("adjust", f"holm over {report.family}")):
         ET.SubElement(props, "property", {"name": key, "value": value})
     for case in report.cases:

@@ -49,7 +49,7 @@ def _workload_rows(run: RunData) -> pd.DataFrame:
     frame = run.samples
     if not len(frame):
         return frame
-    return frame[(frame["source"] == run.manifest.get("workload_source")) & frame["cpu"].isna()]
+    return frame[(frame["source"] == run.manifest.workload_source) & frame["cpu"].isna()]
 
 
 def tool_measure(run: RunData, names: Sequence[str]) -> Measure | None:

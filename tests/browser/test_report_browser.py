@@ -64,8 +64,8 @@ def test_report_loads_clean_and_complete(browser: Browser, tmp_path: Path, name:
         tab.compared)
     settings = run_facts.settings_rows(run.manifest)
     assert page.locator("#settings-table tbody tr").count() == len(settings)
-    assert page.locator("#trials-table tbody tr").count() == len(run.manifest["trials"])
-    assert page.locator("#hosts-table tbody tr").count() == len(run.manifest["host_facts"])
+    assert page.locator("#trials-table tbody tr").count() == len(run.manifest.trials)
+    assert page.locator("#hosts-table tbody tr").count() == len(run.manifest.host_facts or {})
     assert page.locator("#verdicts").is_visible()
     assert page.evaluate(ACTIVE) == []
     # Raw links resolve to files next to the report (relative links, no fetch on load).

@@ -63,7 +63,7 @@ def test_two_variant_run_restores_and_reports(testbed: tb.Testbed, tmp_path: Pat
 
     run_dir = next((tmp_path / "results" / "skeleton").iterdir())
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert manifest["schema_version"] == 1
+    assert manifest["schema_version"] == 2
     assert manifest["status"] == "complete" and manifest["incomplete"] is False
     assert [t["status"] for t in manifest["trials"]] == ["ok", "ok"]
     assert manifest["inventory"]["hosts"]["a"]["transport"] == transport
@@ -72,6 +72,8 @@ def test_two_variant_run_restores_and_reports(testbed: tb.Testbed, tmp_path: Pat
     assert effective["data0/threaded"] == ("1", "1")
     assert effective["data0/gro_flush_timeout"] == ("20000", "20000")
     assert effective["data0/rx-0"][0] == "2" and int(effective["data0/rx-0"][1], 16) == 2
+    verdicts = {c["target"]: c["verdict"] for c in remote["settings"]}  # taken at apply time
+    assert verdicts["data0/rx-0"] == {"state": "taken", "requested": "1", "effective": "1"}
     assert manifest["host_facts"]["b"]["kernel_release"]
 
     samples = pd.read_parquet(run_dir / "samples.parquet")

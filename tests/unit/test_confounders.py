@@ -13,6 +13,7 @@ import pytest
 
 from harness.cli import main as cli
 from harness.store.confounders import diff_manifests
+from harness.store.manifest import Manifest
 from tests.synthetic_runs import FACTS, lognormal, store_run
 
 
@@ -24,11 +25,17 @@ def change(target: str, requested: str, effective: str | None = None,
 
 
 def manifest(facts: dict[str, Any] | None = None, settings: list[dict[str, Any]] | None = None,
-             workload: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"variants": ["x"], "host_facts": {"a": FACTS, "b": facts or FACTS},
-            "profile": {"document": {"workload": workload or {"tool": "ping", "duration": 1},
-                                     "hosts": {"sender": "a"}}},
-            "trials": [{"variant": "x", "status": "ok", "settings": settings or []}]}
+             workload: dict[str, Any] | None = None, variants: dict[str, Any] | None = None,
+             hosts: dict[str, Any] | None = None) -> Manifest:
+    """A manifest as napilab 0.1 wrote it (changes without verdicts), migrated."""
+    document = {"workload": workload or {"tool": "ping", "duration": 1},
+                "hosts": {"sender": "a"}, **({"variants": variants} if variants else {})}
+    return Manifest.from_json({
+        "schema_version": 1, "variants": ["x"],
+        "host_facts": hosts or {"a": FACTS, "b": facts or FACTS},
+        "profile": {"document": document},
+        "trials": [{"index": 1, "id": "001", "variant": "x", "rep": 1, "status": "ok",
+                    "settings": settings or []}]})
 
 
 def test_identical_runs_have_no_differences() -> None:
@@ -59,7 +66,7 @@ def test_same_request_read_back_differently_is_a_confounder() -> None:
 
 
 def test_cpu_masks_compare_canonically() -> None:
-    mask = {"host": "b", "kind": "rps", "target": "data0/rx-0",
+    mask = {"host": "b", "role": "receiver", "kind": "rps", "target": "data0/rx-0",
             "path": "/sys/class/net/data0/queues/"
             "rx-0/rps_cpus", "original": "0", "requested": "2"}
     a = manifest(settings=[{**mask, "effective": "2"}])
@@ -91,8 +98,7 @@ def test_waive_moves_named_facts_to_intended() -> None:
 
 
 def test_missing_host_and_workload_differences_are_confounders() -> None:
-    b = manifest(workload={"tool": "ping", "duration": 2})
-    b["host_facts"] = {"a": FACTS}
+    b = manifest(workload={"tool": "ping", "duration": 2}, hosts={"a": FACTS})
     found = diff_manifests(manifest(), b)
     assert {(d.kind, d.key) for d in found.confounders} == {("host", "host"),
                                                             ("workload", "workload.duration")}
@@ -100,8 +106,8 @@ def test_missing_host_and_workload_differences_are_confounders() -> None:
 
 def test_variant_overlay_workload_is_merged_before_comparing() -> None:
     a = manifest(workload={"tool": "ping", "duration": 1})
-    b = manifest(workload={"tool": "ping", "duration": 2})
-    b["profile"]["document"]["variants"] = {"x": {"workload": {"duration": 1}}}
+    b = manifest(workload={"tool": "ping", "duration": 2},
+                 variants={"x": {"workload": {"duration": 1}}})
     assert diff_manifests(a, b).confounders == ()
 
 
