@@ -22,6 +22,16 @@ from harness.engine import workload_exec
 from harness.engine.fan_out import HostOps
 from harness.engine.plan_render import estimate
 from harness.engine.progress import Progress
+from harness.engine.steps import (
+    ApplySettings,
+    Deltas,
+    Idle,
+    RestoreSettings,
+    Snapshot,
+    TrialStep,
+    Workload,
+    trial_steps,
+)
 from harness.errors import ExitCode, Interrupted, NapilabError, RestoreIncomplete
 from harness.hosts.session import HostSession
 from harness.hosts.settings import HostSettings, workdir
@@ -172,15 +182,14 @@ class Engine:
         self.store.save_manifest()  # watchers see which trial runs
         self.progress.trial_start(trial.index, trial.variant, trial.rep)
         settings = self._settings()
+        steps = trial_steps(variant)
+        assert isinstance(steps[-1], RestoreSettings)  # run in `finally`, always
         rows: list[Row] = []
         try:
             try:
-                self.progress.phase("applying settings")
-                entry.settings = self.hosts.apply(trial, variant, settings)
-                absent = [c.target for c in entry.settings if c.state == "absent"]
-                if absent:
-                    entry.absent = absent
-                rows = self._measure(trial, variant)
+                snapshots: dict[str, dict[str, dict[str, Any]]] = {}
+                for step in steps[:-1]:
+                    rows += self._step(step, trial, variant, settings, snapshots)
             finally:
                 with deferred_interrupts():
                     self.progress.phase("restoring")
@@ -201,23 +210,33 @@ class Engine:
         self.progress.trial_end(trial.index, "ok")
         return True
 
-    def _measure(self, trial: Trial, variant: Variant) -> list[Row]:
-        """Idle window (if any), warm-up (if any), then the measured load."""
-        spec = variant.workload
-        rows: list[Row] = []
-        if spec.idle:
-            self.progress.phase("idle window", detail=f"{spec.idle:g}s")
-            start = self.hosts.snapshot(trial, variant, "idle-before")
-            time.sleep(spec.idle)
-            end = self.hosts.snapshot(trial, variant, "idle-after")
-            rows += self.hosts.collector_rows(trial, variant, start, end, suffix=".idle")
-        if spec.warmup:
-            self._workload(trial, variant, warmup=True)
-        before = self.hosts.snapshot(trial, variant, "before")
-        result = self._workload(trial, variant)
-        after = self.hosts.snapshot(trial, variant, "after")
-        return rows + self._tool_rows(trial, variant, result) + self.hosts.collector_rows(
-            trial, variant, before, after)
+    def _step(self, step: TrialStep, trial: Trial, variant: Variant,
+              settings: dict[str, HostSettings],
+              snapshots: dict[str, dict[str, dict[str, Any]]]) -> list[Row]:
+        """One step of harness.engine.steps; returns the rows it measured."""
+        match step:
+            case ApplySettings():
+                self.progress.phase("applying settings")
+                entry = self.store.manifest.trial(trial.index)
+                entry.settings = self.hosts.apply(trial, variant, settings)
+                absent = [c.target for c in entry.settings if c.state == "absent"]
+                if absent:
+                    entry.absent = absent
+            case Snapshot(name=name):
+                snapshots[name] = self.hosts.snapshot(trial, variant, name)
+            case Idle(seconds=seconds):
+                self.progress.phase("idle window", detail=f"{seconds:g}s")
+                time.sleep(seconds)
+            case Workload(warmup=True):
+                self._workload(trial, variant, warmup=True)
+            case Workload():
+                return self._tool_rows(trial, variant, self._workload(trial, variant))
+            case Deltas(before=before, after=after, suffix=suffix):
+                return self.hosts.collector_rows(trial, variant, snapshots[before],
+                                                 snapshots[after], suffix=suffix)
+            case RestoreSettings():
+                raise AssertionError("restore runs in `finally`")
+        return []
 
     def _workload(self, trial: Trial, variant: Variant, *, warmup: bool = False) -> ToolResult:
         spec = variant.workload

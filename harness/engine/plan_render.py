@@ -10,6 +10,15 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from harness.engine.steps import (
+    ApplySettings,
+    Deltas,
+    Idle,
+    RestoreSettings,
+    Snapshot,
+    Workload,
+    trial_steps,
+)
 from harness.engine.workload_exec import SERVER_GRACE, compose
 from harness.hosts.setting_steps import (
     ATOMIC_WRITE,
@@ -125,19 +134,22 @@ def steps(plan: Plan, trial: Trial, run_id: str = "<run>") -> list[dict[str, Any
     """The trial's commands in order: host, phase, argv (and stdin for writes)."""
     variant = plan.profile.variant(trial.variant)
     out = _Steps(plan)
-    applied = {host: out.apply(host, settings, run_id)
-               for host, settings in plan.settings(variant).items() if settings}
-    if variant.workload.idle:
-        out.snapshots(variant, "idle")
-        out.snapshots(variant, f"idle+{variant.workload.idle:g}s")
-    if variant.workload.warmup:
-        out.workload(variant, trial, run_id, warmup=True)
-    out.snapshots(variant)
-    out.workload(variant, trial, run_id)
-    out.snapshots(variant)
-    for host, items in applied.items():
-        if items:
-            out.restore(host, items, run_id)
+    applied: dict[str, list[tuple[Setting, Item]]] = {}
+    for step in trial_steps(variant):
+        match step:
+            case ApplySettings():
+                applied = {host: out.apply(host, settings, run_id)
+                           for host, settings in plan.settings(variant).items() if settings}
+            case Snapshot(phase=phase):
+                out.snapshots(variant, phase)
+            case Workload(warmup=warmup):
+                out.workload(variant, trial, run_id, warmup=warmup)
+            case RestoreSettings():
+                for host, done in applied.items():
+                    if done:
+                        out.restore(host, done, run_id)
+            case Idle() | Deltas():
+                pass  # no command: a sleep, a computation on the controller
     return out.out
 
 
