@@ -1,4 +1,5 @@
-"""What every runner module shares: the parse error and the value record.
+"""What every runner module shares: the parse error, the value record, and the one
+`${name}` placeholder syntax of profiles and command arguments.
 
 A runner module is a command builder plus a pure parser. Parsers take text and return
 typed records; `values()` functions turn records into `Value`s, the unit of the tidy
@@ -7,6 +8,8 @@ results table (one row per value).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from harness.errors import ExitCode, NapilabError
@@ -16,6 +19,14 @@ US = "us"
 MS = "ms"
 COUNT = "count"
 PERCENT = "percent"
+# `${name}` in a profile (matrix parameters, ${iface}) and in a command's arguments
+# (${target}, ${duration}, ...): one syntax, one pattern.
+PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def fill(text: str, values: Mapping[str, str]) -> str:
+    """`${name}` replaced by values[name]; placeholders of other names stay as written."""
+    return PLACEHOLDER.sub(lambda m: values.get(m[1], m[0]), text)
 
 
 class ParseError(NapilabError):

@@ -144,7 +144,7 @@ def restore(inventory: str, only: tuple[str, ...], transport: str | None) -> Non
 def parse(tool: str, file: str, as_json: bool) -> None:
     """Parse a saved tool output or kernel file and print its metrics."""
     from harness.profile.schema import suggest
-    from runners.registry import PARSERS
+    from runners.registry import PARSERS, metrics_json
 
     if tool not in PARSERS:
         raise InputError(f"unknown tool {tool!r}; expected one of {sorted(PARSERS)}"
@@ -153,17 +153,12 @@ def parse(tool: str, file: str, as_json: bool) -> None:
         text = Path(file).read_text(errors="replace")
     except OSError as exc:
         raise InputError(f"{file}: {exc.strerror}") from None
-    metrics: dict[str, float] = {}
-    units: dict[str, str] = {}
-    for value in PARSERS[tool](text):
-        name = value.metric if value.cpu is None else f"{value.metric}.cpu{value.cpu}"
-        metrics[name] = value.value
-        units[name] = value.unit
+    doc = metrics_json(tool, PARSERS[tool](text))
     if as_json:
-        click.echo(json.dumps({"tool": tool, "metrics": metrics, "units": units}, indent=1))
+        click.echo(json.dumps(doc, indent=1))
     else:
-        for name, number in metrics.items():
-            click.echo(f"{name:<32} {number:>16g} {units[name]}")
+        for name, number in doc["metrics"].items():
+            click.echo(f"{name:<32} {number:>16g} {doc['units'][name]}")
 
 
 @cli.group()

@@ -9,8 +9,8 @@ from typing import Any
 
 from harness.knobs import values
 from harness.profile.schema import Checker, join
-from harness.profile.sections import PLACEHOLDER
 from harness.profile.yamlsrc import Node
+from runners.base import PLACEHOLDER
 
 
 def body(check: Checker, node: Node, key: str, path: str) -> Node | None:

@@ -1,8 +1,8 @@
 """Every knob kind napilab knows, one line each, in apply order: restore runs in the
 reverse order. Profile parsing (`setup:`), the CPU checks of a bound plan, settings
-apply/restore, `napilab plan` and `napilab hosts check` all read this registry, and
-nothing else names a kind. Adding a kind is one module under harness/knobs/kinds/ and
-one line here (docs/design.md)."""
+apply/restore, `napilab plan` and `napilab hosts check` all read this registry; no
+other module dispatches on a kind. Adding a kind is one module under
+harness/knobs/kinds/ and one line here (docs/design.md)."""
 
 from __future__ import annotations
 

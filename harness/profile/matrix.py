@@ -24,9 +24,9 @@ from typing import Any
 from harness.profile.merge import clone
 from harness.profile.schema import Checker, join, suggest, type_name
 from harness.profile.yamlsrc import Node, Seq
+from runners.base import PLACEHOLDER, fill
 
 RESERVED = ("iface", "target", "bind", "duration", "workdir", "trial", "variant")
-_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=+-]{0,63}$")
 
 
@@ -114,14 +114,14 @@ def _text(value: Any) -> str:
 
 
 def substitute_text(text: str, values: dict[str, Any]) -> str:
-    return _PLACEHOLDER.sub(lambda m: _text(values[m[1]]) if m[1] in values else m[0], text)
+    return fill(text, {name: _text(value) for name, value in values.items()})
 
 
 def substitute(value: Any, values: dict[str, Any]) -> Any:
     """Replace `${param}` in every string (keys included); a string that is exactly one
     placeholder becomes the parameter's value with its type. Locations are kept."""
     if isinstance(value, str):
-        whole = _PLACEHOLDER.fullmatch(value)
+        whole = PLACEHOLDER.fullmatch(value)
         if whole and whole[1] in values:
             return values[whole[1]]
         return substitute_text(value, values)
@@ -148,10 +148,10 @@ def placeholders(value: Any) -> set[str]:
     """Every `${name}` used in a document."""
     found: set[str] = set()
     if isinstance(value, str):
-        found.update(_PLACEHOLDER.findall(value))
+        found.update(PLACEHOLDER.findall(value))
     elif isinstance(value, dict):
         for key, item in value.items():
-            found.update(_PLACEHOLDER.findall(str(key)))
+            found.update(PLACEHOLDER.findall(str(key)))
             found |= placeholders(item)
     elif isinstance(value, list):
         for item in value:

@@ -15,7 +15,8 @@ from harness.profile import cpus
 from harness.profile.inventory import Host, Inventory
 from harness.profile.profile import Profile, Trial, Variant
 from harness.profile.schema import suggest
-from harness.profile.sections import PLACEHOLDER, CollectSpec, ProcessSpec
+from harness.profile.sections import CollectSpec, ProcessSpec
+from runners.base import PLACEHOLDER, fill
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,7 @@ class Plan:
         return out
 
     def substitute(self, text: str, role: str) -> str:
-        values = {"iface": self.iface_of(role) or ""}
-        return PLACEHOLDER.sub(lambda m: values.get(m[1], m[0]), text)
+        return fill(text, {"iface": self.iface_of(role) or ""})
 
     def process_args(self, process: ProcessSpec) -> Mapping[str, Any]:
         """The role's args with `${iface}` filled in (in strings and lists of strings)."""

@@ -15,11 +15,11 @@ from harness.knobs import values
 from harness.profile import cpus
 from harness.profile.schema import Checker, join, suggest, type_name
 from harness.profile.yamlsrc import Node, Seq
+from runners.base import PLACEHOLDER
 from runners.collectors.collector import COLLECTORS
 from runners.registry import TOOLS
 from runners.workloads.workload import ArgSpec
 
-PLACEHOLDER = re.compile(r"\$\{([a-z_][a-z0-9_]*)\}")
 # Collector-specific options and their kind: regex, names (a list of words), patterns
 # (name -> regex), functions (kernel function names).
 COLLECTOR_OPTIONS: dict[str, dict[str, str]] = {

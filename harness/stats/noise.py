@@ -34,7 +34,7 @@ def noise_exceeds_effect(baseline: npt.ArrayLike, effect: float,
     """Flag an effect smaller than the baseline's noise.
 
     Method: the larger half of the binomial order-statistic CI of the baseline median
-    (`harness.stats.median_ci`), relative to the median, compared with |effect|. Without
+    (`harness.stats.stats.median_ci`), relative to the median, compared with |effect|. Without
     such a CI (too few samples, or median 0) the noise is unknown and the flag is raised.
     """
     s = summarize(baseline, confidence)
@@ -116,7 +116,7 @@ def calibrate(baseline: npt.ArrayLike, *, n_per_arm: int | None = None, alpha: f
 
     Noise: CV and the binomial CI of the median. Detectability: the MDE of a two-arm
     Mann-Whitney comparison with `n_per_arm` repetitions each (default: as many as given),
-    normal approximation on the log scale with this SD (`harness.stats_power`); None
+    normal approximation on the log scale with this SD (`harness.stats.power`); None
     where the test cannot reach alpha at that n. Also runs `drift` (Mann-Kendall), since a
     trend inflates the SD and invalidates the exchangeability the tests assume.
     """

@@ -48,7 +48,7 @@ class Line:
     unit: str
     cells: dict[str, Cell]
     direction: str = "lower"  # which way is better
-    direction_origin: str = "assumed"  # policy | default | assumed (see reports.directions)
+    direction_origin: str = "assumed"  # policy | default | assumed (see reports.ab.directions)
     comparisons: dict[str, Comparison] = field(default_factory=dict)  # compared column ->
     noise: dict[str, NoiseCheck] = field(default_factory=dict)  # baseline noise vs effect
     notes: dict[str, str] = field(default_factory=dict)  # compared column -> why no stats
@@ -89,7 +89,7 @@ def format_number(value: float | None, unit: str = "") -> str:
 
 
 def _pct_number(change: float) -> str:
-    if math.isinf(change):  # an unbounded CI side (see reports.line_stats._unbounded)
+    if math.isinf(change):  # an unbounded CI side (see reports.ab.line_stats._unbounded)
         return "+inf" if change > 0 else "-inf"
     pct = change * 100
     if abs(pct) >= 100:

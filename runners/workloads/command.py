@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import InputError
-from runners.base import ParseError, ToolFailed, Value, parse_float
+from runners.base import ParseError, ToolFailed, Value, fill, parse_float
 from runners.workloads.workload import (
     ArgSpec,
     ArgValue,
@@ -41,7 +41,6 @@ TOOL = "command"
 AGGREGATES = ("first", "last", "min", "max", "mean", "sum")
 _KEYS = {"regex", "json_path", "unit", "scale", "aggregate", "last", "stream", "optional"}
 _THOUSANDS = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?\Z")
-_PLACEHOLDER = re.compile(r"\$\{(target|bind|duration|workdir|trial)\}")
 
 
 @dataclass(frozen=True)
@@ -332,5 +331,5 @@ def _argv(raw: object, key: str, ctx: Context) -> list[str]:
     duration = str(int(ctx.duration)) if float(ctx.duration).is_integer() else str(ctx.duration)
     known = {"target": ctx.target, "bind": ctx.bind, "duration": duration,
              "workdir": ctx.workdir, "trial": ctx.trial}
-    return [_PLACEHOLDER.sub(lambda m: known[m[1]], part) for part in parts]
+    return [fill(part, known) for part in parts]
 
