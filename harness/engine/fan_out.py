@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
 from typing import Any, TypeVar
 
 from harness.errors import NapilabError, RestoreIncomplete
 from harness.hosts import facts as host_facts
-from harness.hosts.settings import Change, HostSettings
+from harness.hosts.settings import HostSettings
+from harness.knobs.change import Change
 from harness.profile.plan import Plan
 from harness.profile.profile import Trial, Variant
-from harness.store.manifest import ChangeRecord, HostFacts, RestoreRecord
+from harness.store.manifest import HostFacts, RestoreRecord
 from harness.store.store import Row, RunStore
 from harness.transport.transport import Transport
 from runners.collectors import collector as collectors
@@ -73,14 +73,14 @@ class HostOps:
                 if any(before.get(name, empty).get(k) != ident.get(k) for k in IDENTITY)}
 
     def apply(self, trial: Trial, variant: Variant,
-              settings: dict[str, HostSettings]) -> list[ChangeRecord]:
+              settings: dict[str, HostSettings]) -> list[Change]:
         wanted = {h: s for h, s in self.plan.settings(variant).items() if s}
 
-        def apply_one(host: str) -> list[ChangeRecord]:
+        def apply_one(host: str) -> list[Change]:
             changes = settings[host].apply(wanted[host])
             self.store.write_raw_json(trial.id, host, "settings.json",
-                                      [asdict(c) for c in changes])
-            return [change_record(host, c) for c in changes]
+                                      [c.to_json() for c in changes])
+            return changes
 
         done = each_host(list(wanted), apply_one)
         return [change for host in wanted for change in done[host]]
@@ -144,10 +144,3 @@ class HostOps:
                 rows.append(Row(trial.index, trial.variant, trial.rep, specs[0][0], host,
                                 "snapshot" + suffix, "interval", None, interval, "s"))
         return rows
-
-
-def change_record(host: str, change: Change) -> ChangeRecord:
-    """A change as the manifest keeps it, with its apply-time verdict."""
-    return ChangeRecord(host, change.role, change.kind, change.target, change.path,
-                        change.original, change.requested, change.effective, change.backend,
-                        change.verdict)

@@ -20,23 +20,7 @@ from harness.engine.steps import (
     trial_steps,
 )
 from harness.engine.workload_exec import SERVER_GRACE, compose
-from harness.hosts.setting_steps import (
-    ATOMIC_WRITE,
-    RESTORE_STEPS,
-    DropJournal,
-    Journal,
-    ReadBack,
-    ReadCurrent,
-    Verify,
-    Write,
-    WriteOriginals,
-    apply_steps,
-    by_backend,
-    drop_journal_argv,
-    journal_argv,
-    journal_path,
-    new_items,
-)
+from harness.hosts import setting_steps as host_steps
 from harness.hosts.settings import workdir
 from harness.knobs import registry
 from harness.knobs.backend import Backend
@@ -66,40 +50,42 @@ class _Steps:
     def apply(self, host: str, settings: list[Setting], run_id: str
               ) -> list[tuple[Setting, Item]]:
         """The commands of the apply steps; returns the items in journal order."""
-        journal = journal_path(run_id, host)
+        journal = host_steps.journal_path(run_id, host)
         done: list[tuple[Setting, Item]] = []
-        for step in apply_steps(settings):
+        for step in host_steps.apply_steps(settings):
             match step:
-                case Journal(settings=phase):
-                    fresh = new_items(phase, PlanLookup(host),
+                case host_steps.Journal(settings=phase):
+                    fresh = host_steps.new_items(phase, PlanLookup(host),
                                       ((i.backend, i.key) for _, i in done))
                     if fresh:
                         done += fresh
                         self.reads(host, "apply", [i for _, i in fresh])
-                        self.add(host, "apply", journal_argv(journal), stdin="<journal>")
-                case Write(kind=kind):
+                        self.add(host, "apply", host_steps.journal_argv(journal),
+                                 stdin="<journal>")
+                case host_steps.Write(kind=kind):
                     for setting, item in done:
                         if setting.kind == kind:
                             self.write(host, "apply", item, item.value)
-                case Verify():
+                case host_steps.Verify():
                     self.reads(host, "apply", [i for _, i in done])
         return done
 
     def restore(self, host: str, done: list[tuple[Setting, Item]], run_id: str) -> None:
         items = [i for _, i in done]
-        for step in RESTORE_STEPS:
+        for step in host_steps.RESTORE_STEPS:
             match step:
-                case ReadCurrent() | ReadBack():
+                case host_steps.ReadCurrent() | host_steps.ReadBack():
                     self.reads(host, "restore", items)
-                case WriteOriginals():
+                case host_steps.WriteOriginals():
                     for setting, item in reversed(done):
                         original = registry.kind(setting.kind).plan_original(item)
                         self.write(host, "restore", item, original)
-                case DropJournal():
-                    self.add(host, "restore", drop_journal_argv(journal_path(run_id, host)))
+                case host_steps.DropJournal():
+                    journal = host_steps.journal_path(run_id, host)
+                    self.add(host, "restore", host_steps.drop_journal_argv(journal))
 
     def reads(self, host: str, phase: str, items: list[Item]) -> None:
-        for name, keys in by_backend((i.backend, i.key) for i in items).items():
+        for name, keys in host_steps.by_backend((i.backend, i.key) for i in items).items():
             for argv in _planned(name).read_argvs(keys):
                 self.add(host, phase, argv)
 
@@ -186,7 +172,7 @@ def _scripts() -> dict[str, str]:
     printed once, at the end; `--json` keeps every argv whole)."""
     from runners.collectors import collector
 
-    scripts = {"snapshot": collector.SNAPSHOT_SCRIPT, "journal": ATOMIC_WRITE[2]}
+    scripts = {"snapshot": collector.SNAPSHOT_SCRIPT, "journal": host_steps.ATOMIC_WRITE[2]}
     for kind in registry.kinds():
         scripts.update(kind.backend.scripts)
     return scripts

@@ -18,7 +18,6 @@ import os
 import socket
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
 
 from harness.errors import HostError, NapilabError, RestoreIncomplete, SettingMismatch
 from harness.hosts.session import HostLookup, HostSession
@@ -41,35 +40,9 @@ from harness.hosts.setting_steps import (
 )
 from harness.knobs import registry
 from harness.knobs.backend import Gone, Unavailable
-from harness.knobs.kind import Setting, Verdict
+from harness.knobs.change import Change
+from harness.knobs.kind import Setting
 from harness.transport.transport import Transport
-
-
-@dataclass(frozen=True)
-class Change:
-    """One item changed for a trial: what it was, what was asked, what the kernel shows.
-    `path` is the item's address in its backend (a file path for files)."""
-
-    role: str
-    kind: str
-    target: str
-    path: str
-    original: str
-    requested: str
-    effective: str | None = None
-    backend: str = "file"
-    verdict: Verdict | None = None  # taken when it was read back after the writes
-
-    @property
-    def matches(self) -> bool:
-        return self.verdict is not None and self.verdict.state == "taken"
-
-    def journalled(self) -> dict[str, str | None]:
-        """The change as the journal keeps it (what restore needs)."""
-        return {k: v for k, v in asdict(self).items() if k != "verdict"}
-
-    def differs(self, value: str, reference: str) -> bool:
-        return not registry.kind(self.kind).same(self.path, value, reference)
 
 
 def workdir(run_id: str) -> str:
@@ -141,14 +114,13 @@ class HostSettings:
         if not fresh:
             return
         originals = read_items(self.session, [(i.backend, i.key) for _, i in fresh])
-        self.changes += [Change(s.role, s.kind, i.target, i.key, originals[i.key], i.value,
-                                backend=i.backend) for s, i in fresh]
+        self.changes += [Change(self.host, s.role, s.kind, i.target, i.key, originals[i.key],
+                                i.value, backend=i.backend) for s, i in fresh]
         self._write_journal()
 
     def _verify(self) -> None:
         effective = read_items(self.session, [(c.backend, c.path) for c in self.changes])
-        self.changes = [replace(c, effective=effective[c.path], verdict=registry.kind(
-            c.kind).verdict(c.path, c.requested, effective[c.path])) for c in self.changes]
+        self.changes = [c.read_back(effective[c.path]) for c in self.changes]
         bad = [c for c in self.changes if c.verdict and c.verdict.state == "mismatch"]
         if bad and self.policy == "fail":
             raise SettingMismatch(
@@ -240,7 +212,6 @@ class HostSettings:
         """Settings left by an interrupted run, ready for `restore()`."""
         doc = json.loads(text)
         settings = cls(session, str(doc["run_id"]))
-        fields = set(Change.__dataclass_fields__) - {"verdict"}
-        settings.changes = [Change(**{k: v for k, v in e.items() if k in fields})
-                            for e in doc["entries"]]
+        settings.changes = [Change.from_json({"host": settings.host, **entry})
+                            for entry in doc["entries"]]
         return settings

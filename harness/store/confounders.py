@@ -21,8 +21,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.knobs.change import Change
 from harness.profile.merge import deep_merge, located, plain
-from harness.store.manifest import ChangeRecord, HostFacts, Manifest
+from harness.store.manifest import HostFacts, Manifest
 
 HOST_FACTS = ("kernel_release", "kernel_version", "cmdline", "cpu_model", "online_cpus",
               "irqbalance", "user_hz")
@@ -135,9 +136,9 @@ def _workloads(a: Manifest, b: Manifest, variants: Sequence[str]) -> list[Differ
     return out
 
 
-def _knobs(manifest: Manifest, variant: str) -> dict[tuple[str, str], ChangeRecord]:
+def _knobs(manifest: Manifest, variant: str) -> dict[tuple[str, str], Change]:
     """(host, path) -> the first completed trial's change record for `variant`."""
-    out: dict[tuple[str, str], ChangeRecord] = {}
+    out: dict[tuple[str, str], Change] = {}
     for trial in manifest.trials:
         if trial.variant != variant or trial.status != "ok":
             continue
@@ -146,7 +147,7 @@ def _knobs(manifest: Manifest, variant: str) -> dict[tuple[str, str], ChangeReco
     return out
 
 
-def _values(change: ChangeRecord) -> tuple[str, str]:
+def _values(change: Change) -> tuple[str, str]:
     """Requested and read back, in the canonical form the apply-time verdict stored."""
     if change.verdict is None:
         return _text(change.requested), ""

@@ -3,7 +3,8 @@
 `Manifest` is the run's record: written before the first trial and rewritten after
 every trial, so it and its `TrialRecord`s are filled in as the run goes (mutable); what
 they hold is frozen (`ChangeRecord`, `RestoreRecord`, `HostFacts`, `ProfileRecord`...).
-Every record has `to_json()` and `from_json()`; keys a record does not know (written by
+Every record has `to_json()` and `from_json()` (a change is harness.knobs.change.Change,
+the record settings apply returns); keys a record does not know (written by
 a newer napilab) are kept in `extra` and written back unchanged.
 
 Schema versions: 1 is napilab 0.1's (no verdicts); 2 stores with every change the
@@ -15,12 +16,11 @@ registry), so reports and comparisons read the stored verdict and never recomput
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, Self
 
-from harness.errors import HostError, InputError
-from harness.knobs import registry
-from harness.knobs.kind import Verdict
+from harness.errors import InputError
+from harness.knobs.change import Change
 
 SCHEMA_VERSION = 2
 READS = (1, 2)  # the versions this napilab loads (1 through the migration)
@@ -66,89 +66,41 @@ def _mapping(doc: Any, what: str) -> Mapping[str, Any]:
     return doc
 
 
-def verdict_json(verdict: Verdict) -> JSON:
-    return {"state": verdict.state, "requested": verdict.requested,
-            "effective": verdict.effective}
+class Record:
+    """to_json/from_json of a record whose fields are JSON values or records, with
+    `extra`; `OPTIONAL` fields are left out of the JSON while None, `WHAT` names the
+    record in errors."""
 
-
-@dataclass(frozen=True)
-class ChangeRecord:
-    """One knob item changed for a trial on one host, with the apply-time verdict
-    (`unread` when the value was never read back)."""
-
-    host: str
-    role: str
-    kind: str
-    target: str
-    path: str
-    original: str
-    requested: str
-    effective: str | None
-    backend: str = "file"
-    verdict: Verdict | None = None
-    extra: JSON = field(default_factory=dict)
-
-    @property
-    def state(self) -> str:
-        """taken | mismatch | absent | unread."""
-        return self.verdict.state if self.verdict is not None else "unread"
+    OPTIONAL: ClassVar[tuple[str, ...]] = ()
+    WHAT: ClassVar[str] = "a record"
 
     def to_json(self) -> JSON:
-        out = _dump(self)
-        out["verdict"] = verdict_json(self.verdict) if self.verdict else None
-        return out
+        return _dump(self, skip_none=self.OPTIONAL)
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> ChangeRecord:
-        known, extra = _known(cls, _mapping(doc, "a change"))
-        raw = known.pop("verdict", None)
-        verdict = Verdict(**raw) if isinstance(raw, Mapping) else None
-        record = cls(**{k: _text(v) for k, v in known.items()}, verdict=verdict, extra=extra)
-        return record if verdict is not None else record.judged()
-
-    def judged(self) -> ChangeRecord:
-        """The record with its verdict computed by the kind's comparator: what the run
-        stores when it reads the value back, and what migrating a version-1 manifest
-        computes once."""
-        if self.effective is None:
-            return self
-        try:
-            kind = registry.kind(self.kind)
-        except HostError:  # a kind this napilab no longer knows: compare as text
-            same = " ".join(self.requested.split()) == " ".join(self.effective.split())
-            state = "taken" if same else "mismatch"
-            return replace(self, verdict=Verdict(state, self.requested, self.effective))
-        return replace(self, verdict=kind.verdict(self.path, self.requested, self.effective))
-
-
-def _text(value: Any) -> Any:
-    return value if value is None or isinstance(value, str | dict) else str(value)
+    def from_json(cls, doc: Any) -> Self:
+        known, extra = _known(cls, _mapping(doc, cls.WHAT))
+        return cls(**known, extra=extra)  # type: ignore[call-arg]  # records have `extra`
 
 
 @dataclass(frozen=True)
-class RestoreRecord:
+class RestoreRecord(Record):
+    WHAT = "a restore entry"
+
     host: str
     target: str
     path: str
     restored: str
     extra: JSON = field(default_factory=dict)
 
-    def to_json(self) -> JSON:
-        return _dump(self)
-
-    @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> RestoreRecord:
-        known, extra = _known(cls, _mapping(doc, "a restore entry"))
-        return cls(**known, extra=extra)
-
-
-TRIAL_OPTIONAL = ("start", "end", "error", "settings", "restore", "absent")
-
 
 @dataclass
-class TrialRecord:
+class TrialRecord(Record):
     """One trial's entry: filled in as it runs (status pending -> running -> ok |
     failed | interrupted)."""
+
+    OPTIONAL = ("start", "end", "error", "settings", "restore", "absent")
+    WHAT = "a trial"
 
     index: int
     id: str
@@ -158,39 +110,36 @@ class TrialRecord:
     start: float | None = None
     end: float | None = None
     error: str | None = None
-    settings: list[ChangeRecord] | None = None
+    settings: list[Change] | None = None
     restore: list[RestoreRecord] | None = None
     absent: list[str] | None = None  # kprobe functions the kernel could not probe
     extra: JSON = field(default_factory=dict)
 
     def restart(self) -> None:
         """Forget a previous attempt's outcome (a resumed trial starts over)."""
-        for name in TRIAL_OPTIONAL:
+        for name in self.OPTIONAL:
             if name != "start":
                 setattr(self, name, None)
 
-    def to_json(self) -> JSON:
-        return _dump(self, skip_none=TRIAL_OPTIONAL)
-
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> TrialRecord:
-        known, extra = _known(cls, _mapping(doc, "a trial"))
+    def from_json(cls, doc: Any) -> Self:
+        known, extra = _known(cls, _mapping(doc, cls.WHAT))
         settings = known.pop("settings", None)
         restore = known.pop("restore", None)
         return cls(**known, extra=extra,
                    settings=None if settings is None else
-                   [ChangeRecord.from_json(c) for c in settings],
+                   [Change.from_json(c) for c in settings],
                    restore=None if restore is None else
                    [RestoreRecord.from_json(r) for r in restore])
 
 
-HOST_OPTIONAL = ("boot_id", "kernel_release", "kernel_version", "cmdline", "online_cpus",
-                 "cpu_model", "user_hz", "irqbalance", "tool_versions")
-
-
 @dataclass(frozen=True)
-class HostFacts:
+class HostFacts(Record):
     """What a comparison must know of a host (harness.hosts.facts)."""
+
+    OPTIONAL = ("boot_id", "kernel_release", "kernel_version", "cmdline", "online_cpus",
+                "cpu_model", "user_hz", "irqbalance", "tool_versions")
+    WHAT = "host facts"
 
     boot_id: str | None = None
     kernel_release: str | None = None
@@ -206,22 +155,15 @@ class HostFacts:
 
     def get(self, name: str) -> Any:
         """A fact by name (a field or one of `extra`), None when not recorded."""
-        if name in HOST_OPTIONAL or name == "nics":
+        if name in self.OPTIONAL or name == "nics":
             return getattr(self, name)
         return self.extra.get(name)
 
-    def to_json(self) -> JSON:
-        out = _dump(self, skip_none=HOST_OPTIONAL)
-        return out
-
-    @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> HostFacts:
-        known, extra = _known(cls, _mapping(doc, "host facts"))
-        return cls(**known, extra=extra)
-
 
 @dataclass(frozen=True)
-class ProfileRecord:
+class ProfileRecord(Record):
+    WHAT = "profile"
+
     name: str = ""
     path: str | None = None
     digest: str | None = None
@@ -232,53 +174,34 @@ class ProfileRecord:
     document: JSON = field(default_factory=dict)  # the resolved profile, as YAML data
     extra: JSON = field(default_factory=dict)
 
-    def to_json(self) -> JSON:
-        return _dump(self)
-
-    @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> ProfileRecord:
-        known, extra = _known(cls, _mapping(doc, "profile"))
-        return cls(**known, extra=extra)
-
 
 @dataclass(frozen=True)
-class InventoryRecord:
+class InventoryRecord(Record):
+    OPTIONAL = ("digest",)
+    WHAT = "inventory"
+
     path: str | None = None
     digest: str | None = None
     hosts: JSON = field(default_factory=dict)  # name -> the host without secrets
     extra: JSON = field(default_factory=dict)
 
-    def to_json(self) -> JSON:
-        return _dump(self, skip_none=("digest",))
-
-    @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> InventoryRecord:
-        known, extra = _known(cls, _mapping(doc, "inventory"))
-        return cls(**known, extra=extra)
-
 
 @dataclass(frozen=True)
-class NapilabRecord:
+class NapilabRecord(Record):
+    WHAT = "napilab"
+
     version: str = "?"
     git_sha: str | None = None
     extra: JSON = field(default_factory=dict)
-
-    def to_json(self) -> JSON:
-        return _dump(self)
-
-    @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> NapilabRecord:
-        known, extra = _known(cls, _mapping(doc, "napilab"))
-        return cls(**known, extra=extra)
-
-
-MANIFEST_OPTIONAL = ("status", "incomplete", "started", "ended", "host_facts",
-                     "hosts_changed", "resumed", "argv_resume")
 
 
 @dataclass
 class Manifest:
     """A run's manifest.json."""
+
+    OPTIONAL: ClassVar[tuple[str, ...]] = (
+        "status", "incomplete", "started", "ended", "host_facts", "hosts_changed",
+        "resumed", "argv_resume")
 
     run_id: str = ""
     profile: ProfileRecord = field(default_factory=ProfileRecord)
@@ -307,7 +230,7 @@ class Manifest:
 
     def to_json(self) -> JSON:
         out = {"schema_version": self.schema_version, "run_id": self.run_id,
-               **_dump(self, skip_none=MANIFEST_OPTIONAL)}
+               **_dump(self, skip_none=self.OPTIONAL)}
         return out
 
     @classmethod

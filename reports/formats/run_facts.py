@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.store.manifest import ChangeRecord, Manifest
+from harness.knobs.change import Change
+from harness.store.manifest import Manifest
 from reports.ab.compare import RunData
 from reports.ab.model import Line, format_number
 
@@ -111,7 +112,7 @@ def settings_rows(manifest: Manifest) -> list[SettingRow]:
                 row["state"] = state
     out = []
     for (variant, host, _), row in rows.items():
-        first: ChangeRecord = row["change"]
+        first: Change = row["change"]
         out.append(SettingRow(variant, host, first.kind, first.target, first.original,
                               first.requested, " / ".join(row["read"]), row["state"]))
     return out

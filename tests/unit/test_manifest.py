@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from harness.errors import InputError
-from harness.store.manifest import SCHEMA_VERSION, ChangeRecord, Manifest
+from harness.knobs.change import Change
+from harness.store.manifest import SCHEMA_VERSION, Manifest
 from harness.store.store import load_manifest
 from reports.ab.compare import load_run
 from reports.formats.render import render
@@ -62,11 +63,11 @@ def test_a_stored_verdict_is_read_not_recomputed() -> None:
            "path": "/sys/class/net/d/threaded", "original": "0", "requested": "1",
            "effective": "1", "verdict": {"state": "mismatch", "requested": "1",
                                          "effective": "x"}}
-    assert ChangeRecord.from_json(doc).state == "mismatch"
+    assert Change.from_json(doc).state == "mismatch"
     del doc["verdict"]
-    assert ChangeRecord.from_json(doc).state == "taken"
+    assert Change.from_json(doc).state == "taken"
     doc["effective"] = None
-    assert ChangeRecord.from_json(doc).state == "unread"
+    assert Change.from_json(doc).state == "unread"
 
 
 def test_unknown_keys_are_kept() -> None:
