@@ -288,6 +288,7 @@ from harness import cli_analysis, cli_reports  # noqa: E402  (the commands below
 cli.add_command(cli_analysis.compare)
 cli.add_command(cli_analysis.check)
 cli.add_command(cli_analysis.calibrate)
+cli.add_command(cli_analysis.baseline)
 cli.add_command(cli_reports.history)
 cli.add_command(cli_reports.publish)
 

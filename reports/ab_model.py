@@ -12,7 +12,8 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
-from harness.stats import Comparison, Summary
+from harness.stats import Summary
+from harness.stats_compare import Comparison
 from harness.stats_noise import Drift, NoiseCheck
 from harness.stats_pool import PooledPercentile
 
@@ -52,6 +53,7 @@ class Line:
     comparisons: dict[str, Comparison] = field(default_factory=dict)  # compared column ->
     noise: dict[str, NoiseCheck] = field(default_factory=dict)  # baseline noise vs effect
     notes: dict[str, str] = field(default_factory=dict)  # compared column -> why no stats
+    primary: bool = False  # in the multiple-comparison family (harness.stats_family)
 
     @property
     def key(self) -> str:
@@ -114,7 +116,7 @@ def format_pct(change: float | None) -> str:
 
 def format_ci(ci: tuple[float, float] | None) -> str:
     """A CI of a relative change, compact: +8.1..+16.0%, or x20..x27 for large ratios."""
-    if ci is None:
+    if ci is None or math.isnan(ci[0]) or math.isnan(ci[1]):
         return "-"
     if ci[0] >= _RATIO_FROM:
         high = "inf" if math.isinf(ci[1]) else format_number(1 + ci[1])

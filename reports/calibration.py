@@ -2,9 +2,9 @@
 
 Per line: the noise of the baseline over all its trials of both copies, in trial order
 (CV, relative width of the 95% CI of the median), the smallest change a comparison with
-the profile's repeat count per variant would detect (`stats_noise.calibrate`: Mann-Whitney
-power by a log-normal approximation), a drift test along the trials, and the A/A verdict
-itself, which should be "~": a "better" or "worse" between two copies of one variant is a
+the profile's repeat count per variant would detect (`stats_noise.calibrate`: power of
+the test that applies at that n, by a log-normal approximation), a drift test along
+the trials, and the A/A verdict itself, which should be "~": a "better" or "worse" between two copies of one variant is a
 false positive and says the setup is not ready (warm-up, order effects, a noisy neighbour).
 """
 
@@ -15,7 +15,8 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-from harness.stats import Comparison, StatsError
+from harness.stats import StatsError
+from harness.stats_compare import Comparison
 from harness.stats_noise import Calibration, calibrate
 from harness.stats_power import Noise, n_per_arm_needed
 from reports.ab_model import Line, format_number, format_pct, verdict_text
@@ -107,8 +108,8 @@ def calibration_text(lines: list[CalibrationLine], *, profile: str, baseline: st
                    f"{needed:>5}  {aa}")
     legend = (f"CV over both copies in trial order; CI wid: the 95% CI of the median over "
               f"the median; detect: the smallest change a run with {n_per_arm} "
-              "repetition(s) per variant detects with 80% power (n/a: Mann-Whitney cannot "
-              f"reach p < 0.05 at that n); n@5%: repetitions per variant to detect a "
+              "repetition(s) per variant detects with 80% power (n/a: fewer than 2 "
+              f"repetitions); n@5%: repetitions per variant to detect a "
               f"{TARGET_CHANGE:.0%} change. A/A should be ~.")
     out += textwrap.wrap(legend, 80, initial_indent="  ", subsequent_indent="  ")
     warnings = [f"{ln.label}: A/A verdict {ln.aa.verdict.value}: a false positive; "

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
+from harness import stats_family
 from harness.stats_pool import DEFAULT_PERCENTILES, pooled_percentiles
 from harness.store import load_manifest, load_samples
 from reports.ab_model import Cell, Line, Table, format_number
@@ -32,7 +33,7 @@ DEFAULT_COLLECTOR_METRICS = {
     "softnet_stat": ("processed", "dropped", "time_squeeze", "received_rps"),
     "interrupts": ("function_call_interrupts", "rescheduling_interrupts"),
 }
-POOLED_SOURCE = "pooled"  # the `source` of pooled per-transaction percentile lines
+POOLED_SOURCE = stats_family.POOLED_SOURCE  # `source` of pooled per-transaction lines
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,11 @@ class RunData:
     @property
     def baseline(self) -> str:
         return str(self.manifest.get("baseline", ""))
+
+    @property
+    def workload_source(self) -> str | None:
+        found = self.manifest.get("workload_source")
+        return str(found) if found else None
 
     @property
     def policies(self) -> dict[str, Any]:
@@ -99,18 +105,21 @@ def column(run: RunData, variant: str, name: str | None = None) -> Column:
 def table(run: RunData) -> Table:
     columns = [column(run, v) for v in run.variants]
     pairs = tuple((run.baseline, v) for v in run.variants if v != run.baseline)
-    return build_table(line_specs(run), columns, pairs, run.policies, run.baseline)
+    return build_table(line_specs(run), columns, pairs, run.policies, run.baseline,
+                       workload=run.workload_source)
 
 
 def build_table(specs: Sequence[Spec], columns: Sequence[Column],
                 pairs: Sequence[tuple[str, str]], policies: Mapping[str, Any],
-                baseline: str, *, stats: bool = True) -> Table:
-    """The table of `specs` over `columns`; with `stats`, each pair compared."""
+                baseline: str, *, stats: bool = True, workload: str | None = None) -> Table:
+    """The table of `specs` over `columns`; with `stats`, each pair compared (the primary
+    lines as a Holm family, see harness.stats_family; `workload` is the workload's
+    source, whose headline metrics are primary when the profile names none)."""
     indexed = [_ColumnIndex.of(col.frame) for col in columns]
     lines = [_line(columns, indexed, spec) for spec in specs] + pooled_lines(columns)
     family = 0
     if stats:
-        lines, family = with_stats(lines, pairs, policies)
+        lines, family = with_stats(lines, pairs, policies, workload=workload)
     return Table([c.name for c in columns], baseline, lines, tuple(pairs), "holm", family)
 
 
@@ -196,11 +205,13 @@ def pooled_lines(columns: Sequence[Column],
     if not any(c.latency for c in columns):
         return []
     per_column = {}
-    for col in columns:
+    for seed, col in enumerate(columns):
         if col.latency:
             reps = [pd.read_parquet(path, columns=["latency_us"])["latency_us"].to_numpy()
                     for _, path in col.latency]
-            per_column[col.name] = (pooled_percentiles(reps, percentiles),
+            # a seed per column: the replicates of two columns must be independent for
+            # the CI of their ratio (harness.stats_pool.pooled_change)
+            per_column[col.name] = (pooled_percentiles(reps, percentiles, seed=seed),
                                     tuple(i for i, _ in col.latency))
     lines = []
     for k, q in enumerate(percentiles):

@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from harness.stats import Comparison, Summary
+from harness.stats import Summary
+from harness.stats_compare import Comparison
 from reports.ab_model import Cell, Line, Table
 
 

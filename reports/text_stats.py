@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import textwrap
 
-from harness.stats import Comparison
+from harness.stats_compare import Comparison
 from reports import verdicts
 from reports.ab_model import Table, format_ci, format_p, format_pct, verdict_text
 
