@@ -214,5 +214,5 @@ def relative_change(baseline: npt.ArrayLike, variant: npt.ArrayLike, *, confiden
     rng = np.random.default_rng(seed)
     with np.errstate(divide="ignore", invalid="ignore"):  # a resample median may be 0
         boot = bootstrap_medians(y, n_boot, rng) / bootstrap_medians(x, n_boot, rng) - 1
-    low, high = np.nanpercentile(boot, [50 * (1 - confidence), 50 * (1 + confidence)])
+        low, high = np.nanpercentile(boot, [50 * (1 - confidence), 50 * (1 + confidence)])
     return float(np.median(y)) / base - 1, float(low), float(high)

@@ -267,7 +267,8 @@ def _decide(e: Evidence, p_raw: float, p_adj: float, method: Adjust,
         reason = f"within +-{bound:.1%} (both one-sided tests p < {alpha:g})"
     elif bound:
         verdict = Verdict.NOT_ENOUGH_DATA
-        n_needed = _n_within(e.noise, e.change, bound, alpha, power)
+        n_needed = _n_margin(e.noise, e.change, bound, alpha if abs(e.change) < bound
+                             else alpha_eff, power, 1 if abs(e.change) < bound else 2)
         need = f"; ~{n_needed} per arm would decide it" if n_needed else ""
         reason = f"neither beyond nor within +-{bound:.1%} at this n{need}"
     else:
@@ -279,11 +280,13 @@ def _decide(e: Evidence, p_raw: float, p_adj: float, method: Adjust,
                       reason, e.rank_p)
 
 
-def _n_within(noise: Noise | None, change: float, bound: float, alpha: float,
-              power: float) -> int | None:
-    """n per arm at which a change like this one would be shown inside +-bound (one-sided
-    tests at alpha, `power`): the margin is the distance of the change to the bound."""
-    if noise is None or abs(change) >= bound:
+def _n_margin(noise: Noise | None, change: float, bound: float, alpha: float,
+              power: float, sides: int) -> int | None:
+    """n per arm at which a change like this one would be decided against +-bound: shown
+    inside it (one-sided tests) or beyond it (two-sided); the margin is the distance
+    between the change and the bound, on the log scale."""
+    if noise is None:
         return None
-    margin = noise.to_change(noise.to_delta(bound) - noise.to_delta(change))
-    return n_per_arm_needed(noise, margin, alpha, power, sides=1)
+    margin = abs(noise.to_delta(bound) - noise.to_delta(change))
+    return n_per_arm_needed(noise, noise.to_change(margin), alpha, power, sides=sides) \
+        if margin > 0 else None

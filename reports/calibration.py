@@ -3,9 +3,10 @@
 Per line: the noise of the baseline over all its trials of both copies, in trial order
 (CV, relative width of the 95% CI of the median), the smallest change a comparison with
 the profile's repeat count per variant would detect (`stats_noise.calibrate`: power of
-the test that applies at that n, by a log-normal approximation), a drift test along
-the trials, and the A/A verdict itself, which should be "~": a "better" or "worse" between two copies of one variant is a
-false positive and says the setup is not ready (warm-up, order effects, a noisy neighbour).
+the test that applies at that n, by a log-normal approximation), a drift test along the
+trials, and the A/A verdict itself, which should be "~": a "better" or "worse" between
+two copies of one variant is a false positive and says the setup is not ready (warm-up,
+order effects, a noisy neighbour).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ without one, from every run-level metric of the workload and the collectors' tot
 where the tool stored per-transaction latencies (`latency/<trial>.parquet`), pooled
 percentile lines follow. A cell holds the per-repetition values of its variant; every
 non-baseline variant is compared with the baseline (reports.line_stats: relative change
-with bootstrap CI, Mann-Whitney p Holm-adjusted across the table, verdict).
+with a CI, the primary lines' p Holm-adjusted across the table, verdict; others exploratory).
 Across two runs, reports.cross_run builds the same table with `A:`/`B:` columns.
 """
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.stats import Adjust, MetricSamples, Verdict, adjust_p, compare_metrics, mann_whitney
+from harness.stats import Adjust, Verdict, adjust_p, mann_whitney
+from harness.stats_compare import MetricSamples, compare_metrics
 from harness.stats_pool import pooled_percentiles
 from reports.compare import load_run, table
 from reports.directions import default_direction, judge
