@@ -36,7 +36,6 @@ from harness.stats_noise import calibrate, drift, noise_exceeds_effect
 from harness.stats_pool import _weighted_percentiles, pooled_percentiles
 from harness.stats_power import (
     Noise,
-    min_attainable_p,
     min_n_per_arm,
     minimal_detectable_effect,
     n_per_arm_needed,
