@@ -157,7 +157,10 @@ class _ColumnIndex(NamedTuple):
     def of(cls, frame: pd.DataFrame) -> _ColumnIndex:
         if not len(frame):
             return cls(pd.Series(dtype="float64"), {})
-        sums = frame.groupby(["source", "metric", "role", "trial"], sort=True)["value"].sum()
+        # min_count=1: a repetition without the value (NaN) stays NaN, not a 0 that
+        # would be compared as a measurement
+        sums = frame.groupby(["source", "metric", "role", "trial"], sort=True)["value"].sum(
+            min_count=1)
         units: dict[tuple[str, ...], str] = {}
         for source, metric, role, unit in zip(frame["source"], frame["metric"], frame["role"],
                                               frame["unit"], strict=True):
@@ -177,7 +180,7 @@ class _ColumnIndex(NamedTuple):
         except KeyError:
             return pd.Series(dtype="float64")
         if spec.role is None:
-            found = found.groupby(level="trial").sum()
+            found = found.groupby(level="trial").sum(min_count=1)
         ordered: pd.Series = found.sort_index()
         return ordered
 

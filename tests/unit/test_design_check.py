@@ -46,7 +46,7 @@ def test_seed_000_validates_without_a_reachability_warning(
 def test_twelve_primary_metrics_at_repeat_5_warn_and_strict_refuses(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     copy = tmp_path / "seed-000-twelve.yaml"
-    metrics = "\n".join(f"  {m}: {{direction: lower}}" for m in TWELVE)
+    metrics = "\n".join(f"  {m}: {{direction: lower, primary: true}}" for m in TWELVE)
     copy.write_text(f"extends: {SEED_000}\nname: seed-000-twelve\nmetrics:\n{metrics}\n")
     profile = load_profile(copy)
     assert family_size(profile) == 9  # 12 named, 9 of them rows of the table
