@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/stats_power.py [--sims 2000] [--quick]
 
 Everything is simulated with fixed seeds, through the same functions the reports call
-(harness.stats_compare.compare_metrics for a table's primary family,
-harness.stats_gate.gate_metrics for `napilab check`, harness.stats_changes for history).
+(harness.stats.compare.compare_metrics for a table's primary family,
+harness.stats.gate.gate_metrics for `napilab check`, harness.stats.changes for history).
 A *table* is one compared variant with 5 primary metrics (independent noise), Holm over
 the 5. Noise kinds (per repetition, around a median of 100):
   sigma S   log-normal with log-scale SD S;
@@ -24,12 +24,12 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 from scipy import special
 
-from harness.stats import Verdict, median_ci
-from harness.stats_changes import change_points
-from harness.stats_compare import MetricSamples, compare_metrics
-from harness.stats_gate import GateSamples, GateStatus, gate_metrics
-from harness.stats_noise import drift
-from harness.stats_pool import pooled_percentiles
+from harness.stats.changes import change_points
+from harness.stats.compare import MetricSamples, compare_metrics
+from harness.stats.gate import GateSamples, GateStatus, gate_metrics
+from harness.stats.noise import drift
+from harness.stats.pool import pooled_percentiles
+from harness.stats.stats import Verdict, median_ci
 
 Array = np.ndarray
 NOISES = ("sigma 0.02", "sigma 0.05", "sigma 0.1", "sigma 0.2", "integer", "heavy")

@@ -1,5 +1,5 @@
 """`napilab validate` / `plan` say before the run when a profile cannot reach a verdict
-(harness.design_check): the shipped seed profiles can; a copy of seed 000 that names 12
+(harness.profile.design): the shipped seed profiles can; a copy of seed 000 that names 12
 primary metrics at repeat 5 cannot, says why, and --strict refuses it (exit 2)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli
-from harness.design_check import design_warnings, family_size
-from harness.profile import load_profile
+from harness.cli import main as cli
+from harness.profile.design import design_warnings, family_size
+from harness.profile.profile import load_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 INVENTORY = str(ROOT / "profiles" / "inventory.example.yaml")

@@ -12,10 +12,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.errors import InputError
-from reports.compare import load_run, table
-from reports.history import default_metrics, find_runs, history, history_doc, history_text
+from reports.ab.compare import load_run, table
+from reports.nightly.history import default_metrics, find_runs, history, history_doc, history_text
 from tests.report_runs import NAME, STARTED, neper_run
 
 DAY = 86400.0
@@ -116,7 +116,7 @@ def test_change_points_mark_a_level_shift_in_text_json_and_trend(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[
                                                                      str]) -> None:
     """16 nights, rtt_avg +20% from night 10 on: one change point, at night 10."""
-    from reports.trends import trend
+    from reports.nightly.trends import trend
     from tests.synthetic_runs import lognormal, store_run
 
     results = tmp_path / "results"

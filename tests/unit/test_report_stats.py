@@ -1,5 +1,5 @@
 """The A/B table's statistics on synthetic stored runs (RunStore, fixed seeds): each line's
-Comparison equals harness.stats_compare on the same values, p-values are Holm-adjusted
+Comparison equals harness.stats.compare on the same values, p-values are Holm-adjusted
 across the primary lines (the others are exploratory), directions come from the
 profile's policies or the documented defaults, a NaN drops a value and an infinite one
 fails only its line, and the text and HTML renderers show the evidence."""
@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from harness.stats import Adjust, Verdict, adjust_p
-from harness.stats_compare import MetricSamples, compare_metrics
-from harness.stats_pool import pooled_change, pooled_percentiles
-from reports.compare import load_run, table
-from reports.directions import default_direction, judge
-from reports.render import html, text
-from reports.table_json import table_doc
+from harness.stats.compare import MetricSamples, compare_metrics
+from harness.stats.pool import pooled_change, pooled_percentiles
+from harness.stats.stats import Adjust, Verdict, adjust_p
+from reports.ab.compare import load_run, table
+from reports.ab.directions import default_direction, judge
+from reports.ab.table_json import table_doc
+from reports.formats.render import html, text
 from tests.synthetic_runs import lognormal, store_run
 
 BASE = [100.0, 101, 102, 103, 104, 105, 106, 107]

@@ -18,7 +18,19 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 
 from harness.errors import NapilabError
-from harness.stats import (
+from harness.stats.changes import change_points
+from harness.stats.compare import Comparison, MetricSamples, compare, compare_metrics
+from harness.stats.gate import GateStatus, check_regression
+from harness.stats.noise import calibrate, drift, noise_exceeds_effect
+from harness.stats.pool import _weighted_percentiles, pooled_percentiles
+from harness.stats.power import (
+    Noise,
+    min_n_per_arm,
+    minimal_detectable_effect,
+    n_per_arm_needed,
+    reachability,
+)
+from harness.stats.stats import (
     Adjust,
     Array,
     Direction,
@@ -29,19 +41,7 @@ from harness.stats import (
     median_ci,
     summarize,
 )
-from harness.stats_changes import change_points
-from harness.stats_compare import Comparison, MetricSamples, compare, compare_metrics
-from harness.stats_gate import GateStatus, check_regression
-from harness.stats_noise import calibrate, drift, noise_exceeds_effect
-from harness.stats_pool import _weighted_percentiles, pooled_percentiles
-from harness.stats_power import (
-    Noise,
-    min_n_per_arm,
-    minimal_detectable_effect,
-    n_per_arm_needed,
-    reachability,
-)
-from harness.stats_tests import RANK, WELCH, choose_test, resolution, welch_log_t
+from harness.stats.two_sample import RANK, WELCH, choose_test, resolution, welch_log_t
 
 SIGMA = 0.05  # log-normal noise of the acceptance simulations
 N = 10  # repetitions per arm
