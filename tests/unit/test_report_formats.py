@@ -48,7 +48,7 @@ def test_text_is_a_cover_letter_table(run_dir: Path) -> None:
 
 def test_the_demo_text_is_the_readme_session() -> None:
     """README.md shows this run's table as `napilab demo` printed it."""
-    out = render(load_run(GOLDEN / "runs" / "demo-20261129T204634Z-bbc627aa"), "text")
+    out = render(load_run(GOLDEN / "runs" / "demo-20261130T163215Z-7a9ae54f"), "text")
     readme = (ROOT / "README.md").read_text()
     table_lines = out.split("\n\n")[0].splitlines()
     assert all(line in readme for line in table_lines)
@@ -109,7 +109,7 @@ def test_junit_has_one_case_per_line_and_compared_variant() -> None:
 def test_report_command_writes_each_format_and_prints_text(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run_dir = tmp_path / "run"
-    shutil.copytree(GOLDEN / "runs" / "demo-20261129T204634Z-bbc627aa", run_dir)
+    shutil.copytree(GOLDEN / "runs" / "demo-20261130T163215Z-7a9ae54f", run_dir)
     with pytest.raises(SystemExit) as code:
         main(["report", str(run_dir), "--format", "html,text,md,json,junit"])
     assert code.value.code == 0
@@ -118,7 +118,7 @@ def test_report_command_writes_each_format_and_prints_text(
         assert str(run_dir / FILES[fmt]) in out
         assert (run_dir / FILES[fmt]).stat().st_size > 0
     assert not (run_dir / "report.txt").exists()  # text goes to stdout, as always
-    assert out.endswith(expected(GOLDEN / "runs" / "demo-20261129T204634Z-bbc627aa",
+    assert out.endswith(expected(GOLDEN / "runs" / "demo-20261130T163215Z-7a9ae54f",
                                  "text").read_text())
     with pytest.raises(SystemExit) as bad:
         main(["report", str(run_dir), "--format", "html,pdf"])
