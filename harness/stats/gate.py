@@ -16,7 +16,7 @@ one-sided tests of the change against T itself, on the worse and the better side
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy.typing as npt
@@ -64,8 +64,10 @@ def gate_metrics(cases: Mapping[str, GateSamples], *, alpha: float = 0.05, power
         return {}
     found: dict[str, tuple[Evidence, float]] = {}
     for name, case in cases.items():
-        if not 0 < case.max_regression_pct < 100:
-            raise StatsError(f"{name}: max regression must be a percentage in (0, 100), got "
+        higher = str(case.direction) == Direction.HIGHER.value
+        if not 0 < case.max_regression_pct < (100 if higher else float("inf")):
+            raise StatsError(f"{name}: max regression must be a positive percentage (below "
+                             f"100 for a higher-is-better metric), got "
                              f"{case.max_regression_pct}")
         samples = MetricSamples(case.baseline, case.candidate, case.direction)
         found[name] = (evidence(samples, n_boot=n_boot, seed=seed),
@@ -85,7 +87,9 @@ def gate_metrics(cases: Mapping[str, GateSamples], *, alpha: float = 0.05, power
 def _one_sided(e: Evidence, threshold: float) -> tuple[float, float, float]:
     """(p regression, p improvement, p within), unadjusted."""
     if e.direction is Direction.LOWER:
-        return (e.p(threshold, "greater"), e.p(-threshold, "less"), e.p(threshold, "less"))
+        # a decrease cannot pass -100%: a threshold of 100% or more bounds it just above
+        better = -min(threshold, 0.99)
+        return (e.p(threshold, "greater"), e.p(better, "less"), e.p(threshold, "less"))
     return (e.p(-threshold, "less"), e.p(threshold, "greater"), e.p(-threshold, "greater"))
 
 
@@ -132,6 +136,3 @@ def check_regression(baseline: npt.ArrayLike, candidate: npt.ArrayLike,
                         alpha=alpha, power=power, n_boot=n_boot, seed=seed)
     return only[""]
 
-
-def with_reason(result: GateResult, reason: str) -> GateResult:
-    return replace(result, comparison=replace(result.comparison, reason=reason))
