@@ -39,7 +39,8 @@ def test_migrated_verdicts_use_the_kinds_comparators() -> None:
     states = {(c.kind, c.state) for t in manifest.trials for c in t.settings or []}
     assert ("kprobe", "absent") in states and ("kprobe", "taken") in states
     assert ("irq_affinity", "mismatch") in states  # irqbalance rewrote it in one trial
-    demo = load_manifest(GOLDEN / "runs" / "demo-20261129T204634Z-bbc627aa")
+    (demo_dir,) = (GOLDEN / "runs").glob("demo-*")
+    demo = load_manifest(demo_dir)
     (rps,) = {c.verdict for t in demo.trials for c in t.settings or []
               if c.kind == "rps" and c.requested == "2"}
     assert rps is not None and (rps.state, rps.requested, rps.effective) == ("taken", "1", "1")
