@@ -29,6 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness.store.manifest import Manifest, TrialRecord  # noqa: E402
 from harness.store.store import Row, RunStore  # noqa: E402
 from reports.ab.compare import load_run, table  # noqa: E402
 from reports.formats import sections  # noqa: E402
@@ -60,16 +61,15 @@ def store_run(results: Path, name: str, variants: int, reps: int, metrics: int, 
     names = [f"variant-{i:02d}" for i in range(variants)]
     directory = results / name / f"{run_id}"
     directory.mkdir(parents=True)
-    store = RunStore(directory, {"schema_version": 1, "run_id": run_id,
-                                 **_manifest(name, names, reps, started)})
+    store = RunStore(directory, Manifest.from_json(
+        {"run_id": run_id, **_manifest(name, names, reps, started)}))
     rows: list[Row] = []
     trials = []
     index = 0
     for rep in range(1, reps + 1):
         for v, variant in enumerate(names):
             index += 1
-            trials.append({"index": index, "id": f"{index:03d}", "variant": variant,
-                           "rep": rep, "status": "ok", "settings": []})
+            trials.append(TrialRecord(index, f"{index:03d}", variant, rep, "ok", settings=[]))
             values = 100 * (1 + 0.01 * v) * np.exp(rng.normal(0, 0.03, metrics))
             rows += [Row(index, variant, rep, "client", "sut", "bench",
                          f"latency_p{m}" if m < 5 else f"metric_{m:02d}", None, float(x),
@@ -82,7 +82,8 @@ def store_run(results: Path, name: str, variants: int, reps: int, metrics: int, 
             if latency:
                 store.write_latencies(f"{index:03d}", rng.lognormal(3 + 0.01 * v, 0.3, latency))
     store.add_rows(rows)
-    store.manifest.update(trials=trials, status="complete", incomplete=False, ended=started)
+    store.manifest.trials, store.manifest.status = trials, "complete"
+    store.manifest.incomplete, store.manifest.ended = False, started
     store.save_manifest()
     return directory
 

@@ -63,7 +63,7 @@ class Change:
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> Change:
         """A stored change; one without a verdict (napilab 0.1) gets it now, once."""
-        names = {f.name for f in fields(cls)} - {"extra"}
+        names = _NAMES
         known = {k: v for k, v in doc.items() if k in names}
         raw = known.pop("verdict", None)
         texts: dict[str, Any] = {k: v if v is None else str(v) for k, v in known.items()}
@@ -72,3 +72,6 @@ class Change:
         if change.verdict is None and change.effective is not None:
             return change.read_back(change.effective)
         return change
+
+
+_NAMES = frozenset(f.name for f in fields(Change)) - {"extra"}

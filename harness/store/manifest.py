@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from functools import cache
 from typing import Any, ClassVar, Self
 
 from harness.errors import InputError
@@ -27,9 +28,14 @@ READS = (1, 2)  # the versions this napilab loads (1 through the migration)
 JSON = dict[str, Any]
 
 
+@cache
+def _names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in fields(cls)) - {"extra"}
+
+
 def _known(cls: type, doc: Mapping[str, Any]) -> tuple[JSON, JSON]:
     """`doc` split into the keys `cls` has as fields and the rest."""
-    names = {f.name for f in fields(cls)} - {"extra"}
+    names = _names(cls)
     return ({k: v for k, v in doc.items() if k in names},
             {k: v for k, v in doc.items() if k not in names})
 
