@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness import testbed as tb
+from harness.hosts import testbed as tb
 
 NAPILAB = str(Path(sys.executable).parent / "napilab")
 PROFILE = """\

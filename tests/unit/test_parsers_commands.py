@@ -9,7 +9,7 @@ import pytest
 
 from harness.errors import InputError
 from runners.registry import TOOLS
-from runners.workload import Context, Readiness, ServerCommand
+from runners.workloads.workload import Context, Readiness, ServerCommand
 
 CTX = Context(target="192.0.2.2", bind="192.0.2.1", duration=10, workdir="/run/napilab",
               trial="t003")
@@ -106,7 +106,7 @@ def test_neper_refuses_what_the_other_side_or_binary_cannot_take(
 
 
 def test_neper_option_table_covers_every_binary_and_cites_the_source() -> None:
-    from runners import neper
+    from runners.workloads import neper
     for binary, options in neper.OPTIONS.items():
         shorts = [o.short for o in options if o.short]
         assert len(shorts) == len(set(shorts)), binary

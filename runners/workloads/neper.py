@@ -1,0 +1,413 @@
+"""neper (google/neper): tcp_rr, udp_rr, tcp_crr, tcp_stream, udp_stream.
+
+stdout is `key=value` lines in three parts (docs/formats.md section 1, read
+at neper 1.1.0, ea5890f): `VERSION=` and the option dump; `total_run_time=` (or
+`total_transactions=`); after the run, rusage, the workload report and
+`local_throughput`/`remote_throughput`. Latencies are SECONDS (`%.9f`); napilab reports
+microseconds. Quirks handled here:
+- `--iostat-ms` repeats the key `t=`; kept in order, never in the key map.
+- the suicide timer (`-s`) prints the bare line `timeout handler` and exits 255.
+- percentile keys follow `-p` through `%g`: `latency_p99.9`, `latency_p99.99`; neper
+  before 8b2f9e1 (2024-01) spelled the legacy `-p 999` the same way, and a key
+  `latency_p999` is read as 99.9 too.
+- the RR server prints `latency_*=0` ("rr server has no meaningful latency") and no
+  percentiles; tcp_crr's server keeps no statistics at all; in a stream test only the
+  reading side prints `throughput`. A side that computed no rate sends 0 as the peer's
+  `remote_throughput`: those zeros are "not measured" and left out.
+The `--all-samples` CSV is parsed by `runners.workloads.neper_samples`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from harness.errors import InputError
+from runners.base import COUNT, US, ParseError, ToolFailed, Value, parse_float
+from runners.workloads.workload import (
+    ArgSpec,
+    ArgValue,
+    Context,
+    ProcessOutput,
+    Readiness,
+    ServerCommand,
+    ToolCommands,
+    ToolOutput,
+    ToolResult,
+    flags,
+)
+
+TOOL = "neper"
+CONTROL_PORT = 12866  # neper's default -C
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
+_PERCENTILE_KEY = re.compile(r"latency_p(\d+(?:\.\d+)?)\Z")
+_RUN_MARKERS = ("total_run_time", "total_transactions")
+_LATENCY_STATS = ("latency_min", "latency_mean", "latency_max", "latency_stddev")
+_RUSAGE = ("minflt", "majflt", "nvcsw", "nivcsw")
+_LEGACY = {999.0: 99.9, 9999.0: 99.99}  # `-p 999` before neper 8b2f9e1 (2024-01)
+
+
+@dataclass(frozen=True)
+class NeperResult:
+    """One neper process's stdout. `report` holds every numeric key printed after the
+    run, as printed (latencies in seconds)."""
+
+    version: str
+    binary_family: str  # "rr" (tcp_rr, udp_rr, tcp_crr) or "stream"
+    client: bool
+    options: Mapping[str, str]
+    report: Mapping[str, float]
+    throughput_units: str | None
+    iostat: tuple[str, ...]
+
+
+def percentile_name(percentile: float) -> str:
+    """`p99.9` for 99.9, as neper's `%g`; the legacy 999/9999 mean 99.9/99.99."""
+    return f"p{_LEGACY.get(percentile, percentile):g}"
+
+
+def parse(text: str) -> NeperResult:
+    """Parse one neper process's stdout (client or server)."""
+    options: dict[str, str] = {}
+    report: dict[str, str] = {}
+    iostat: list[str] = []
+    section = options
+    timed_out = False
+    for line in text.splitlines():
+        line = line.strip()
+        if line == "timeout handler":
+            timed_out = True
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not _KEY.match(key):
+            continue  # not neper's (a wrapper's banner, say): neper prints key=value only
+        if key == "t":
+            iostat.append(value)
+            continue
+        if key in section:
+            raise ParseError(TOOL, f"key {key!r} printed twice: two runs in one output?", line)
+        section[key] = value
+        if key in _RUN_MARKERS:
+            section = report
+    if "VERSION" not in options:
+        raise ParseError(TOOL, "no VERSION= line: not neper output", text[:200])
+    if section is options:
+        raise ParseError(TOOL, "no total_run_time= line: neper stopped before the run",
+                         text[-200:])
+    if timed_out and not report:
+        raise ParseError(TOOL, "the suicide timer fired (`timeout handler`) before a report",
+                         text[-200:])
+    if "local_throughput" not in report or "remote_throughput" not in report:
+        raise ParseError(TOOL, "no local_throughput/remote_throughput: the run ended before "
+                         "neper printed its results", text[-300:])
+    units = report.pop("throughput_units", None)
+    numbers = {key: parse_float(TOOL, value) for key, value in report.items()}
+    stream = "enable_read" in options or units is not None
+    return NeperResult(
+        version=options["VERSION"],
+        binary_family="stream" if stream else "rr",
+        client=options.get("client") == "1",
+        options=options,
+        report=numbers,
+        throughput_units=units,
+        iostat=tuple(iostat),
+    )
+
+
+def values(result: NeperResult) -> list[Value]:
+    """Result rows; what a side did not measure is left out (see the module docstring)."""
+    report = result.report
+    rr = result.binary_family == "rr"
+    rate_unit = "trans/s" if rr else (result.throughput_units or "unknown")
+    peer_unit = "trans/s" if rr else "bits/s"  # local/remote_throughput: %lld of local_rate
+    rows: list[Value] = []
+    if rr and "num_transactions" in report:
+        rows.append(Value("num_transactions", report["num_transactions"], COUNT))
+    if rr and result.client and "latency_mean" in report:
+        rows += [Value(name, _us(report[name]), US) for name in _LATENCY_STATS
+                 if name in report]
+        rows += _percentiles(report)
+    if "throughput" in report:
+        rows.append(Value("throughput", report["throughput"], rate_unit))
+        rows.append(Value("local_throughput", report["local_throughput"], peer_unit))
+        if "correlation_coefficient" in report:
+            rows.append(Value("correlation_coefficient", report["correlation_coefficient"],
+                              "ratio"))
+    if report["remote_throughput"] != 0:
+        rows.append(Value("remote_throughput", report["remote_throughput"], peer_unit))
+    rows += _rusage(report)
+    return rows
+
+
+def _us(seconds: float) -> float:
+    # neper prints %.9f seconds: nanosecond resolution, so 3 decimals of us are exact.
+    return round(seconds * 1e6, 3)
+
+
+def _percentiles(report: Mapping[str, float]) -> list[Value]:
+    found: dict[float, Value] = {}
+    for key, number in report.items():
+        match = _PERCENTILE_KEY.match(key)
+        if match is None:
+            continue
+        percentile = _LEGACY.get(float(match[1]), float(match[1]))
+        if not 0 <= percentile <= 100:
+            raise ParseError(TOOL, f"percentile {match[1]} is not within 0..100", key)
+        found[percentile] = Value(f"latency_{percentile_name(percentile)}", _us(number), US)
+    return [found[p] for p in sorted(found)]
+
+
+def _rusage(report: Mapping[str, float]) -> list[Value]:
+    rows = []
+    for name in ("utime", "stime"):
+        start, end = report.get(f"{name}_start"), report.get(f"{name}_end")
+        if start is not None and end is not None:
+            rows.append(Value(name, round(end - start, 6), "s"))
+    for name in _RUSAGE:
+        start, end = report.get(f"{name}_start"), report.get(f"{name}_end")
+        if start is not None and end is not None:
+            rows.append(Value(name, end - start, COUNT))
+    if "maxrss_end" in report:
+        rows.append(Value("maxrss", report["maxrss_end"], "KiB"))
+    return rows
+
+
+# --- the options and which side reads them ----------------------------------------------
+# Read at google/neper ea5890f (2025-11-04); `source` is where the side(s) use the value.
+# neper's control connection carries no option to the server (control_plane.c:279 only
+# logs the client's -T/-F/-l/-m): a server sizes and shapes its side of the exchange from
+# its own flags, so napilab gives it those the client was given.
+SAME = "same"  # both must hold one value: copied across, a different value is refused
+SERVER_TOO = "server too"  # the server reads its own: copied unless server.args sets it
+EACH = "each"  # each process applies its own to its own sockets/threads: never copied
+CLIENT = "client"  # only the client reads it: refused in server.args
+SERVER = "server"  # only the server reads it: refused in client.args
+MIRROR = "mirror"  # tcp_stream: the client reading means the server writes
+
+
+@dataclass(frozen=True)
+class NeperOption:
+    long: str  # neper's name with `-` for `_` (getopt_long)
+    short: str
+    kind: type | tuple[type, ...]
+    sides: str
+    source: str
+    help: str
+
+
+_O = NeperOption
+_DURATION = (int, str)  # parse_duration: ns, or with a unit ("10us")
+_COMMON = (  # add_flags_common, define_all_flags.c:24
+    _O("magic", "", int, SAME, "control_plane.c:72", "control message magic"),
+    _O("maxevents", "", int, EACH, "loop.c:74", "epoll events per epoll_wait()"),
+    _O("num-flows", "F", int, SERVER_TOO, "thread.c:426,449", "total number of flows"),
+    _O("num-threads", "T", int, EACH, "thread.c:413", "threads of this process"),
+    _O("num-clients", "", int, SERVER, "control_plane.c:448", "clients the server waits for"),
+    _O("listen-backlog", "", int, SERVER, "control_plane.c:227", "listen() backlog"),
+    _O("suicide-length", "s", int, EACH, "tcp_rr_main.c:52", "exit after this many seconds"),
+    _O("source-port", "", int, CLIENT, "socket.c:294", "first source port"),
+    _O("stime-use-proc", "S", bool, EACH, "thread.c:578", "stime from /proc/stat"),
+    _O("ipv4", "4", bool, SAME, "common.c:80", "AF_INET only"),
+    _O("ipv6", "6", bool, SAME, "common.c:82", "AF_INET6 only"),
+    _O("debug", "d", bool, EACH, "socket.c:46", "SO_DEBUG"),
+    _O("pin-cpu", "U", bool, EACH, "thread.c:459", "pin threads to CPU cores"),
+    _O("nonblocking", "", bool, EACH, "flow.c:258", "non-blocking syscalls"),
+    _O("freebind", "", bool, EACH, "socket.c:52", "IP_FREEBIND"),
+    _O("interval", "I", (int, float), EACH, "thread.c:435", "seconds per sample"),
+    _O("max-pacing-rate", "m", (int, str), SERVER_TOO, "socket.c:78,122", "pacing rate"),
+    _O("local-hosts", "L", str, CLIENT, "check_all_options.c:39", "local addresses to bind"),
+    _O("control-port", "C", (int, str), SAME, "control_plane.c:353,361", "default 12866"),
+    _O("port", "P", (int, str), SAME, "socket.c:246,322", "data port, default 12867"),
+    _O("all-samples", "A", (bool, str), EACH, "rr.c:576", "CSV; true: under the workdir"),
+    _O("time-wait", "", bool, CLIENT, "socket.c:56", "close gracefully (TIME_WAIT)"),
+    _O("iostat-ms", "", int, CLIENT, "control_plane.c:436", "print `t=` io stats every N ms"),
+    _O("wait-start", "", int, CLIENT, "check_all_options.c:57", "seconds before data flows"),
+)
+_TCP = (  # add_flags_tcp, define_all_flags.c:65
+    _O("num-ports", "", int, SAME, "socket.c:263,320", "server data ports"),
+    _O("tcp-fastopen", "X", bool, CLIENT, "socket.c:325", "TCP_FASTOPEN_CONNECT"),
+    _O("pin-numa", "N", bool, EACH, "thread.c:473", "pin threads to NUMA nodes"),
+    _O("tcp-tx-delay", "t", int, EACH, "socket.c:85", "TCP_TX_DELAY (us) on own sends"),
+    _O("no-delay", "", bool, EACH, "socket.c:64", "TCP_NODELAY"),
+    _O("congestion-control", "", str, EACH, "socket.c:83", "TCP_CONGESTION"),
+)
+_RR = (  # add_flags_rr, define_all_flags.c:89
+    _O("request-size", "Q", int, SAME, "rr.c:168-173,182", "request bytes"),
+    _O("response-size", "R", int, SAME, "rr.c:161-166", "response bytes"),
+    _O("percentiles", "p", (str, int, float), CLIENT, "rr.c:439-442", "e.g. '50,99,99.9'"),
+    _O("buffer-size", "B", int, SERVER_TOO, "rr.c:140-141,243-245,279", "bytes per send"),
+    _O("log-rtt", "", (bool, str), CLIENT, "rr.c:209", "per-transaction RTT file"),
+    _O("logrtt-entries-per-flow", "", int, CLIENT, "rr.c:210-211", "RTT entries per flow"),
+    _O("mark", "M", int, EACH, "socket.c:48", "SO_MARK"),
+)
+_STREAM = (  # add_flags_stream, define_all_flags.c:109
+    _O("edge-trigger", "E", bool, EACH, "stream.c:49", "edge-triggered epoll"),
+    _O("reuseaddr", "R", bool, EACH, "socket.c:50", "SO_REUSEADDR"),
+    _O("zerocopy", "Z", bool, EACH, "socket.c:54", "MSG_ZEROCOPY"),
+    _O("throughput-opt", "", str, SERVER_TOO, "stream.c:185-195", "unit, e.g. Mb, Gb"),
+)
+_RR_DELAY = _O("delay", "D", _DURATION, CLIENT, "rr.c:380,398", "delay between requests")
+_STREAM_DELAY = _O("delay", "D", _DURATION, SERVER_TOO, "stream.c:126",
+                   "ns after each send, on the writing side")
+_STREAM_BUFFER = _O("buffer-size", "B", int, SERVER_TOO, "stream.c:33,98,118",
+                    "bytes per read()/write()")
+_CONNECT = _O("async-connect", "", bool, CLIENT, "socket.c:349", "non-blocking connect")
+_TCP_RR = (  # add_flags_tcp_rr, define_all_flags.c:124
+    _RR_DELAY, _CONNECT,
+    _O("reuseaddr", "", bool, EACH, "socket.c:50", "SO_REUSEADDR"),
+    _O("noburst", "", _DURATION, CLIENT, "rr.c:380,398", "noburst interval"),
+)
+_TCP_STREAM = (  # add_flags_tcp_stream, define_all_flags.c:147
+    _STREAM_DELAY, _STREAM_BUFFER, _CONNECT,
+    _O("skip-rx-copy", "", bool, EACH, "tcp_stream_main.c:57", "MSG_TRUNC on receive"),
+    _O("rx-zerocopy", "z", bool, EACH, "stream.c:94", "TCP RX zerocopy"),
+    _O("enable-read", "r", bool, MIRROR, "tcp_stream_main.c:46-49", "read from flows"),
+    _O("enable-write", "w", bool, EACH, "tcp_stream_main.c:46-49", "write to flows"),
+    _O("split-bidir", "", bool, SAME, "tcp_stream_main.c:51-54", "separate tx/rx sockets"),
+    _O("enable-tcp-maerts", "M", bool, SAME, "tcp_stream_main.c:42-44", "server writes"),
+    _O("no-cork", "", bool, EACH, "tcp_stream_main.c:61", "no MSG_MORE on sends"),
+    _O("mark", "", int, EACH, "socket.c:48", "SO_MARK"),
+)
+OPTIONS: dict[str, tuple[NeperOption, ...]] = {  # each binary's *_main.c add_flags_* calls
+    "tcp_rr": _COMMON + _TCP + _RR + _TCP_RR,
+    "udp_rr": _COMMON + _RR + (_RR_DELAY,),
+    "tcp_crr": _COMMON + _TCP + _RR + (_CONNECT,),
+    "tcp_stream": _COMMON + _TCP + _STREAM + _TCP_STREAM,
+    "udp_stream": _COMMON + _STREAM + (_STREAM_DELAY, _STREAM_BUFFER,
+                                       _O("mark", "M", int, EACH, "socket.c:48", "SO_MARK")),
+}
+BINARIES = tuple(OPTIONS)
+# napilab's own: -c, -H and -l on both sides (the server's -l sets its sampling interval,
+# tcp_rr_main.c:51 adjust_interval, so a short test still gives it 2 samples), --nolog
+# (check_all_options.c:25 refuses --logtostderr with it), never --dry-run.
+_RESERVED = {"c", "client", "H", "host", "l", "test-length", "nolog", "logtostderr", "n",
+             "dry-run"}
+
+
+class NeperTool:
+    """One neper binary. Server: `BIN --nolog -H BIND -l SECS [flags]`, ready when its
+    control port listens, exits by itself after one test. Client: `BIN -c -H TARGET -l SECS
+    --nolog [flags]`. Which client flag the server also gets is the OPTIONS table."""
+
+    def __init__(self, binary: str) -> None:
+        self.binary = binary
+        self.name = f"neper.{binary}"
+        self.options = {option.long: option for option in OPTIONS[binary]}
+        self._long = {o.short: o.long for o in OPTIONS[binary] if o.short}
+        self.client_args: Mapping[str, ArgSpec] = self._specs(exclude=SERVER)
+        self.server_args: Mapping[str, ArgSpec] = self._specs(exclude=CLIENT)
+
+    def _specs(self, exclude: str) -> dict[str, ArgSpec]:
+        specs = {}
+        for option in self.options.values():
+            if option.sides != exclude:
+                text = f"{option.help} [{option.sides}: neper {option.source}]"
+                specs[option.long] = ArgSpec(option.kind, text)
+                if option.short:
+                    specs[option.short] = ArgSpec(option.kind, f"-{option.short}: {text}")
+        return specs
+
+    def commands(self, client_args: Mapping[str, ArgValue], server_args: Mapping[str, ArgValue],
+                 ctx: Context) -> ToolCommands:
+        client, server = dict(client_args), dict(server_args)
+        client_long = self._long_names(client, "client")
+        server_long = self._long_names(server, "server")
+        for long, key in list(client_long.items()):  # in the order the profile gives them
+            option, there = self.options[long], server_long.get(long)
+            if option.sides == SAME and there is not None and str(client[key]) != str(
+                    server[there]):
+                raise InputError(f"{self.name}: {long} is {client[key]!r} for the client and "
+                                 f"{server[there]!r} for the server; neper needs one value "
+                                 f"on both sides ({option.source})")
+            if option.sides in (SAME, SERVER_TOO) and there is None:
+                server[key] = client[key]  # written the way the user wrote it
+                server_long[long] = key
+            elif option.sides == MIRROR and client[key] is True \
+                    and "enable-write" not in server_long:
+                server["w" if key == "r" else "enable-write"] = True
+        for long, key in list(server_long.items()):
+            if self.options[long].sides == SAME and long not in client_long:
+                client[key] = server[key]
+                client_long[long] = key
+        client_files = self._all_samples(client, client_long, "client", ctx)
+        server_files = self._all_samples(server, server_long, "server", ctx)
+        port = client.get(client_long.get("control-port", ""), CONTROL_PORT)
+        seconds = _whole_seconds(ctx.duration)
+        return ToolCommands(
+            client=[self.binary, "-c", "-H", ctx.target, "-l", seconds, "--nolog",
+                    *flags(client)],
+            server=ServerCommand([self.binary, "--nolog", "-H", ctx.bind, "-l", seconds,
+                                  *flags(server)],
+                                 Readiness(port=int(str(port)), protocol="tcp"),
+                                 exits_by_itself=True),
+            client_files=client_files,
+            server_files=server_files,
+        )
+
+    def _long_names(self, args: Mapping[str, ArgValue], side: str) -> dict[str, str]:
+        """long option name -> the key the profile used (`F` or `num-flows`)."""
+        names: dict[str, str] = {}
+        for key in args:
+            if key in _RESERVED:
+                raise InputError(f"{self.name}: {side} argument {key!r} is set by napilab "
+                                 "(target, duration and logging come from the profile)")
+            long = self._long.get(key, key)
+            option = self.options.get(long)
+            if option is None:
+                raise InputError(f"{self.name}: {key!r} is not an option of {self.binary}")
+            if option.sides == (CLIENT if side == "server" else SERVER):
+                raise InputError(f"{self.name}: {key!r} is read by the {option.sides} only "
+                                 f"(neper {option.source}); give it under {option.sides}.args")
+            if long in names:
+                raise InputError(f"{self.name}: {side} arguments give {long!r} twice")
+            names[long] = key
+        return names
+
+    def _all_samples(self, args: dict[str, ArgValue], names: Mapping[str, str], side: str,
+                     ctx: Context) -> dict[str, str]:
+        """`A: true` -> a CSV under the workdir, fetched after the run. Always written
+        `--all-samples=PATH`: neper refuses `-A PATH` (an optional argument)."""
+        key = names.get("all-samples")
+        if key is None:
+            return {}
+        value = args.pop(key)
+        if value is False:
+            return {}
+        path = (f"{ctx.workdir}/{ctx.trial}-{self.binary}-{side}-samples.csv"
+                if value is True else str(value))
+        args["all-samples"] = path
+        return {"all_samples": path}
+
+    def parse(self, output: ToolOutput) -> ToolResult:
+        client = self._side(output.client, "client")
+        if client.binary_family == "rr" and not all(
+                key in client.report for key in ("num_transactions", "latency_mean",
+                                                 "throughput")):
+            raise ToolFailed(self.name, "the client report has no transactions/latency",
+                             output.client.stderr)
+        if (client.binary_family == "stream" and "throughput" not in client.report
+                and client.report["remote_throughput"] == 0):
+            raise ToolFailed(self.name, "neither side measured a throughput",
+                             output.client.stderr)
+        server = self._side(output.server, "server") if output.server is not None else None
+        return ToolResult(client=values(client), server=values(server) if server else [])
+
+    def _side(self, process: ProcessOutput, side: str) -> NeperResult:
+        if process.exit_code == 127:
+            raise ToolFailed(self.name, f"neper's {self.binary} is not installed on the host",
+                             process.stderr)
+        if process.exit_code != 0:
+            raise ToolFailed(self.name, f"{side} exited {process.exit_code}",
+                             process.stderr or process.stdout)
+        try:
+            return parse(process.stdout)
+        except ParseError as error:
+            raise ToolFailed(self.name, f"{side}: {error.reason}",
+                             process.stderr or process.stdout) from None
+
+
+def _whole_seconds(duration: float) -> str:
+    # neper's -l is an int; a fractional duration is rounded up, never down to 0.
+    return str(max(1, math.ceil(duration)))
