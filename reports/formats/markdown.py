@@ -132,11 +132,12 @@ def _settings(run: RunData) -> list[str]:
 def _hosts(run: RunData) -> list[str]:
     hosts = run_facts.hosts(run.manifest)
     out = ["#### Hosts", ""]
-    out += _table(["host", "kernel", "CPU", "online CPUs", "irqbalance", "NICs"],
+    out += _table(["host", "kernel", "CPU", "online CPUs", "irqbalance", "NICs", "tools"],
                   ([escape(h.name), escape(h.facts["kernel_release"]), escape(h.facts["cpu_model"]),
                     escape(h.facts["online_cpus"]), escape(h.facts["irqbalance"]),
-                    escape(", ".join(f"{n}: {d}" for n, d in h.nics))] for h in hosts),
-                  "llllll")
+                    escape(", ".join(f"{n}: {d}" for n, d in h.nics)),
+                    escape("; ".join(f"{t}: {v}" for t, v in h.tools) or "-")] for h in hosts),
+                  "lllllll")
     found = run_facts.confounders(run.manifest, run_facts.settings_rows(run.manifest))
     out += [""] + ([f"- **confounder**: {escape(c)}" for c in found] or
                    ["No confounder found: no host changed during the run, every setting "

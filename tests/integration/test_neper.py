@@ -58,6 +58,11 @@ def test_neper_tcp_rr_200_400_between_namespaces(testbed: tb.Testbed, tmp_path: 
     # life, the client over its measured intervals, so it reports more, never fewer).
     assert values[("server", "num_transactions")] >= client_tx
     assert 0 < values[("client", "latency_p50")] <= values[("client", "latency_p99")]
+    versions = json.loads((run_dir / "manifest.json").read_text())["host_facts"]
+    tcp_rr = shutil.which("tcp_rr")
+    for host in ("a", "b"):  # neper has no version: the binary that ran and its sha256
+        assert versions[host]["tool_versions"]["tcp_rr"].startswith(f"{tcp_rr} sha256:")
+        assert versions[host]["tool_versions"]["ethtool"].startswith("ethtool version ")
     left = subprocess.run(["ip", "netns", "pids", f"{testbed.prefix}-b"], capture_output=True,
                           text=True).stdout.split()
     comms = {Path(f"/proc/{p}/comm").read_text().strip() for p in left
