@@ -40,8 +40,12 @@ class Difference:
     note: str = ""
 
     def __str__(self) -> str:
+        return self.text()
+
+    def text(self, a: str = "A", b: str = "B") -> str:
+        """One line, the two runs under their labels (compare's Baseline/Patched)."""
         note = f" ({self.note})" if self.note else ""
-        return f"{self.where}: {self.key}: A {self.a!r}, B {self.b!r}{note}"
+        return f"{self.where}: {self.key}: {a} {self.a!r}, {b} {self.b!r}{note}"
 
     def as_dict(self) -> dict[str, str]:
         return {"kind": self.kind, "where": self.where, "key": self.key, "a": self.a,

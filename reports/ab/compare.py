@@ -7,7 +7,7 @@ percentile lines follow. A cell holds the per-repetition values of its variant; 
 non-baseline variant is compared with the baseline, or with the first variant of its
 comparison group (`group` in the profile; reports.ab.line_stats: relative change
 with bootstrap CI, Mann-Whitney p Holm-adjusted across the table, verdict).
-Across two runs, reports.ab.cross_run builds the same table with `A:`/`B:` columns.
+Across runs, reports.ab.cross_run builds the same table with label x variant columns.
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ def markdown(run: RunData, tab: Table) -> str:
             out.append(f"> - trial {escape(failure.trial)} ({escape(failure.variant)} rep "
                        f"{failure.rep}) failed: {escape(failure.error)}")
         out.append("")
-    out += _verdicts(tab) + _values(run, tab) + _stats(tab) + _settings(run) + _hosts(run)
+    out += tables(tab, run_facts.absent_functions(manifest)) + _settings(run) + _hosts(run)
     out += _commands(run)
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -81,8 +81,13 @@ def _verdicts(tab: Table) -> list[str]:
     return [*out, ""] if summary.findings else out
 
 
-def _values(run: RunData, tab: Table) -> list[str]:
-    absent = run_facts.absent_functions(run.manifest)
+def tables(tab: Table, absent: dict[str, frozenset[str]]) -> list[str]:
+    """The verdicts, the medians and the statistics per compared column (a run's report
+    and `napilab compare --format md` alike)."""
+    return _verdicts(tab) + _values(tab, absent) + _stats(tab)
+
+
+def _values(tab: Table, absent: dict[str, frozenset[str]]) -> list[str]:
     header = ["metric", *(escape(v) for v in tab.variants), "unit"]
     rows = [[escape(ln.label), *(escape(run_facts.cell_text(ln, v, absent))
                                  for v in tab.variants), escape(ln.unit)] for ln in tab.lines]
