@@ -107,7 +107,9 @@ def compare_labelled(runs: Sequence[LabelledRun], variants: Sequence[str] = ()) 
     cols, pairs = label_columns(runs, chosen)
     plain = [r.run for r in runs]
     return build_table(specs(*plain), cols, pairs, policies(*plain),
-                       column_name(runs[0].label, chosen[0], chosen))
+                       column_name(runs[0].label, chosen[0], chosen),
+                       workload=next((r.workload_source for r in plain if r.workload_source),
+                                     None))
 
 
 # --- two runs, A the baseline (the nightly gate) -----------------------------------------
