@@ -42,8 +42,12 @@ class Difference:
     note: str = ""
 
     def __str__(self) -> str:
+        return self.text()
+
+    def text(self, a: str = "A", b: str = "B") -> str:
+        """One line, the two runs under their labels (compare's Baseline/Patched)."""
         note = f" ({self.note})" if self.note else ""
-        return f"{self.where}: {self.key}: A {self.a!r}, B {self.b!r}{note}"
+        return f"{self.where}: {self.key}: {a} {self.a!r}, {b} {self.b!r}{note}"
 
     def as_dict(self) -> dict[str, str]:
         return {"kind": self.kind, "where": self.where, "key": self.key, "a": self.a,
@@ -169,8 +173,7 @@ def _settings(a: Manifest, b: Manifest,
                     "setting", where, only.target,
                     "unset" if ca is None else _text(ca.effective),
                     "unset" if cb is None else _text(cb.effective),
-                    f"set in run {'B' if ca is None else 'A'} only; the host had "
-                    f"{_text(only.original)!r} before"))
+                    f"set in one run only; the host had {_text(only.original)!r} before"))
                 continue
             (req_a, eff_a), (req_b, eff_b) = _values(ca), _values(cb)
             if req_a != req_b:

@@ -206,13 +206,16 @@ class Manifest:
     """A run's manifest.json."""
 
     OPTIONAL: ClassVar[tuple[str, ...]] = (
-        "status", "incomplete", "started", "ended", "host_facts", "hosts_changed",
-        "resumed", "argv_resume")
+        "groups", "comparisons", "status", "incomplete", "started", "ended", "host_facts",
+        "hosts_changed", "resumed", "argv_resume")
 
     run_id: str = ""
     profile: ProfileRecord = field(default_factory=ProfileRecord)
     variants: list[str] = field(default_factory=list)
     baseline: str = ""
+    groups: dict[str, str] | None = None  # variant -> its comparison group (profile `group`)
+    comparisons: list[list[str]] | None = None  # (baseline, variant) pairs; None: napilab
+    # 0.1 and runs before comparison groups, every variant against the baseline
     metrics: dict[str, dict[str, Any]] = field(default_factory=dict)  # profile `metrics:`
     workload_source: str = ""
     inventory: InventoryRecord = field(default_factory=InventoryRecord)

@@ -43,6 +43,8 @@ def new_manifest(plan: Plan) -> Manifest:
         profile=ProfileRecord(profile.name, profile.path, profile.digest, profile.description,
                               profile.repeat, profile.order, profile.seed, profile.document),
         variants=[v.name for v in profile.variants], baseline=profile.baseline,
+        groups={v.name: v.group for v in profile.variants if v.group is not None},
+        comparisons=[list(pair) for pair in profile.comparisons],
         metrics={name: asdict(policy) for name, policy in profile.metrics.items()},
         workload_source=profile.variants[0].workload.source,
         inventory=InventoryRecord(plan.inventory.path, inventory_digest(plan),
