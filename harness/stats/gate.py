@@ -124,15 +124,3 @@ def _decide(e: Evidence, threshold: float, p: tuple[float, float, float, float],
                             need, _VERDICT[status], reason, e.rank_p)
     return GateResult(status, threshold * 100, comparison, p_within, p_imp)
 
-
-def check_regression(baseline: npt.ArrayLike, candidate: npt.ArrayLike,
-                     direction: Direction | str, max_regression_pct: float, *,
-                     alpha: float = 0.05, power: float = 0.8, n_boot: int = 2000,
-                     seed: int = 0) -> GateResult:
-    """The gate on one metric (a family of one); see `gate_metrics`."""
-    if not max_regression_pct > 0:
-        raise StatsError(f"max regression must be a positive percentage, got {max_regression_pct}")
-    only = gate_metrics({"": GateSamples(baseline, candidate, direction, max_regression_pct)},
-                        alpha=alpha, power=power, n_boot=n_boot, seed=seed)
-    return only[""]
-

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main as cli
-from harness.stats.gate import GateStatus, check_regression
+from harness.stats.gate import GateSamples, GateStatus, gate_metrics
 from reports.ab.compare import load_run
 from reports.nightly.baselines import PIN_FILE, Reference, find_reference
 from reports.nightly.check import gate, parse_thresholds
@@ -125,14 +125,14 @@ def test_threshold_from_cli_then_policy_then_default(results: Path, tmp_path: Pa
             if c["metric"] == "rtt_avg"} == {"policy"}
 
 
-def test_gate_with_one_metric_is_check_regression(tmp_path: Path) -> None:
-    """The gate is stats_gate with Holm across cases: for one metric and one variant (no
+def test_gate_with_one_metric_is_the_stats_gate(tmp_path: Path) -> None:
+    """The gate is harness.stats.gate with Holm across cases: for one metric and one variant (no
     adjustment) the verdicts and numbers are identical."""
     base, slow = lognormal(1, N, 100), lognormal(2, N, 110)
     a = load_run(store_run(tmp_path / "a", {"ping.rtt_avg": {"x": base}}))
     b = load_run(store_run(tmp_path / "b", {"ping.rtt_avg": {"x": slow}}))
     report = gate(Reference("run", (a,)), b)
-    expected = check_regression(base, slow, "lower", 5.0)
+    expected = gate_metrics({"m": GateSamples(base, slow, "lower", 5.0)})["m"]
     (case,) = report.cases
     assert case.status == expected.status.value == GateStatus.REGRESSION.value
     assert case.comparison is not None

@@ -1,4 +1,5 @@
-"""harness.stats, stats_power, stats_noise, stats_pool: synthetic data, known answers, fixed seeds.
+"""harness.stats (stats, power, noise, pool, gate...): synthetic data, known answers,
+fixed seeds.
 
 The simulation tests print the rates they measure (visible in `pytest` output);
 `benchmarks/stats_power.py` prints the same figures at larger scale, with timings.
@@ -10,8 +11,10 @@ import math
 import random
 from collections.abc import Callable, Iterator
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,7 +23,7 @@ from scipy import stats as sps
 from harness.errors import NapilabError
 from harness.stats.changes import change_points
 from harness.stats.compare import Comparison, MetricSamples, compare, compare_metrics
-from harness.stats.gate import GateStatus, check_regression
+from harness.stats.gate import GateResult, GateSamples, GateStatus, gate_metrics
 from harness.stats.noise import calibrate, drift, noise_exceeds_effect
 from harness.stats.pool import _weighted_percentiles, pooled_percentiles
 from harness.stats.power import (
@@ -47,6 +50,13 @@ SIGMA = 0.05  # log-normal noise of the acceptance simulations
 N = 10  # repetitions per arm
 SIMS = 1000
 Say = Callable[[str], None]
+
+
+def gate_one(baseline: npt.ArrayLike, candidate: npt.ArrayLike, direction: str,
+             max_regression_pct: float, **kwargs: Any) -> GateResult:
+    """The gate on one metric: a family of one."""
+    case = GateSamples(baseline, candidate, direction, max_regression_pct)
+    return gate_metrics({"m": case}, **kwargs)["m"]
 
 
 @pytest.fixture
@@ -107,7 +117,7 @@ def test_threshold_is_tested_itself_not_zero(say: Say) -> None:
     """A true +3% with a 5% threshold must be flagged at most alpha of the time; a +3%
     judged "significant against 0 with the point estimate past 5%" would be far more."""
     rng = np.random.default_rng(20240604)
-    flagged = sum(check_regression(rng.lognormal(math.log(100), SIGMA, 5),
+    flagged = sum(gate_one(rng.lognormal(math.log(100), SIGMA, 5),
                                    rng.lognormal(math.log(103), SIGMA, 5), "lower", 5.0,
                                    n_boot=200).status is GateStatus.REGRESSION
                   for _ in range(400))
@@ -268,7 +278,7 @@ def test_one_repetition_per_arm_gives_no_verdict() -> None:
     c = compare([100.0], [300.0], "lower")
     assert c.verdict is Verdict.NOT_ENOUGH_DATA and "one repetition" in c.reason
     assert compare([100.0, 101], [300.0], "lower").verdict is Verdict.NOT_ENOUGH_DATA
-    assert check_regression([100.0], [300.0], "lower", 5).status is GateStatus.INCONCLUSIVE
+    assert gate_one([100.0], [300.0], "lower", 5).status is GateStatus.INCONCLUSIVE
 
 
 def test_all_equal_arms_are_the_same() -> None:
@@ -399,7 +409,7 @@ def test_too_few_samples_for_a_median_ci_say_so() -> None:
     lambda: compare([1.0, 2], [1.0, 2], "lower", alpha=0),
     lambda: compare([1.0, 2], [1.0, 2], "lower", min_effect=-0.1),
     lambda: compare([1.0, 2], [1.0, 2], "lower", n_boot=10),
-    lambda: check_regression([1.0] * 5, [1.0] * 5, "lower", 0),
+    lambda: gate_one([1.0] * 5, [1.0] * 5, "lower", 0),
     lambda: pooled_percentiles([]),
     lambda: pooled_percentiles([[1.0, 2], []]),
     lambda: pooled_percentiles([[1.0, float("nan")]]),
@@ -445,16 +455,16 @@ def test_regression_gate_statuses() -> None:
     base = rng.lognormal(math.log(50), SIGMA, N)
     slow = rng.lognormal(math.log(60), SIGMA, N)
     same = rng.lognormal(math.log(50), SIGMA, N)
-    assert check_regression(base, slow, "lower", 5).status is GateStatus.REGRESSION
-    assert check_regression(slow, base, "lower", 5).status is GateStatus.IMPROVEMENT
-    assert check_regression(base, same, "lower", 10).status is GateStatus.WITHIN
-    tiny = check_regression(rng.lognormal(0, 0.2, 3), rng.lognormal(0, 0.2, 3), "lower", 5)
+    assert gate_one(base, slow, "lower", 5).status is GateStatus.REGRESSION
+    assert gate_one(slow, base, "lower", 5).status is GateStatus.IMPROVEMENT
+    assert gate_one(base, same, "lower", 10).status is GateStatus.WITHIN
+    tiny = gate_one(rng.lognormal(0, 0.2, 3), rng.lognormal(0, 0.2, 3), "lower", 5)
     assert tiny.status is GateStatus.INCONCLUSIVE and tiny.comparison.n_needed
     assert "repetitions per run would" in tiny.comparison.reason
-    gate = check_regression(base, slow, "lower", 5)
+    gate = gate_one(base, slow, "lower", 5)
     assert gate.comparison.change > 0.05 and gate.comparison.p_value < 0.05
     # throughput: worse is down
-    assert check_regression(slow, base, "higher", 5).status is GateStatus.REGRESSION
+    assert gate_one(slow, base, "higher", 5).status is GateStatus.REGRESSION
 
 
 def test_calibration_reports_noise_and_detectable_change() -> None:
