@@ -24,6 +24,19 @@ from harness.transport.transport import CommandResult, command_line
 _PID_WRAPPER = ["sh", "-c", 'echo "napilab-pid $$" >&2 && exec "$@"', "napilab-server"]
 
 
+class _UnknownHostKey(paramiko.SSHException):
+    """The server's key is not in known_hosts and the policy is to reject it."""
+
+
+class _Reject(paramiko.MissingHostKeyPolicy):
+    """paramiko's RejectPolicy, raising an exception of its own class (so the error is
+    told apart by type, not by paramiko's message text)."""
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str,
+                         key: paramiko.PKey) -> None:
+        raise _UnknownHostKey(f"server {hostname!r} not found in known_hosts")
+
+
 class _Reader:
     """Drains one stream of a channel in a thread (stdout and stderr separately, so a
     chatty stderr never blocks stdout). `recv` blocks until data or EOF (b"")."""
@@ -143,7 +156,7 @@ class SSHTransport:
         else:
             client.load_system_host_keys()
         policy: Any = (paramiko.AutoAddPolicy() if host.host_key_policy == "accept-new"
-                       else paramiko.RejectPolicy())
+                       else _Reject())
         client.set_missing_host_key_policy(policy)
         keys: Any = list(endpoint.key_files) or None  # paramiko takes a str or a list
         try:
@@ -161,11 +174,11 @@ class SSHTransport:
             raise HostError(f"{host.name}: SSH authentication as {endpoint.user} failed: {exc}",
                             hint="check `user` and `key` in the inventory (or ssh_config)"
                             ) from None
+        except _UnknownHostKey as exc:
+            raise HostError(f"{host.name}: unknown host key ({exc})",
+                            hint="add it to known_hosts, or set host_key_policy: accept-new "
+                            "in the inventory") from None
         except paramiko.SSHException as exc:
-            if "not found in known_hosts" in str(exc):
-                raise HostError(f"{host.name}: unknown host key ({exc})",
-                                hint="add it to known_hosts, or set host_key_policy: accept-new "
-                                "in the inventory") from None
             raise HostError(f"{host.name}: SSH failed: {exc}") from None
         except (TimeoutError, OSError) as exc:
             raise HostError(f"{host.name}: cannot connect to {endpoint.describe()}: "

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -44,21 +44,31 @@ def describe(cell: Cell) -> Cell:
     return replace(cell, summary=summary, drift=trend)
 
 
-def not_comparable(base: Cell, other: Cell) -> str:
-    """Why these two cells cannot be compared, or "" when they can."""
+@dataclass(frozen=True)
+class Uncomparable:
+    """Why two cells cannot be compared; `fault`: the data is wrong (an infinite value),
+    not merely insufficient (no values, a baseline median of 0)."""
+
+    reason: str
+    fault: bool = False
+
+
+def not_comparable(base: Cell, other: Cell) -> Uncomparable | None:
+    """Why these two cells cannot be compared, or None when they can."""
     for name, cell in (("the baseline", base), ("this column", other)):
         values = [v for v in cell.values if not math.isnan(v)]
         if not values:
-            return "no values in " + name
+            return Uncomparable("no values in " + name)
         infinite = [i for i, v in enumerate(cell.values) if math.isinf(v)]
         if infinite:
             trial = cell.trials[infinite[0]] if len(cell.trials) == len(cell.values) else "?"
-            return f"infinite value in {name} (trial {trial}): this line cannot be compared"
+            return Uncomparable(f"infinite value in {name} (trial {trial}): this line cannot "
+                                "be compared", fault=True)
     if float(np.nanmedian(base.values)) <= 0:
         # A counter that stays 0 in the baseline (e.g. received_rps with RPS off) has no
         # relative change; the medians in the table still show the difference.
-        return "baseline median is 0: relative change undefined"
-    return ""
+        return Uncomparable("baseline median is 0: relative change undefined")
+    return None
 
 
 def _unbounded(found: Comparison) -> Comparison:
@@ -97,8 +107,8 @@ def with_stats(lines: Sequence[Line], pairs: Sequence[tuple[str, str]],
     for i, line in enumerate(described):
         for base, other in pairs:
             why = not_comparable(line.cells[base], line.cells[other])
-            if why:
-                notes[i][other] = why
+            if why is not None:
+                notes[i][other] = why.reason
                 continue
             key = f"{i}\t{other}"
             samples = MetricSamples(line.cells[base].values, line.cells[other].values,

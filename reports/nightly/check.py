@@ -193,9 +193,8 @@ def gate(reference: Reference, candidate: RunData,
                             other.removeprefix("B:"), judged.direction.value, judged.origin,
                             pct, origin, "skipped", None, "")
             why = not_comparable(line.cells[base_col], line.cells[other])
-            if why:
-                status = "error" if why.startswith("infinite") else "skipped"
-                cases[key] = _with(case, status, None, why)
+            if why is not None:
+                cases[key] = _with(case, "error" if why.fault else "skipped", None, why.reason)
                 continue
             cases[key] = case
             samples[key] = GateSamples(line.cells[base_col].values, line.cells[other].values,
