@@ -2,7 +2,7 @@
 
 `Manifest` is the run's record: written before the first trial and rewritten after
 every trial, so it and its `TrialRecord`s are filled in as the run goes (mutable); what
-they hold is frozen (`ChangeRecord`, `RestoreRecord`, `HostFacts`, `ProfileRecord`...).
+they hold is frozen (`Change`, `RestoreRecord`, `HostFacts`, `ProfileRecord`...).
 Every record has `to_json()` and `from_json()` (a change is harness.knobs.change.Change,
 the record settings apply returns); keys a record does not know (written by
 a newer napilab) are kept in `extra` and written back unchanged.
