@@ -93,6 +93,18 @@ def test_irq_affinity_on_a_veth_fails_clearly(host_b: HostSession) -> None:
         HostSettings(host_b, "knobs4").apply([Setting("r", "irq_affinity", "data0", "1")])
 
 
+def test_sysfs_device_attribute_of_a_veth_fails_before_any_write(testbed: tb.Testbed,
+                                                                host_b: HostSession) -> None:
+    """A veth has no device directory: the read of the sysfs kind's file fails, naming
+    it, before the netdev value of the same apply is written or a journal is left."""
+    settings = HostSettings(host_b, "knobs7")
+    with pytest.raises(HostError, match="/sys/class/net/data0/device/power/control"):
+        settings.apply([Setting("r", "netdev", "data0/gro_flush_timeout", "5000"),
+                        Setting("r", "sysfs", "data0/device/power/control", "on")])
+    assert ns(testbed, "cat", "/sys/class/net/data0/gro_flush_timeout") == "0\n"
+    assert not settings.changes
+
+
 def test_namespaced_busy_poll_explains_itself(host_b: HostSession) -> None:
     with pytest.raises(HostError) as exc:
         HostSettings(host_b, "knobs5").apply([Setting("r", "sysctl", "net.core.busy_poll",
