@@ -90,3 +90,24 @@ def test_bad_manifests_are_input_errors(tmp_path: Path, doc: dict[str, object],
     (tmp_path / "manifest.json").write_text(json.dumps(doc))
     with pytest.raises(InputError, match=message):
         load_manifest(tmp_path)
+
+
+def test_groups_comparisons_and_tool_versions_are_typed_fields() -> None:
+    """What napilab 0.1 wrote at its last (issue 12: comparison groups, tool versions)
+    lands in the records' fields, not in `extra`, and is written back unchanged."""
+    doc = {"schema_version": 1, "run_id": "ab12", "variants": ["a", "b", "x", "y"],
+           "baseline": "a", "groups": {"x": "xdp", "y": "xdp"},
+           "comparisons": [["a", "b"], ["x", "y"]],
+           "host_facts": {"sut": {"kernel_release": "6.18.0", "nics": {},
+                                  "tool_versions": {"ping": "ping from iputils 20240905"}}}}
+    manifest = Manifest.from_json(doc)
+    assert manifest.groups == {"x": "xdp", "y": "xdp"}
+    assert manifest.comparisons == [["a", "b"], ["x", "y"]]
+    assert manifest.host_facts is not None
+    assert manifest.host_facts["sut"].tool_versions == {"ping": "ping from iputils 20240905"}
+    assert manifest.extra == {} and manifest.host_facts["sut"].extra == {}
+    back = manifest.to_json()
+    assert {k: back[k] for k in ("groups", "comparisons", "host_facts")} == {
+        k: doc[k] for k in ("groups", "comparisons", "host_facts")}
+    assert "comparisons" not in Manifest(run_id="old").to_json()  # None: every variant
+    # against the baseline, as runs before comparison groups are read
