@@ -88,16 +88,20 @@ def plan(profile: str, inventory: str, transport: str | None, as_json: bool) -> 
               help="Take the hosts even if another run's lock is on them.")
 @click.option("--resume", "resume", type=click.Path(file_okay=False, exists=True),
               help="Continue an interrupted run in RUN_DIR (same profile and inventory).")
+@click.option("--allow-host-change", is_flag=True,
+              help="With --resume: continue even if a host's kernel or tools changed, and "
+                   "record it as a confounder.")
 @click.option("--quiet", is_flag=True, help="Print only failures.")
 @click.option("--json", "as_json", is_flag=True, help="Progress as JSON events on stdout.")
 def run(profile: str, inventory: str, results: str, transport: str | None, keep_going: bool,
-        formats: str, break_lock: bool, resume: str | None, quiet: bool, as_json: bool) -> None:
+        formats: str, break_lock: bool, resume: str | None, allow_host_change: bool,
+        quiet: bool, as_json: bool) -> None:
     """Run a profile: apply, measure, restore, store, report."""
     bound, _ = _load(profile, inventory, transport)
     assert bound is not None
     code = execute(bound, results, keep_going=keep_going, formats=_formats(formats),
                    break_lock=break_lock, progress=reporter(quiet=quiet, as_json=as_json),
-                   resume=resume)
+                   resume=resume, allow_host_change=allow_host_change)
     sys.exit(int(code))
 
 
@@ -112,40 +116,62 @@ def _formats(text: str) -> list[str]:
 
 def execute(bound: Plan, results: str, *, keep_going: bool = False,
             formats: list[str] | None = None, break_lock: bool = False,
-            progress: Progress | None = None, resume: str | None = None) -> ExitCode:
-    """Lock the hosts, run (or resume) the plan, release, render the reports."""
+            progress: Progress | None = None, resume: str | None = None,
+            allow_host_change: bool = False) -> ExitCode:
+    """Lock the hosts, run (or resume) the plan, release, render the reports.
+
+    Every host's lock is released on its own: one that cannot be reached (or was not
+    restored) keeps its lock and is named, and the error that ended the run is the one
+    raised."""
     from harness import lock
     from harness.engine import Engine
     from harness.runs import new_manifest, open_for_resume
-    from harness.settings import tidy
     from harness.store import RunStore, new_run_id
 
     progress = progress or Progress()
     store = open_for_resume(bound, resume) if resume else None
     run_id = store.run_id if store else new_run_id()
     transports = connect(bound.hosts.values())
+    locked: list[Any] = []
     try:
         locked = lock.acquire_all(transports.values(), run_id, break_lock=break_lock)
+        if store is None:
+            store = RunStore.create(results, bound.profile.name, new_manifest(bound),
+                                    run_id=run_id)
     except BaseException:
+        lock.release_all(locked, run_id)
         close(transports.values())
         raise
-    if store is None:
-        store = RunStore.create(results, bound.profile.name, new_manifest(bound), run_id=run_id)
     code = ExitCode.ERROR
+    report_error = None
     try:
         engine = Engine(bound, store, transports, progress=progress, keep_going=keep_going)
-        code = engine.run(resume=resume is not None)
+        code = engine.run(resume=resume is not None, allow_host_change=allow_host_change)
     finally:
-        for transport in locked:
-            lock.release(transport, run_id)
-            tidy(transport, run_id)
+        for line in lock.release_all(locked, run_id):
+            progress.note(line)
         close(transports.values())
         if formats and store.manifest.get("trials"):
-            from reports.render import write_reports
-
-            for path in write_reports(store.dir, formats):
-                progress.note(f"wrote {path}")
+            report_error = _write_reports(store.dir, formats, progress)
+    if report_error:
+        raise NapilabError(f"the run is stored in {store.dir}, but {report_error}",
+                           hint=f"`napilab report {store.dir}` renders it later")
     return code
+
+
+def _write_reports(run_dir: Path, formats: list[str], progress: Progress) -> str | None:
+    """Write the reports; what went wrong (said at once, never raised), or None."""
+    from reports.render import write_reports
+
+    try:
+        for path in write_reports(run_dir, formats):
+            progress.note(f"wrote {path}")
+    except (NapilabError, OSError) as exc:
+        reason = exc.message if isinstance(exc, NapilabError) else str(exc)
+        progress.note(f"the report could not be written: {reason}; `napilab report {run_dir}` "
+                      "renders it later")
+        return f"the report could not be written: {reason}"
+    return None
 
 
 @cli.command()
@@ -168,7 +194,11 @@ def report(run_dir: str, formats: str) -> None:
 @click.option("-i", "--inventory", required=True, type=click.Path(dir_okay=False))
 @click.option("--host", "only", multiple=True, help="Only this host (repeatable).")
 @click.option("--transport", type=click.Choice(["ssh", "local"]))
-def restore(inventory: str, only: tuple[str, ...], transport: str | None) -> None:
+@click.option("--break-lock", is_flag=True,
+              help="Replay journals and remove locks of runs that may still be alive "
+                   "(another controller's).")
+def restore(inventory: str, only: tuple[str, ...], transport: str | None,
+            break_lock: bool) -> None:
     """Replay on-host journals left by an interrupted run."""
     from harness.journal_replay import replay
 
@@ -177,7 +207,7 @@ def restore(inventory: str, only: tuple[str, ...], transport: str | None) -> Non
     if unknown:
         raise InputError(f"--host {', '.join(unknown)}: not in {inventory}")
     hosts = [h for n, h in inv.hosts.items() if not only or n in only]
-    for line in replay(hosts):
+    for line in replay(hosts, break_lock=break_lock):
         click.echo(line)
 
 

@@ -53,10 +53,19 @@ class HostOps:
         self.host_info: dict[str, collectors.HostInfo] = {}
 
     def facts(self) -> dict[str, dict[str, Any]]:
+        tools: dict[str, set[str]] = {}
+        for variant in self.plan.profile.variants:
+            spec = variant.workload
+            for side in (spec.client, spec.server):
+                tools.setdefault(self.plan.host_of(side.role).name, set()).add(spec.tool)
+
         def gather(name: str) -> dict[str, Any]:
             ifaces = [self.plan.iface_of(role) for role, h in self.plan.role_hosts.items()
                       if h.name == name]
-            return host_facts.gather(self.transports[name], [i for i in ifaces if i])
+            transport = self.transports[name]
+            facts = host_facts.gather(transport, [i for i in ifaces if i])
+            facts["tool_versions"] = host_facts.tool_versions(transport, tools.get(name, ()))
+            return facts
 
         facts = each_host(list(self.transports), gather)
         self.host_info = {name: host_facts.host_info(f) for name, f in facts.items()}

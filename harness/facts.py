@@ -36,6 +36,31 @@ def gather(transport: Transport, ifaces: Iterable[str] = ()) -> dict[str, Any]:
     return facts
 
 
+# How each workload tool tells its version (first line of its output); tools without
+# such an option (neper's binaries) are identified by the sha256 of the executable.
+VERSION_ARGV = {"iperf3": ["iperf3", "--version"], "sockperf": ["sockperf", "--version"],
+                "ping": ["ping", "-V"], "netperf": ["netperf", "-V"]}
+_DIGEST = ["sh", "-c", 'p=$(command -v "$1") && sha256sum "$p"', "napilab-tool-digest"]
+
+
+def tool_versions(transport: Transport, tools: Iterable[str]) -> dict[str, str]:
+    """The version of each workload tool (`neper.tcp_rr`, `iperf3`, ...) on the host,
+    or "absent"; the `command` tool runs the profile's own program and is left out."""
+    out = {}
+    for tool in sorted(set(tools)):
+        source, _, binary = tool.partition(".")
+        if source in VERSION_ARGV:
+            result = transport.run(VERSION_ARGV[source], check=False)
+            text = (result.stdout.strip() or result.stderr.strip()).splitlines()
+            out[tool] = text[0][:120] if result.exit_code == 0 and text else "absent"
+        elif source == "neper" and binary:
+            result = transport.run([*_DIGEST, binary], check=False)
+            digest = result.stdout.split()
+            out[tool] = f"sha256:{digest[0][:16]}" if result.exit_code == 0 and digest \
+                else "absent"
+    return out
+
+
 def identity(transport: Transport) -> dict[str, str]:
     """Boot id, kernel and command line: read again at the end of a run to flag a host
     that rebooted or changed kernel mid-run."""

@@ -12,7 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from harness import __version__
+from harness import __version__, redact
 from harness.errors import InputError
 from harness.plan import Plan
 from harness.store import RunStore
@@ -42,7 +42,8 @@ def new_manifest(plan: Plan) -> dict[str, Any]:
     return {
         "profile": {"name": profile.name, "path": profile.path, "digest": profile.digest,
                     "description": profile.description, "repeat": profile.repeat,
-                    "order": profile.order, "seed": profile.seed, "document": profile.document},
+                    "order": profile.order, "seed": profile.seed,
+                    "document": redact.document(profile.document)},
         "variants": [v.name for v in profile.variants], "baseline": profile.baseline,
         "metrics": {name: asdict(policy) for name, policy in profile.metrics.items()},
         "workload_source": profile.variants[0].workload.source,

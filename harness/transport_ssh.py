@@ -15,6 +15,7 @@ import paramiko
 from harness import sshconfig
 from harness.errors import HostError
 from harness.inventory import Host
+from harness.redact import shown_argv
 from harness.ssh_shell import PersistentShell
 from harness.transport import CommandResult, command_line
 
@@ -230,10 +231,12 @@ class SSHTransport:
             env: Mapping[str, str] | None = None, stdin: str | None = None,
             check: bool = True) -> CommandResult:
         final = tuple(command_line(self.host, argv, env, transport="ssh"))
+        shown = shown_argv(final, env)
         start = time.time()
         with self._run_lock:  # one command at a time on the host's shell
-            code, out, err = self._shell().run(shlex.join(final), stdin, timeout)
-        result = CommandResult(self.host.name, final, code, out, err, start,
+            code, out, err = self._shell().run(shlex.join(final), stdin, timeout,
+                                               shown=shlex.join(shown))
+        result = CommandResult(self.host.name, shown, code, out, err, start,
                                time.time() - start)
         return result.check() if check else result
 
@@ -245,7 +248,7 @@ class SSHTransport:
             wrapped = (*_PID_WRAPPER, *final)
         channel = self._channel(wrapped)
         channel.shutdown_write()
-        return SSHProcess(self, final, channel)
+        return SSHProcess(self, shown_argv(final, env), channel)
 
     def read_file(self, path: str) -> str:
         return self.run(["cat", "--", path]).stdout

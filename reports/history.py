@@ -2,9 +2,10 @@
 one row per run (time, run id, status, kernel) with the median over repetitions of
 each chosen metric per variant.
 
-The medians come from one DuckDB query over every run's samples.parquet (read_parquet
+The medians come from one DuckDB query over every run's sample files (read_parquet
 over the list of files, union_by_name: runs written by older napilab versions may lack
-a column), the rest from each run's manifest.json. A metric is `metric` or
+a column; harness.store.sample_files lists a run's files, one per trial or the single
+samples.parquet of older runs), the rest from each run's manifest.json. A metric is `metric` or
 `source.metric`; as in the A/B table, a metric of several hosts of one role is summed
 per trial, then the median over the trials of a variant is taken. Only run-level
 values (cpu null) are used; the pooled per-transaction percentiles of a report need
@@ -26,6 +27,7 @@ import duckdb
 import pandas as pd
 
 from harness.errors import InputError
+from harness.store import read_parquet_files, sample_files
 from reports.ab_model import format_number
 from reports.check import CHECK_FILE
 
@@ -116,15 +118,15 @@ def find_runs(results: str | Path, profile: str | None = None) -> list[RunInfo]:
 def medians(runs: Sequence[RunInfo], metrics: Sequence[str], host: str | None = None
             ) -> pd.DataFrame:
     """Columns run (directory name), role, source, metric, variant, median, n, unit."""
-    files = [str(r.directory / "samples.parquet") for r in runs
-             if (r.directory / "samples.parquet").exists()]
+    run_of = {str(path): r.directory.name for r in runs for path in sample_files(r.directory)}
+    files = list(run_of)
     columns = ["run", "role", "source", "metric", "variant", "median", "n", "unit"]
     if not files or not metrics:
         return pd.DataFrame({c: [] for c in columns})
     with duckdb.connect() as con:
         frame = con.execute(_QUERY, {"files": files, "names": list(metrics),
                                      "host": host}).df()
-    frame["run"] = [Path(f).parent.name for f in frame.pop("filename")]
+    frame["run"] = [run_of[f] for f in frame.pop("filename")]
     return frame[columns]
 
 
@@ -141,9 +143,9 @@ def default_metrics(runs: Sequence[RunInfo]) -> list[str]:
         if wanted:
             return list(dict.fromkeys(wanted))[:DEFAULT_METRICS]
         source = manifest.get("workload_source")
-        path = run.directory / "samples.parquet"
-        if source and path.exists():
-            names = set(pd.read_parquet(path, columns=["source", "metric"]).query(
+        files = sample_files(run.directory)
+        if source and files:
+            names = set(read_parquet_files(files, columns=["source", "metric"]).query(
                 "source == @source")["metric"])
             found = [f"{source}.{m}" for m in _PREFERRED if m in names]
             return found[:DEFAULT_METRICS] or [f"{source}.{m}" for m in sorted(names)][:2]
