@@ -18,7 +18,7 @@ Host by host (a host that fails does not stop the others):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from harness import identity, lock
 from harness.backends import read_present
@@ -31,12 +31,15 @@ from harness.transport import Transport
 BY_ID = ("sched", "napi")  # backends whose items are PIDs or NAPI ids
 
 
-def replay(hosts: Iterable[Host], *, break_lock: bool = False) -> Iterator[str]:
+def replay(hosts: Iterable[Host], *, break_lock: bool = False,
+           connect: Callable[[Host], Transport] = transport_for) -> Iterator[str]:
+    """A line per thing done or left; HostError naming every file or host that needs
+    attention, after every host was tried."""
     failures: list[str] = []
     seen: dict[str, lock.Journal] = {}  # journals no host claimed, by path
     claimed: set[str] = set()
     for host in hosts:
-        transport = transport_for(host)
+        transport = connect(host)
         try:
             found = lock.journals(transport)
             mine = [j for j in found if lock.belongs(j, transport)]
@@ -64,23 +67,28 @@ def _replay_host(transport: Transport, mine: list[lock.Journal], break_lock: boo
     holder = lock.read_lock(transport)
     if not mine:
         yield f"{name}: no journal, nothing to restore"
-    left = 0
-    for journal in sorted(mine, key=lambda j: j.created, reverse=True):
+    ordered = sorted(mine, key=lambda j: j.created, reverse=True)
+    for number, journal in enumerate(ordered):
         lines: list[str] = []
         try:
-            replayed = _replay_one(transport, journal, holder, break_lock, lines)
+            _replay_one(transport, journal, holder, break_lock, lines)
         except NapilabError as exc:
-            replayed = False
             failures.append(str(exc))
+            older = ordered[number + 1:]
+            if older:  # they hold older originals: written before this one, never after
+                failures.append(f"{name}: {len(older)} older journal(s) left for the next "
+                                "napilab restore: " + ", ".join(j.path for j in older))
+            yield from lines
+            yield from _clear_lock(transport, len(ordered) - number, break_lock)
+            return
         yield from lines
-        left += not replayed
-    yield from _clear_lock(transport, left, break_lock)
+    yield from _clear_lock(transport, 0, break_lock)
 
 
 def _replay_one(transport: Transport, journal: lock.Journal, holder: dict[str, object] | None,
-                break_lock: bool, lines: list[str]) -> bool:
-    """Restore what `journal` records (appending what happened to `lines`); False when
-    it was left alone."""
+                break_lock: bool, lines: list[str]) -> None:
+    """Restore what `journal` records, appending what happened to `lines`; a
+    NapilabError says why it was left in place."""
     name = transport.host.name
     keep = ("it was left in place: restore the values it lists by hand (or check they "
             "are), then delete it")
@@ -99,9 +107,9 @@ def _replay_one(transport: Transport, journal: lock.Journal, holder: dict[str, o
     if live and not break_lock:
         where = "here" if state == identity.ALIVE else \
             f"on controller {journal.doc.get('controller')}, which holds the lock"
-        lines.append(f"{name}: run {run} may still be running ({where}, pid "
-                     f"{journal.doc.get('pid')}): its journal {journal.path} was left alone")
-        return False
+        raise HostError(f"{name}: run {run} may still be running ({where}, pid "
+                        f"{journal.doc.get('pid')}): its journal {journal.path} was left "
+                        "alone; if that run is dead, `napilab restore --break-lock` replays it")
     kept, skipped = _fresh_entries(transport, journal, entries)
     lines += [f"{name}: {line}" for line in skipped]
     restored = HostSettings.from_journal(transport, journal.doc, journal.path, kept).restore()
@@ -110,7 +118,6 @@ def _replay_one(transport: Transport, journal: lock.Journal, holder: dict[str, o
     alias = f" (journalled as host {renamed})" if renamed and renamed != name else ""
     lines.append(f"{name}: restored {len(restored)} setting(s) of run {run}{alias}: "
                  + (", ".join(f"{c.target}={c.original}" for c in restored) or "-"))
-    return True
 
 
 def _fresh_entries(transport: Transport, journal: lock.Journal,
@@ -162,7 +169,9 @@ def _clear_lock(transport: Transport, left: int, break_lock: bool) -> Iterator[s
         yield f"{name}: the lock of {lock.describe(holder)} stays: {why}"
         return
     transport.run(["rm", "-f", "--", path])
-    if state != "corrupt":
-        tidy(transport, str(holder.get("run_id", "")))
-    what = {"corrupt": "corrupt", identity.DEAD: "stale"}.get(state, "live (--break-lock)")
+    tidy(transport, str(holder.get("run_id", "")))
+    if state == "corrupt":
+        yield f"{name}: removed the corrupt lock {path} ({holder['corrupt']!r})"
+        return
+    what = "stale" if state == identity.DEAD else "live (--break-lock)"
     yield f"{name}: removed the {what} lock of {lock.describe(holder)}"

@@ -31,7 +31,7 @@ from typing import Any
 
 from harness import identity
 from harness.errors import HostError, NapilabError
-from harness.settings import CREATE_NEW, JOURNAL_DIR
+from harness.settings import CREATE_NEW, JOURNAL_DIR, tidy
 from harness.transport import Transport
 
 # Journals on the host with their modification times, one per line: "MTIME PATH".
@@ -210,6 +210,7 @@ def release(transport: Transport, run_id: str, *, check_journals: bool = True) -
     holder = read_lock(transport)
     if holder is not None and holder.get("run_id") == run_id:
         transport.run(["rm", "-f", "--", lock_path(transport)], check=False)
+    tidy(transport, run_id)
     return None
 
 

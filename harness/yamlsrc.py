@@ -96,7 +96,8 @@ def control_characters(data: Any, path: str = "") -> list[Problem]:
     problems: list[Problem] = []
     if isinstance(data, Node):
         for key, value in data.items():
-            where = f"{path}.{key}" if path else key
+            shown = _CONTROL.sub(lambda m: repr(m[0])[1:-1], key)
+            where = f"{path}.{shown}" if path else shown
             if _CONTROL.search(key):
                 problems.append(Problem(data.key_locations.get(key), where,
                                         f"the key {key!r} contains a control character"))

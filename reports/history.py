@@ -35,19 +35,21 @@ DEFAULT_METRICS = 4  # metrics shown when none are asked for
 _PREFERRED = ("latency_p99", "latency_p50", "rtt_avg", "latency_mean", "throughput",
               "message_rate", "received_per_second")
 
+# A run's directory from the name of one of its sample files (samples/<trial>.parquet,
+# or samples.parquet of older runs).
 _QUERY = """
-SELECT filename, role, source, metric, variant, median(v) AS median, count(*) AS n,
+SELECT rundir, role, source, metric, variant, median(v) AS median, count(*) AS n,
        any_value(unit) AS unit
 FROM (
-    SELECT filename, trial, role, source, metric, variant, sum(value) AS v,
-           any_value(unit) AS unit
+    SELECT regexp_replace(filename, '/(samples/[^/]+|samples[.]parquet)$', '') AS rundir,
+           trial, role, source, metric, variant, sum(value) AS v, any_value(unit) AS unit
     FROM read_parquet($files, union_by_name = true, filename = true)
     WHERE cpu IS NULL AND (list_contains($names, metric)
                            OR list_contains($names, source || '.' || metric))
           AND ($host IS NULL OR host = $host)
-    GROUP BY filename, trial, role, source, metric, variant
+    GROUP BY rundir, trial, role, source, metric, variant
 )
-GROUP BY filename, role, source, metric, variant
+GROUP BY rundir, role, source, metric, variant
 """
 
 
@@ -118,15 +120,14 @@ def find_runs(results: str | Path, profile: str | None = None) -> list[RunInfo]:
 def medians(runs: Sequence[RunInfo], metrics: Sequence[str], host: str | None = None
             ) -> pd.DataFrame:
     """Columns run (directory name), role, source, metric, variant, median, n, unit."""
-    run_of = {str(path): r.directory.name for r in runs for path in sample_files(r.directory)}
-    files = list(run_of)
+    files = [str(path) for r in runs for path in sample_files(r.directory)]
     columns = ["run", "role", "source", "metric", "variant", "median", "n", "unit"]
     if not files or not metrics:
         return pd.DataFrame({c: [] for c in columns})
     with duckdb.connect() as con:
         frame = con.execute(_QUERY, {"files": files, "names": list(metrics),
                                      "host": host}).df()
-    frame["run"] = [run_of[f] for f in frame.pop("filename")]
+    frame["run"] = [Path(d).name for d in frame.pop("rundir")]
     return frame[columns]
 
 

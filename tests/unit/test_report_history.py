@@ -1,6 +1,7 @@
 """`napilab history`: the trend across stored runs of one profile, from one DuckDB query
-over their samples.parquet files, checked against the A/B table's medians of the same
-runs; runs without samples, half-written run directories and an older samples schema."""
+over their sample files (samples/<trial>.parquet, or one samples.parquet for runs of
+older napilab versions), checked against the A/B table's medians of the same runs; runs
+without samples, half-written run directories, an older samples layout and schema."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -77,12 +79,16 @@ def test_runs_without_samples_or_manifest(results: Path, tmp_path: Path) -> None
     (broken / "manifest.json").write_text("{")
     failed = neper_run(root, run_id="r3", reps=1, started=STARTED + 5 * DAY,
                        failed={1: "x", 2: "y", 3: "z"})
-    assert not (failed / "samples.parquet").exists() or \
-        pq.read_table(failed / "samples.parquet").num_rows == 0
-    # An older napilab wrote no `unit` column: union_by_name reads it as null.
-    oldest = sorted((root / NAME).iterdir())[0] / "samples.parquet"
-    pq.write_table(pq.read_table(oldest).drop_columns(["unit"]), oldest)
+    assert not (failed / "samples").exists() and not (failed / "samples.parquet").exists()
+    # An older napilab wrote one samples.parquet, without a `unit` column: union_by_name
+    # reads it as null, and the run is one run of the trend like the others.
+    oldest = sorted((root / NAME).iterdir())[0]
+    per_trial = sorted((oldest / "samples").glob("*.parquet"))
+    table = pa.concat_tables([pq.read_table(p) for p in per_trial])
+    pq.write_table(table.drop_columns(["unit"]), oldest / "samples.parquet")
+    shutil.rmtree(oldest / "samples")
     found = history(root, NAME)
+    assert found.values[(oldest.name, "neper.latency_p99", "sysctl-busypoll")][1] == 3
     assert [r.run_id for r in found.runs] == ["r0", "r1", "r2", "r3"]
     text = history_text(found)
     assert re.search(r"  r3 +partial ", text)
