@@ -15,11 +15,12 @@ import subprocess
 
 import pytest
 
-from harness import identity, knobs, lock
 from harness.errors import ExitCode, HostError
-from harness.inventory import Host
-from harness.journal_replay import replay
-from harness.settings import HostSettings
+from harness.hosts import identity, lock
+from harness.hosts.journal_replay import replay
+from harness.hosts.settings import HostSettings
+from harness.profile import knobs
+from harness.profile.inventory import Host
 from tests.fakes import FakeHost, FakeTransport
 
 X = "/sys/class/net/eth0/gro_flush_timeout"

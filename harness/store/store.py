@@ -1,0 +1,282 @@
+"""The results directory (docs/design.md, "Contracts"):
+
+    RESULTS/<profile>/<UTC timestamp>-<short id>/
+      manifest.json       versioned; rewritten atomically after every trial
+      raw/<trial>/<host>/<name>.{out,err,json}
+      samples/<trial>.parquet   one trial's rows: run_id, trial, variant, rep, role, host,
+                          source, metric, cpu, value, unit (all of them: the samples table)
+      samples.parquet     the whole table in one file, as runs of napilab before per-trial
+                          files stored it (still read; a resumed old run adds samples/)
+      latency/<trial>.parquet   per-transaction latencies (µs) when the tool gives them
+      report.html
+
+The directory is made under a hidden name and renamed once its manifest is in it, so a
+run directory is never seen without its manifest. Every write goes to a temporary file
+renamed into place, so a crash leaves the previous complete state. A trial's rows are
+written once, to their own file: storing a trial costs the same at trial 1 and trial
+400. A finished run is never rewritten.
+
+A write that fails (disk full, read-only, quota) raises StorageError naming the file.
+Room for the manifest is held in `.reserve` while a run is going on and given back
+when the disk fills up, so the run can still record which trial failed and why.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import secrets
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from harness.errors import InputError, StorageError
+
+SCHEMA_VERSION = 1
+COLUMNS = ("run_id", "trial", "variant", "rep", "role", "host", "source", "metric", "cpu",
+           "value", "unit")
+SAMPLES_SCHEMA = pa.schema([
+    ("run_id", pa.string()), ("trial", pa.int32()), ("variant", pa.string()),
+    ("rep", pa.int32()), ("role", pa.string()), ("host", pa.string()),
+    ("source", pa.string()), ("metric", pa.string()), ("cpu", pa.int32()),
+    ("value", pa.float64()), ("unit", pa.string()),
+])
+SAMPLES_DIR = "samples"
+LEGACY_SAMPLES = "samples.parquet"
+RESERVE = ".reserve"
+RESERVE_MIN = 64 * 1024
+# A name under RUN_DIR/raw: a trial id, an inventory host name, a file name. Never a
+# path: no separator, no "..", no control character.
+_COMPONENT = re.compile(r"[A-Za-z0-9_@:+-][A-Za-z0-9_.@:+-]{0,127}")
+
+
+@dataclass(frozen=True)
+class Row:
+    trial: int
+    variant: str
+    rep: int
+    role: str
+    host: str
+    source: str
+    metric: str
+    cpu: int | None
+    value: float
+    unit: str
+
+
+def atomic_write(path: Path, data: bytes | str) -> None:
+    """Write `path` whole or not at all; StorageError (naming the path) when the file
+    system refuses."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as handle:
+            handle.write(data.encode() if isinstance(data, str) else data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise StorageError(f"cannot write {path}: {exc.strerror or exc}",
+                           hint=_storage_hint(exc)) from None
+
+
+def _storage_hint(exc: OSError) -> str:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "the results file system is full: free some space"
+    if exc.errno == errno.EROFS:
+        return "the results file system is read-only"
+    return ""
+
+
+def new_run_id() -> str:
+    return secrets.token_hex(4)
+
+
+class RunStore:
+    def __init__(self, directory: Path, manifest: dict[str, Any]) -> None:
+        self.dir = directory
+        self.manifest = manifest
+
+    @property
+    def run_id(self) -> str:
+        return str(self.manifest["run_id"])
+
+    @classmethod
+    def create(cls, results: str | Path, profile_name: str, manifest: dict[str, Any],
+               run_id: str | None = None) -> RunStore:
+        """A new run directory, which appears (renamed from a hidden name) with its
+        manifest in it."""
+        run_id = run_id or new_run_id()
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        directory = Path(results) / profile_name / f"{stamp}-{run_id}"
+        hidden = directory.with_name(f".{directory.name}.tmp")
+        store = cls(hidden, {"schema_version": SCHEMA_VERSION, "run_id": run_id, **manifest})
+        try:
+            hidden.mkdir(parents=True, exist_ok=False)
+            store.save_manifest()
+            os.rename(hidden, directory)  # fails if the directory exists
+        except OSError as exc:
+            _remove_tree(hidden)
+            raise StorageError(f"cannot create {directory}: {exc.strerror or exc}",
+                               hint=_storage_hint(exc)) from None
+        except StorageError:
+            _remove_tree(hidden)
+            raise
+        store.dir = directory
+        return store
+
+    @classmethod
+    def open(cls, directory: str | Path) -> RunStore:
+        directory = Path(directory)
+        return cls(directory, load_manifest(directory))
+
+    def save_manifest(self) -> None:
+        data = json.dumps(self.manifest, indent=1, default=str) + "\n"
+        try:
+            atomic_write(self.dir / "manifest.json", data)
+        except StorageError:
+            if not self.release_reserve():
+                raise
+            atomic_write(self.dir / "manifest.json", data)  # with the reserve's room
+
+    def reserve(self) -> None:
+        """Hold room for a manifest write (twice its size, at least 64 KiB) while the run
+        is going on; best effort: a disk too full for it is found by the next write."""
+        size = max(RESERVE_MIN, 2 * len(json.dumps(self.manifest, indent=1, default=str)))
+        try:
+            fd = os.open(self.dir / RESERVE, os.O_WRONLY | os.O_CREAT, 0o600)
+            try:
+                if os.fstat(fd).st_size < size:
+                    os.posix_fallocate(fd, 0, size)
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+
+    def release_reserve(self) -> bool:
+        """Give the reserved room back (the disk is full, or the run ends); True if
+        there was some."""
+        try:
+            (self.dir / RESERVE).unlink()
+        except OSError:
+            return False
+        return True
+
+    def raw_path(self, trial: str, host: str, name: str) -> Path:
+        for part in (trial, host, name):
+            if not _COMPONENT.fullmatch(part) or ".." in part:
+                raise StorageError(f"{part!r} cannot name a file under {self.dir / 'raw'}")
+        return self.dir / "raw" / trial / host / name
+
+    def write_raw(self, trial: str, host: str, name: str, data: str) -> None:
+        atomic_write(self.raw_path(trial, host, name), data)
+
+    def write_raw_json(self, trial: str, host: str, name: str, doc: Any) -> None:
+        self.write_raw(trial, host, name, json.dumps(doc, indent=1, default=str) + "\n")
+
+    def add_rows(self, rows: Iterable[Row]) -> None:
+        """Store rows: each trial's in its own file, written once."""
+        by_trial: dict[int, list[Row]] = {}
+        for row in rows:
+            by_trial.setdefault(row.trial, []).append(row)
+        for trial, trial_rows in by_trial.items():
+            atomic_write(self.dir / SAMPLES_DIR / f"{trial:03d}.parquet",
+                         _parquet(self.run_id, trial_rows))
+
+    def drop_trial(self, trial: int) -> None:
+        """Forget a trial's rows (it runs again on --resume)."""
+        (self.dir / SAMPLES_DIR / f"{trial:03d}.parquet").unlink(missing_ok=True)
+        legacy = self.dir / LEGACY_SAMPLES
+        if legacy.exists():  # a run begun by an older napilab
+            table = pq.read_table(legacy)
+            keep = pc.not_equal(table["trial"], trial)
+            if not pc.all(keep).as_py():
+                sink = pa.BufferOutputStream()
+                pq.write_table(table.filter(keep), sink, compression="zstd")
+                atomic_write(legacy, sink.getvalue().to_pybytes())
+
+    def write_latencies(self, trial: str, latencies_us: Any) -> None:
+        table = pa.table({"latency_us": pa.array(latencies_us, type=pa.float64())})
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, compression="zstd")
+        atomic_write(self.dir / "latency" / f"{trial}.parquet", sink.getvalue().to_pybytes())
+
+
+def _parquet(run_id: str, rows: list[Row]) -> bytes:
+    columns: dict[str, list[Any]] = {c: [] for c in COLUMNS}
+    for row in rows:
+        columns["run_id"].append(run_id)
+        for name in COLUMNS[1:]:
+            columns[name].append(getattr(row, name))
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.Table.from_pydict(columns, schema=SAMPLES_SCHEMA), sink,
+                   compression="zstd")
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def _remove_tree(directory: Path) -> None:
+    if not directory.exists():
+        return
+    for path in sorted(directory.rglob("*"), reverse=True):
+        if path.is_dir():
+            path.rmdir()
+        else:
+            path.unlink()
+    directory.rmdir()
+
+
+def load_manifest(directory: Path) -> dict[str, Any]:
+    path = directory / "manifest.json"
+    try:
+        manifest: dict[str, Any] = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise InputError(f"{directory}: not a napilab run directory (no manifest.json)") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: corrupt manifest: {exc}") from None
+    version = manifest.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise InputError(f"{path}: manifest schema_version {version!r}, this napilab reads "
+                         f"{SCHEMA_VERSION}")
+    return manifest
+
+
+def sample_files(directory: Path) -> list[Path]:
+    """The files that hold a run's samples: samples.parquet (runs of older napilab
+    versions) and samples/<trial>.parquet, in trial order."""
+    legacy = directory / LEGACY_SAMPLES
+    return ([legacy] if legacy.exists() else []) + sorted(
+        (directory / SAMPLES_DIR).glob("[0-9]*.parquet"))
+
+
+def read_parquet_files(files: list[Path], columns: list[str] | None = None) -> pd.DataFrame:
+    """Several Parquet files of one schema as one frame (as pandas.read_parquet reads
+    one)."""
+    frame: pd.DataFrame = pq.read_table([str(f) for f in files], columns=columns).to_pandas()
+    return frame
+
+
+def load_samples(directory: Path) -> pd.DataFrame:
+    """A run's samples as one table (a trial's own file wins over samples.parquet)."""
+    legacy = directory / LEGACY_SAMPLES
+    per_trial = sorted((directory / SAMPLES_DIR).glob("[0-9]*.parquet"))
+    frames = [pd.read_parquet(legacy)] if legacy.exists() else []
+    if per_trial:
+        trials = read_parquet_files(per_trial)
+        if frames:
+            frames[0] = frames[0][~frames[0]["trial"].isin(set(trials["trial"]))]
+        frames.append(trials)
+    if not frames:
+        return pd.DataFrame({c: pd.Series(dtype="object") for c in COLUMNS})
+    if len(frames) == 1:
+        return frames[0]
+    return pd.concat(frames, ignore_index=True)
