@@ -85,7 +85,7 @@ class Engine:
         try:
             manifest.setdefault("host_facts", facts)
             self._warmup_trials(resume)
-            self.store.save_manifest()
+            self.store.save_manifest(final=False)
             failed = self._run_trials(todo, len(trials))
             self._check_hosts(facts)
             done = sum(1 for t in manifest["trials"] if t["status"] == "ok")
@@ -112,9 +112,17 @@ class Engine:
             raise
         finally:
             manifest["ended"] = time.time()
+            self._merge_samples()
             self._save_last(raise_error=completed)
             self.progress.run_end(str(manifest["status"]))
             signal.signal(signal.SIGTERM, previous)
+
+    def _merge_samples(self) -> None:
+        try:
+            self.store.merge_samples()
+        except (StorageError, OSError) as exc:
+            self.progress.note(f"the per-trial sample files stay in {self.store.dir}/samples "
+                               f"(they are read as they are): {exc}")
 
     def _save_last(self, *, raise_error: bool) -> None:
         """The manifest's final state. A failure to write it is raised after a run that
@@ -199,7 +207,7 @@ class Engine:
             if (self.store.dir / "raw" / trial.id).exists():  # a resumed trial starts over
                 shutil.rmtree(self.store.dir / "raw" / trial.id)
             self.store.drop_trial(trial.index)
-            self.store.save_manifest()  # watchers see which trial runs
+            self.store.save_manifest(final=False)  # watchers see which trial runs
             try:
                 self.progress.phase("applying settings")
                 entry["settings"] = self.hosts.apply(trial, variant, settings)
@@ -220,7 +228,7 @@ class Engine:
         try:
             self.store.add_rows(rows)
             entry.update(status="ok", end=time.time())
-            self.store.save_manifest()
+            self.store.save_manifest(final=False)
         except StorageError as exc:
             return self._trial_failed(trial, entry, exc)
         self.progress.trial_end(trial.index, "ok")
@@ -231,7 +239,7 @@ class Engine:
         results directory that cannot be written)."""
         entry.update(status="failed", error=str(exc), end=time.time())
         self.progress.trial_end(trial.index, "failed", str(exc))
-        self.store.save_manifest()
+        self.store.save_manifest(final=False)
         if isinstance(exc, StorageError) or (
                 isinstance(exc, HostError) and "restore incomplete" in str(exc)):
             raise exc

@@ -3,18 +3,21 @@
     RESULTS/<profile>/<UTC timestamp>-<short id>/
       manifest.json       versioned; rewritten atomically after every trial
       raw/<trial>/<host>/<name>.{out,err,json}
-      samples/<trial>.parquet   one trial's rows: run_id, trial, variant, rep, role, host,
-                          source, metric, cpu, value, unit (all of them: the samples table)
-      samples.parquet     the whole table in one file, as runs of napilab before per-trial
-                          files stored it (still read; a resumed old run adds samples/)
+      samples/<trial>.parquet   while the run goes on: one file per trial, written once
+      samples.parquet     the samples table: run_id, trial, variant, rep, role, host,
+                          source, metric, cpu, value, unit; the per-trial files merged
+                          into it when the run (or a part of it) ends
       latency/<trial>.parquet   per-transaction latencies (µs) when the tool gives them
       report.html
 
 The directory is made under a hidden name and renamed once its manifest is in it, so a
 run directory is never seen without its manifest. Every write goes to a temporary file
-renamed into place, so a crash leaves the previous complete state. A trial's rows are
-written once, to their own file: storing a trial costs the same at trial 1 and trial
-400. A finished run is never rewritten.
+renamed into place, so a crash leaves the previous complete state. A trial's rows go
+to their own file, written once, so storing a trial costs the same at trial 1 and
+trial 400; at the end they are merged once into samples.parquet, so that a finished
+run is one file to read (as it always was). Readers take both (load_samples): a run
+that stopped before the merge has per-trial files, and a trial's own file wins over
+samples.parquet. A finished run is never rewritten.
 
 A write that fails (disk full, read-only, quota) raises StorageError naming the file.
 Room for the manifest is held in `.reserve` while a run is going on and given back
@@ -23,6 +26,7 @@ when the disk fills up, so the run can still record which trial failed and why.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -85,7 +89,8 @@ def atomic_write(path: Path, data: bytes | str) -> None:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
         raise StorageError(f"cannot write {path}: {exc.strerror or exc}",
                            hint=_storage_hint(exc)) from None
 
@@ -106,6 +111,7 @@ class RunStore:
     def __init__(self, directory: Path, manifest: dict[str, Any]) -> None:
         self.dir = directory
         self.manifest = manifest
+        self._merged: set[int] | None = None  # trials in samples.parquet, once read
 
     @property
     def run_id(self) -> str:
@@ -122,9 +128,11 @@ class RunStore:
         hidden = directory.with_name(f".{directory.name}.tmp")
         store = cls(hidden, {"schema_version": SCHEMA_VERSION, "run_id": run_id, **manifest})
         try:
+            if directory.exists():  # rename() would replace an empty directory
+                raise FileExistsError(errno.EEXIST, "the run directory exists")
             hidden.mkdir(parents=True, exist_ok=False)
             store.save_manifest()
-            os.rename(hidden, directory)  # fails if the directory exists
+            os.rename(hidden, directory)
         except OSError as exc:
             _remove_tree(hidden)
             raise StorageError(f"cannot create {directory}: {exc.strerror or exc}",
@@ -140,8 +148,11 @@ class RunStore:
         directory = Path(directory)
         return cls(directory, load_manifest(directory))
 
-    def save_manifest(self) -> None:
-        data = json.dumps(self.manifest, indent=1, default=str) + "\n"
+    def save_manifest(self, *, final: bool = True) -> None:
+        """Write the manifest. `final=False` (the saves during a run, after each trial)
+        writes it compact: json's C encoder, about 4x faster than the indented form a
+        run ends with, which matters once a run has hundreds of trials."""
+        data = json.dumps(self.manifest, default=str, indent=1 if final else None) + "\n"
         try:
             atomic_write(self.dir / "manifest.json", data)
         except StorageError:
@@ -197,13 +208,43 @@ class RunStore:
         """Forget a trial's rows (it runs again on --resume)."""
         (self.dir / SAMPLES_DIR / f"{trial:03d}.parquet").unlink(missing_ok=True)
         legacy = self.dir / LEGACY_SAMPLES
-        if legacy.exists():  # a run begun by an older napilab
+        if self._merged is None:  # the trials samples.parquet holds, read once
+            self._merged = set(pq.read_table(legacy, columns=["trial"])["trial"].to_pylist()) \
+                if legacy.exists() else set()
+        if trial in self._merged:  # rare: rows stored, then the trial did not end "ok"
             table = pq.read_table(legacy)
-            keep = pc.not_equal(table["trial"], trial)
-            if not pc.all(keep).as_py():
-                sink = pa.BufferOutputStream()
-                pq.write_table(table.filter(keep), sink, compression="zstd")
-                atomic_write(legacy, sink.getvalue().to_pybytes())
+            sink = pa.BufferOutputStream()
+            pq.write_table(table.filter(pc.not_equal(table["trial"], trial)), sink,
+                           compression="zstd")
+            atomic_write(legacy, sink.getvalue().to_pybytes())
+            self._merged.discard(trial)
+
+    def merge_samples(self) -> None:
+        """At the end of a run (or of a part of it): the per-trial files and any earlier
+        samples.parquet become one samples.parquet, the run's samples table in one file
+        as other tools and older napilab versions read it; then the per-trial files go.
+        If napilab stops in between, both are there and readers take a trial's own file
+        over samples.parquet (load_samples, reports.nightly.history)."""
+        per_trial = sorted((self.dir / SAMPLES_DIR).glob("[0-9]*.parquet"))
+        if not per_trial:
+            return
+        tables = [pq.read_table(path) for path in per_trial]
+        legacy = self.dir / LEGACY_SAMPLES
+        if legacy.exists():
+            own = pa.array({t for table in tables for t in table["trial"].to_pylist()},
+                           type=pa.int32())
+            old = pq.read_table(legacy)
+            tables.insert(0, old.filter(pc.invert(pc.is_in(old["trial"].cast(pa.int32()),
+                                                           value_set=own))))
+        merged = pa.concat_tables(tables, promote_options="default")
+        merged = merged.take(pc.sort_indices(merged, [("trial", "ascending")]))
+        sink = pa.BufferOutputStream()
+        pq.write_table(merged, sink, compression="zstd")
+        atomic_write(legacy, sink.getvalue().to_pybytes())
+        self._merged = None
+        for path in per_trial:
+            path.unlink()
+        (self.dir / SAMPLES_DIR).rmdir()
 
     def write_latencies(self, trial: str, latencies_us: Any) -> None:
         table = pa.table({"latency_us": pa.array(latencies_us, type=pa.float64())})

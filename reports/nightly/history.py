@@ -35,18 +35,29 @@ DEFAULT_METRICS = 4  # metrics shown when none are asked for
 _PREFERRED = ("latency_p99", "latency_p50", "rtt_avg", "latency_mean", "throughput",
               "message_rate", "received_per_second")
 
-# A run's directory from the name of one of its sample files (samples/<trial>.parquet,
-# or samples.parquet of older runs).
+# A run's directory from the name of one of its sample files (samples/<trial>.parquet
+# while it runs, samples.parquet once it ended); a trial's own file wins over
+# samples.parquet (both are there if napilab stopped while it merged them).
 _QUERY = """
-SELECT rundir, role, source, metric, variant, median(v) AS median, count(*) AS n,
-       any_value(unit) AS unit
-FROM (
+WITH found AS (
     SELECT regexp_replace(filename, '/(samples/[^/]+|samples[.]parquet)$', '') AS rundir,
-           trial, role, source, metric, variant, sum(value) AS v, any_value(unit) AS unit
+           filename LIKE '%/samples/%' AS own, trial, role, source, metric, variant, value,
+           unit
     FROM read_parquet($files, union_by_name = true, filename = true)
     WHERE cpu IS NULL AND (list_contains($names, metric)
                            OR list_contains($names, source || '.' || metric))
           AND ($host IS NULL OR host = $host)
+), chosen AS (
+    SELECT * FROM found AS f
+    WHERE own OR NOT EXISTS (SELECT 1 FROM found AS o
+                             WHERE o.own AND o.rundir = f.rundir AND o.trial = f.trial)
+)
+SELECT rundir, role, source, metric, variant, median(v) AS median, count(*) AS n,
+       any_value(unit) AS unit
+FROM (
+    SELECT rundir, trial, role, source, metric, variant, sum(value) AS v,
+           any_value(unit) AS unit
+    FROM chosen
     GROUP BY rundir, trial, role, source, metric, variant
 )
 GROUP BY rundir, role, source, metric, variant

@@ -10,7 +10,7 @@ import re
 import shutil
 from pathlib import Path
 
-import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -80,14 +80,19 @@ def test_runs_without_samples_or_manifest(results: Path, tmp_path: Path) -> None
     failed = neper_run(root, run_id="r3", reps=1, started=STARTED + 5 * DAY,
                        failed={1: "x", 2: "y", 3: "z"})
     assert not (failed / "samples").exists() and not (failed / "samples.parquet").exists()
-    # An older napilab wrote one samples.parquet, without a `unit` column: union_by_name
-    # reads it as null, and the run is one run of the trend like the others.
-    oldest = sorted((root / NAME).iterdir())[0]
-    per_trial = sorted((oldest / "samples").glob("*.parquet"))
-    table = pa.concat_tables([pq.read_table(p) for p in per_trial])
-    pq.write_table(table.drop_columns(["unit"]), oldest / "samples.parquet")
-    shutil.rmtree(oldest / "samples")
+    # An older napilab wrote no `unit` column: union_by_name reads it as null.
+    oldest, second = sorted((root / NAME).iterdir())[:2]
+    pq.write_table(pq.read_table(oldest / "samples.parquet").drop_columns(["unit"]),
+                   oldest / "samples.parquet")
+    # A run stopped while its per-trial files were merged has both: each trial counts
+    # once, from its own file.
+    merged = pq.read_table(second / "samples.parquet")
+    (second / "samples").mkdir()
+    for trial in set(merged["trial"].to_pylist()):
+        pq.write_table(merged.filter(pc.equal(merged["trial"], trial)),
+                       second / "samples" / f"{trial:03d}.parquet")
     found = history(root, NAME)
+    assert found.values[(second.name, "neper.latency_p99", "sysctl-busypoll")][1] == 3
     assert found.values[(oldest.name, "neper.latency_p99", "sysctl-busypoll")][1] == 3
     assert [r.run_id for r in found.runs] == ["r0", "r1", "r2", "r3"]
     text = history_text(found)
