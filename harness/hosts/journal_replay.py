@@ -166,7 +166,7 @@ def _clear_lock(transport: Transport, left: int, break_lock: bool) -> Iterator[s
     if state == identity.ALIVE or (state == identity.UNKNOWN and not break_lock):
         why = ("it is running" if state == identity.ALIVE else
                "it is another controller's (--break-lock removes it)")
-        yield f"{name}: the lock of {lock.describe(holder)} stays: {why}"
+        yield f"{name}: the lock {path} of {lock.describe(holder)} stays: {why}"
         return
     transport.run(["rm", "-f", "--", path])
     tidy(transport, str(holder.get("run_id", "")))
