@@ -86,49 +86,88 @@ def compare(run_a: str, run_b: str, allow_mismatch: bool, intended: tuple[str, .
 @click.command()
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
 @click.option("--baseline", required=True, type=click.Path(file_okay=False, exists=True),
-              help="A run directory, or a results directory: its newest complete run of "
-                   "the same profile.")
+              help="A run directory, or a results directory: its pinned run of the same "
+                   "profile, else a pool of its last 5 runs that passed their gate.")
 @click.option("--max-regression", "limits", multiple=True, metavar="METRIC=PCT",
               help="Tolerated regression of METRIC (name or source.metric) in percent; "
-                   "repeatable. Default: the profile's max_regression, else 5.")
+                   "repeatable; gates METRIC too. Default: the profile's max_regression, "
+                   "else 5.")
+@click.option("--intended", multiple=True, metavar="KEY",
+              help="A difference that is meant to be there: `profile` accepts a baseline "
+                   "that ran a different profile digest; repeatable.")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False),
               help="Write JUnit XML here (one testcase per metric x variant).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False),
               help="Write the JSON summary here.")
-def check(run_dir: str, baseline: str, limits: tuple[str, ...], junit_path: str | None,
-          json_path: str | None) -> None:
-    """Nightly gate: exit 3 if RUN_DIR regressed significantly beyond a threshold."""
+def check(run_dir: str, baseline: str, limits: tuple[str, ...], intended: tuple[str, ...],
+          junit_path: str | None, json_path: str | None) -> None:
+    """Nightly gate: exit 3 if RUN_DIR regressed beyond a threshold, 5 if nothing could be
+    judged."""
     from reports.ab.compare import load_run
-    from reports.nightly.check import (
-        CHECK_FILE,
-        find_baseline,
-        gate,
-        gate_json,
-        gate_text,
-        parse_thresholds,
-    )
+    from reports.nightly.baselines import find_reference
+    from reports.nightly.check import CHECK_FILE, gate, gate_json, gate_text, parse_thresholds
     from reports.nightly.junit import junit_xml
 
     thresholds = parse_thresholds(limits)
     candidate = load_run(run_dir)
-    report = gate(load_run(find_baseline(Path(baseline), candidate)), candidate, thresholds)
+    reference = find_reference(Path(baseline), candidate, intended="profile" in intended)
+    report = gate(reference, candidate, thresholds)
     if junit_path:
         atomic_write(Path(junit_path), junit_xml(report))
     summary = gate_json(report)
     if json_path:
         atomic_write(Path(json_path), summary)
-    # Kept with the run too: `napilab publish` builds its feed of regressions from these.
+    # Kept with the run too: `napilab publish` builds its feed of regressions from these,
+    # and the baseline pool of later nights takes only runs whose gate passed.
     atomic_write(candidate.directory / CHECK_FILE, summary)
     click.echo(gate_text(report), nl=False)
-    for label, run in (("candidate", candidate), ("baseline", report.baseline)):
+    for label, run in (("candidate", candidate), *(("baseline", r) for r in reference.runs)):
         if run.manifest.get("status") != "complete":
             _warn(f"{label} {run.directory} is {run.manifest.get('status')}: judged on its "
                   "completed trials only")
     for difference in report.confounders.confounders:
         _warn(f"runs differ: {difference}")
-    if report.cases and all(c.status in ("not-enough-data", "skipped") for c in report.cases):
-        _warn("no metric could be judged; a pass here means nothing (see `need n=`)")
+    if report.status == "inconclusive":
+        _warn("no gated metric could be judged: exit 5 (inconclusive), not a pass")
+        sys.exit(int(ExitCode.INCONCLUSIVE))
     sys.exit(int(ExitCode.REGRESSION if report.regressions else ExitCode.OK))
+
+
+@click.group()
+def baseline() -> None:
+    """Pin or unpin the reference run `check --baseline RESULTS` uses for a profile."""
+
+
+@baseline.command()
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+def pin(run_dir: str) -> None:
+    """Make RUN_DIR the reference of its profile (stored beside the results)."""
+    from reports.ab.compare import load_run
+    from reports.nightly.baselines import PIN_FILE
+
+    run = load_run(run_dir)
+    if run.manifest.get("status") != "complete":
+        raise InputError(f"{run_dir} is {run.manifest.get('status')}: pin a complete run")
+    where = run.directory.resolve().parent / PIN_FILE
+    atomic_write(where, json.dumps({"run": run.directory.name,
+                                    "run_id": run.manifest.get("run_id")}) + "\n")
+    click.echo(f"pinned {run.directory.name} as the baseline of "
+               f"{(run.manifest.get('profile') or {}).get('name')} ({where})")
+
+
+@baseline.command()
+@click.argument("path", type=click.Path(file_okay=False, exists=True))
+def unpin(path: str) -> None:
+    """Remove the pin of PATH's profile (PATH: RESULTS/<profile> or one of its runs)."""
+    from reports.nightly.baselines import PIN_FILE
+
+    where = Path(path) / PIN_FILE
+    if not where.exists() and (Path(path) / "manifest.json").exists():
+        where = Path(path).resolve().parent / PIN_FILE
+    if not where.exists():
+        raise InputError(f"{path}: no pinned baseline there")
+    where.unlink()
+    click.echo(f"unpinned ({where}); check --baseline RESULTS uses the pool again")
 
 
 def aa_plan(bound: Plan) -> Plan:

@@ -62,6 +62,7 @@ class MetricPolicy:
     direction: str | None = None  # lower | higher; None: napilab's default for the metric
     min_effect: float | None = None  # percent
     max_regression: float | None = None  # percent
+    primary: bool = True  # in the multiple-comparison family (harness.stats.family)
 
 
 @dataclass(frozen=True)
@@ -331,7 +332,8 @@ def _top_level(check: Checker, document: Node) -> dict[str, Any]:
 
 def _metrics(check: Checker, document: Node) -> dict[str, MetricPolicy]:
     """`metrics: {latency_p99: {direction: lower, min_effect: 2%, max_regression: 5%}}`;
-    keys are a metric name or `source.metric`; percentages may be written 5 or "5%"."""
+    keys are a metric name or `source.metric`; percentages may be written 5 or "5%". A
+    metric named here is primary (judged in the Holm family) unless `primary: false`."""
     node = check.mapping(document.get("metrics"), document.where("metrics"), "metrics")
     out: dict[str, MetricPolicy] = {}
     for name, raw in (node or Node()).items():
@@ -340,11 +342,13 @@ def _metrics(check: Checker, document: Node) -> dict[str, MetricPolicy]:
         spec = check.mapping(raw, node.where(name), path)
         if spec is None:
             continue
-        check.keys(spec, path, ("direction", "min_effect", "max_regression"))
+        check.keys(spec, path, ("direction", "min_effect", "max_regression", "primary"))
+        primary = check.get(spec, "primary", path, bool)
         out[name] = MetricPolicy(
             direction=check.choice(spec, "direction", path, ("lower", "higher")),
             min_effect=_percent(check, spec, "min_effect", path),
             max_regression=_percent(check, spec, "max_regression", path),
+            primary=primary is not False,
         )
     return out
 

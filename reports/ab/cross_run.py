@@ -44,4 +44,5 @@ def policies(a: RunData, b: RunData) -> dict[str, object]:
 
 def compare_runs(a: RunData, b: RunData) -> Table:
     cols, pairs = columns(a, b)
-    return build_table(specs(a, b), cols, pairs, policies(a, b), "A")
+    return build_table(specs(a, b), cols, pairs, policies(a, b), "A",
+                       workload=a.workload_source or b.workload_source)

@@ -69,12 +69,13 @@ def _verdicts(tab: Table) -> list[str]:
         return ["**Verdicts**: no comparison (" + ("one variant" if not tab.pairs else
                                                   "no line has comparable values") + ").", ""]
     counts = ", ".join(f"{n} {escape(name)}" for name, n in summary.counts.items())
-    out = [f"**Verdicts**: {counts} (of {summary.total} comparison(s); Mann-Whitney p "
-           f"Holm-adjusted over the table, alpha 0.05)", ""]
+    out = [f"**Verdicts**: {counts} (of {summary.total} comparison(s); p Holm-adjusted "
+           f"over the {summary.family} primary one(s), alpha 0.05; exploratory rows show "
+           "change and CI only)", ""]
     for f in summary.findings[:MAX_FINDINGS]:
         out.append(f"- **{f['verdict']}**: {escape(f['label'])} ({escape(f['column'])} vs "
                    f"{escape(f['baseline'])}) {escape(format_pct(f['change']))}, 95% CI "
-                   f"{escape(format_ci(f['ci']))}, p={format_p(f['p'])}")
+                   f"{escape(format_ci(f['ci']))}, p={format_p(f['p'])}{f['note']}")
     more = len(summary.findings) - MAX_FINDINGS
     if more > 0:
         out.append(f"- ... and {more} more in the tables below")
@@ -103,7 +104,8 @@ def _stats(tab: Table) -> list[str]:
                 continue
             verdict, need = verdict_text(found)
             rows.append([escape(line.label), escape(format_pct(found.change)),
-                         escape(format_ci(found.change_ci)), format_p(found.p_adjusted),
+                         escape(format_ci(found.change_ci)),
+                         "-" if verdict == "exploratory" else format_p(found.p_adjusted),
                          escape(f"{verdict} ({need})" if need else verdict)])
         out += _table(["metric", "change", "95% CI", "p (Holm)", "verdict"], rows, "lrrrl")
         out.append("")

@@ -21,7 +21,7 @@ from harness.errors import StorageError
 from harness.store.store import Row, RunStore, atomic_write, load_samples, sample_files
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMO = ROOT / "tests" / "golden" / "reports" / "runs" / "demo-20261129T204634Z-bbc627aa"
+DEMO = next((ROOT / "tests" / "golden" / "reports" / "runs").glob("demo-*"))  # recorded run
 
 
 def rows(trial: int, n: int = 4) -> list[Row]:
