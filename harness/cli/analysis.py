@@ -31,56 +31,88 @@ def _warn(line: str) -> None:
     click.echo(f"napilab: warning: {line}", err=True)
 
 
-def _describe(label: str, run: Any) -> str:
-    manifest = run.manifest
-    status = manifest.get("status", "?")
-    return f"{label}: {run.directory} (run {manifest.get('run_id')}, {status})"
-
-
-def _refuse(found: Confounders) -> InputError:
-    listed = "\n".join(f"  {d}" for d in found.confounders)
+def _refuse(found: list[tuple[Any, Confounders]], base: str) -> InputError:
+    listed = "\n".join(f"  {d.text(base, run.label)}" for run, f in found
+                        for d in f.confounders)
     return InputError(
         f"the runs differ in more than the knobs under test:\n{listed}",
         hint="--intended KEY declares a difference intended (e.g. --intended kernel for a "
              "kernel A/B); --allow-mismatch compares anyway and lists them")
 
 
+def _labelled(argument: str) -> tuple[str | None, str]:
+    """`LABEL=RUN_DIR` or `RUN_DIR` (an existing directory wins over a label split)."""
+    if Path(argument).is_dir():
+        return None, argument
+    label, sep, path = argument.partition("=")
+    if not sep:
+        raise InputError(f"{argument}: no such run directory")
+    if not Path(path).is_dir():
+        raise InputError(f"{argument}: no such run directory {path!r}",
+                         hint="write LABEL=RUN_DIR, e.g. Baseline=results/seed-001/...")
+    return label, path
+
+
 @click.command()
-@click.argument("run_a", type=click.Path(file_okay=False, exists=True))
-@click.argument("run_b", type=click.Path(file_okay=False, exists=True))
+@click.argument("runs", nargs=-1, required=True, metavar="[LABEL=]RUN_DIR...")
 @click.option("--allow-mismatch", is_flag=True,
               help="Compare even if host facts or read-back knobs differ (listed).")
 @click.option("--intended", multiple=True, metavar="KEY",
               help="A host fact or knob that is meant to differ, by key prefix "
                    "(kernel, cmdline, nics.eth0.firmware-version, ...); repeatable.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True)
-def compare(run_a: str, run_b: str, allow_mismatch: bool, intended: tuple[str, ...],
-            fmt: str) -> None:
-    """A/B across two runs, variants matched by name; RUN_A is the baseline."""
+@click.option("--variant", "variants", multiple=True, metavar="NAME",
+              help="Compare only this variant (repeatable); default: every variant all "
+                   "runs have.")
+@click.option("--format", "fmt", type=click.Choice(["text", "md", "html", "json"]),
+              default="text", show_default=True)
+def compare(runs: tuple[str, ...], allow_mismatch: bool, intended: tuple[str, ...],
+            variants: tuple[str, ...], fmt: str) -> None:
+    """A/B across two or more runs, each under a label (Baseline=RUN_A Patched=RUN_B;
+    unlabelled: A, B, ...); the first run is the baseline. Columns are label x variant,
+    the label alone when one variant is compared."""
     from reports.ab.compare import load_run
-    from reports.ab.cross_run import compare_runs, matched_variants
+    from reports.ab.cross_run import LabelledRun, check_labels, common_variants, compare_labelled
     from reports.ab.table_json import table_doc
+    from reports.formats import compare_page
     from reports.formats.render import text_table
 
-    a, b = load_run(run_a), load_run(run_b)
-    found = diff_manifests(a.manifest, b.manifest, matched_variants(a, b)).waive(intended)
-    if found.confounders and not allow_mismatch:
-        raise _refuse(found)
-    tab = compare_runs(a, b)
+    if len(runs) < 2:
+        raise InputError("compare needs two or more runs: [LABEL=]RUN_DIR [LABEL=]RUN_DIR ...")
+    parsed = [_labelled(arg) for arg in runs]
+    labels = check_labels([label for label, _ in parsed])
+    loaded = [LabelledRun(label, load_run(path)) for label, (_, path) in zip(labels, parsed,
+                                                                             strict=True)]
+    chosen = common_variants(loaded, variants)
+    base = loaded[0]
+    found = [(other, diff_manifests(base.run.manifest, other.run.manifest, chosen)
+              .waive(intended)) for other in loaded[1:]]
+    if any(f.confounders for _, f in found) and not allow_mismatch:
+        raise _refuse(found, base.label)
+    noted = [compare_page.Noted(kind, d.text(base.label, other.label))
+             for other, f in found for kind, diffs in (("intended", f.intended),
+                                                       ("mismatch", f.confounders))
+             for d in diffs]
+    tab = compare_labelled(loaded, chosen)
+    absent = compare_page.absent(loaded, chosen)
     if fmt == "json":
         click.echo(json.dumps({
-            "run_a": {"dir": str(a.directory), "run_id": a.manifest.get("run_id")},
-            "run_b": {"dir": str(b.directory), "run_id": b.manifest.get("run_id")},
-            "confounders": [d.as_dict() for d in found.confounders],
-            "intended": [d.as_dict() for d in found.intended],
+            "runs": [{"label": r.label, "dir": str(r.run.directory),
+                      "run_id": r.run.manifest.get("run_id")} for r in loaded],
+            "baseline": base.label, "variants": chosen,
+            "confounders": [{**d.as_dict(), "run": o.label} for o, f in found
+                            for d in f.confounders],
+            "intended": [{**d.as_dict(), "run": o.label} for o, f in found for d in f.intended],
             "allow_mismatch": allow_mismatch, "table": table_doc(tab)}, indent=1, default=str))
-        return
-    out = [_describe("A", a), _describe("B", b)]
-    out += [f"intended: {d}" for d in found.intended]
-    out += [f"MISMATCH (allowed): {d}" for d in found.confounders]
-    click.echo("\n".join(out) + "\n")
-    click.echo(text_table(tab), nl=False)
+    elif fmt == "md":
+        click.echo(compare_page.markdown(loaded, tab, noted, absent), nl=False)
+    elif fmt == "html":
+        click.echo(compare_page.html(loaded, tab, noted, absent), nl=False)
+    else:
+        out = [compare_page.describe(r.label, r.run) for r in loaded]
+        out += [f"{'intended' if n.kind == 'intended' else 'MISMATCH (allowed)'}: {n.text}"
+                for n in noted]
+        click.echo("\n".join(out) + "\n")
+        click.echo(text_table(tab, absent=absent), nl=False)
 
 
 @click.command()

@@ -53,23 +53,25 @@ class HostOps:
         self.host_info: dict[str, collectors.HostInfo] = {}
 
     def facts(self) -> dict[str, dict[str, Any]]:
-        tools: dict[str, set[str]] = {}
-        for variant in self.plan.profile.variants:
-            spec = variant.workload
-            for side in (spec.client, spec.server):
-                tools.setdefault(self.plan.host_of(side.role).name, set()).add(spec.tool)
-
         def gather(name: str) -> dict[str, Any]:
             ifaces = [self.plan.iface_of(role) for role, h in self.plan.role_hosts.items()
                       if h.name == name]
-            transport = self.transports[name]
-            facts = host_facts.gather(transport, [i for i in ifaces if i])
-            facts["tool_versions"] = host_facts.tool_versions(transport, tools.get(name, ()))
-            return facts
+            return host_facts.gather(self.transports[name], [i for i in ifaces if i],
+                                     self._binaries(name))
 
         facts = each_host(list(self.transports), gather)
         self.host_info = {name: host_facts.host_info(f) for name, f in facts.items()}
         return facts
+
+    def _binaries(self, host: str) -> set[str]:
+        """The workload programs any variant runs on `host`."""
+        out: set[str] = set()
+        for variant in self.plan.profile.variants:
+            workload = variant.workload
+            for side, process in (("client", workload.client), ("server", workload.server)):
+                if self.plan.host_of(process.role).name == host:
+                    out.update(host_facts.workload_binaries(workload.tool, side))
+        return out
 
     def changed_hosts(self, before: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
         """Hosts whose boot or kernel changed during the run, and what changed."""

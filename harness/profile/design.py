@@ -2,9 +2,10 @@
 
 `napilab validate` and `napilab plan` print these warnings (`--strict` makes them exit
 2). The family is counted as the A/B table will count it: primary lines
-(`harness.stats.family`) times the variants compared with the baseline, where both
-variants produce the line's source (a netperf line is not compared with an xdpsock
-variant). Pure: reads the Profile only.
+(`harness.stats.family`) times the compared pairs (each variant with the baseline, or
+with the first variant of its comparison group), where both variants produce the
+line's source (a netperf line is not compared with an xdpsock variant). Pure: reads the
+Profile only.
 """
 
 from __future__ import annotations
@@ -52,10 +53,12 @@ def _split(name: str, variant: Variant) -> tuple[str, str]:
 
 
 def family_size(profile: Profile) -> int:
-    base = profile.variants[0]
+    """Primary lines x the compared pairs (each variant with its comparison group's
+    first, `Profile.comparisons`), where both variants produce the line's source."""
     lines = primary_lines(profile)
-    return sum(1 for other in profile.variants[1:] for source, _ in lines
-               if _produced(source, base) and _produced(source, other))
+    return sum(1 for base, other in profile.comparisons for source, _ in lines
+               if _produced(source, profile.variant(base))
+               and _produced(source, profile.variant(other)))
 
 
 def reach(profile: Profile) -> Reach:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,8 +43,9 @@ from harness.profile.yamlsrc import Node, load_file
 TOP_KEYS = ("name", "description", "extends", "hosts", "setup", "workload", "collect",
             "report", "variants", "baseline", "repeat", "order", "seed", "cooldown",
             "on_mismatch", "metrics", "matrix", "warmup_trials")
-VARIANT_KEYS = ("description", "setup", "workload", "collect")
+VARIANT_KEYS = ("description", "group", "setup", "workload", "collect")
 ORDERS = ("interleaved", "randomized", "blocked")
+_GROUP = re.compile(r"[A-Za-z0-9][A-Za-z0-9._=+-]*")
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,7 @@ class Variant:
     workload: WorkloadSpec
     collect: tuple[CollectSpec, ...]
     parameters: dict[str, Any] = field(default_factory=dict)  # matrix values
+    group: str | None = None  # compared with its group's first variant, not the baseline
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,19 @@ class Profile:
     @property
     def baseline(self) -> str:
         return self.variants[0].name
+
+    @property
+    def comparisons(self) -> tuple[tuple[str, str], ...]:
+        """(baseline, variant) of every compared variant: a variant with a `group` is
+        compared with the first variant of its group, one without with the first variant
+        without (the profile's baseline unless that one has a group)."""
+        firsts: dict[str | None, str] = {}
+        pairs = []
+        for variant in self.variants:
+            first = firsts.setdefault(variant.group, variant.name)
+            if first != variant.name:
+                pairs.append((first, variant.name))
+        return tuple(pairs)
 
     def variant(self, name: str) -> Variant:
         return next(v for v in self.variants if v.name == name)
@@ -145,8 +161,8 @@ def load_profile(path: str | Path) -> Profile:
         baseline = None
     variants = []
     for name, overlay, values in arms:
-        merged = deep_merge(_without_other_tool(base, overlay),
-                            Node({k: v for k, v in overlay.items() if k != "description"}))
+        merged = deep_merge(_without_other_tool(base, overlay), Node(
+            {k: v for k, v in overlay.items() if k not in ("description", "group")}))
         merged = substitute(merged, values)
         _unknown_placeholders(check, merged, values)
         variant = _variant(check, name, merged, overlay, roles, values)
@@ -300,12 +316,16 @@ def _variant(check: Checker, name: str, doc: Node, overlay: Node,
     collect_node = check.mapping(doc.get("collect"), doc.where("collect"), "collect") or Node()
     collect = parse_collect(check, collect_node, "collect", roles)
     description = str(overlay.get("description") or "")
+    group = check.get(overlay, "group", join("variants", name), str)
+    if group is not None and not _GROUP.fullmatch(group):
+        check.error(overlay.where("group"), join(join("variants", name), "group"),
+                    f"group name {group!r}: use letters, digits and . _ = + -")
     if values:
         swept = ", ".join(f"{k}={v}" for k, v in values.items())
         description = f"{description} ({swept})" if description else swept
     if workload is None:
         return None
-    return Variant(name, description, tuple(settings), workload, tuple(collect), values)
+    return Variant(name, description, tuple(settings), workload, tuple(collect), values, group)
 
 
 def _top_level(check: Checker, document: Node) -> dict[str, Any]:

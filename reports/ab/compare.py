@@ -4,9 +4,10 @@ Lines come from the profile's `report.table` (the shape of a cover letter's tabl
 without one, from every run-level metric of the workload and the collectors' totals;
 where the tool stored per-transaction latencies (`latency/<trial>.parquet`), pooled
 percentile lines follow. A cell holds the per-repetition values of its variant; every
-non-baseline variant is compared with the baseline (reports.ab.line_stats: relative change
-with a CI, the primary lines' p Holm-adjusted across the table, verdict; others exploratory).
-Across two runs, reports.ab.cross_run builds the same table with `A:`/`B:` columns.
+non-baseline variant is compared with the baseline, or with the first variant of its
+comparison group (`group` in the profile; reports.ab.line_stats: relative change with a
+CI, the primary lines' p Holm-adjusted across the table, verdict; others exploratory).
+Across runs, reports.ab.cross_run builds the same table with label x variant columns.
 """
 
 from __future__ import annotations
@@ -54,6 +55,17 @@ class RunData:
     @property
     def baseline(self) -> str:
         return str(self.manifest.get("baseline", ""))
+
+    @property
+    def comparisons(self) -> tuple[tuple[str, str], ...]:
+        """(baseline, variant) pairs among the variants that ran: the manifest's (each
+        variant with its comparison group's first), else every variant with the baseline
+        (runs recorded before comparison groups)."""
+        ran = self.variants
+        recorded = self.manifest.get("comparisons")
+        if recorded is None:
+            return tuple((self.baseline, v) for v in ran if v != self.baseline)
+        return tuple((str(base), str(v)) for base, v in recorded if base in ran and v in ran)
 
     @property
     def workload_source(self) -> str | None:
@@ -104,8 +116,7 @@ def column(run: RunData, variant: str, name: str | None = None) -> Column:
 
 def table(run: RunData) -> Table:
     columns = [column(run, v) for v in run.variants]
-    pairs = tuple((run.baseline, v) for v in run.variants if v != run.baseline)
-    return build_table(line_specs(run), columns, pairs, run.policies, run.baseline,
+    return build_table(line_specs(run), columns, run.comparisons, run.policies, run.baseline,
                        workload=run.workload_source)
 
 

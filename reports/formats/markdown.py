@@ -58,7 +58,7 @@ def markdown(run: RunData, tab: Table) -> str:
             out.append(f"> - trial {escape(failure.trial)} ({escape(failure.variant)} rep "
                        f"{failure.rep}) failed: {escape(failure.error)}")
         out.append("")
-    out += _verdicts(tab) + _values(run, tab) + _stats(tab) + _settings(run) + _hosts(run)
+    out += tables(tab, run_facts.absent_functions(manifest)) + _settings(run) + _hosts(run)
     out += _commands(run)
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -82,8 +82,13 @@ def _verdicts(tab: Table) -> list[str]:
     return [*out, ""] if summary.findings else out
 
 
-def _values(run: RunData, tab: Table) -> list[str]:
-    absent = run_facts.absent_functions(run.manifest)
+def tables(tab: Table, absent: dict[str, frozenset[str]]) -> list[str]:
+    """The verdicts, the medians and the statistics per compared column (a run's report
+    and `napilab compare --format md` alike)."""
+    return _verdicts(tab) + _values(tab, absent) + _stats(tab)
+
+
+def _values(tab: Table, absent: dict[str, frozenset[str]]) -> list[str]:
     header = ["metric", *(escape(v) for v in tab.variants), "unit"]
     rows = [[escape(ln.label), *(escape(run_facts.cell_text(ln, v, absent))
                                  for v in tab.variants), escape(ln.unit)] for ln in tab.lines]
@@ -134,11 +139,12 @@ def _settings(run: RunData) -> list[str]:
 def _hosts(run: RunData) -> list[str]:
     hosts = run_facts.hosts(run.manifest)
     out = ["#### Hosts", ""]
-    out += _table(["host", "kernel", "CPU", "online CPUs", "irqbalance", "NICs"],
+    out += _table(["host", "kernel", "CPU", "online CPUs", "irqbalance", "NICs", "tools"],
                   ([escape(h.name), escape(h.facts["kernel_release"]), escape(h.facts["cpu_model"]),
                     escape(h.facts["online_cpus"]), escape(h.facts["irqbalance"]),
-                    escape(", ".join(f"{n}: {d}" for n, d in h.nics))] for h in hosts),
-                  "llllll")
+                    escape(", ".join(f"{n}: {d}" for n, d in h.nics)),
+                    escape("; ".join(f"{t}: {v}" for t, v in h.tools) or "-")] for h in hosts),
+                  "lllllll")
     found = run_facts.confounders(run.manifest, run_facts.settings_rows(run.manifest))
     out += [""] + ([f"- **confounder**: {escape(c)}" for c in found] or
                    ["No confounder found: no host changed during the run, every setting "
