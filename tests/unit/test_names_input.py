@@ -12,21 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main as cli
 from harness.profile.inventory import load_inventory
-from harness.transport import connect
+from tests.unit.test_cli_input import GOOD, napilab, tripwire  # noqa: F401  (autouse: no transport)
 
-PROFILE = """\
-name: names
-hosts:
-  sender: {host: HOST}
-  receiver: {host: b}
-workload:
-  tool: ping
-  duration: 1
-  client: {role: sender}
-  server: {role: receiver}
-"""
+PROFILE = GOOD.replace("sender: {host: a}", "sender: {host: HOST}")
 ANSIBLE = """\
 all:
   vars: {ansible_user: root}
@@ -35,22 +24,6 @@ all:
     b: {ansible_host: 127.0.0.1, napilab_transport: local}
 """
 ESCAPE = "../../../../tmp/napilab-escape"
-
-
-@pytest.fixture(autouse=True)
-def tripwire(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise AssertionError("a transport was opened for bad input")
-
-    monkeypatch.setattr(connect, "transport_for", refuse)
-    monkeypatch.setattr(connect, "LocalTransport", refuse)
-    monkeypatch.setattr(connect, "SSHTransport", refuse)
-
-
-def napilab(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as exc:
-        cli.main(args)
-    return int(exc.value.code or 0), capsys.readouterr().err
 
 
 def files(tmp_path: Path, profile: str, inventory: str) -> tuple[str, str]:
@@ -104,7 +77,7 @@ def test_control_characters_in_any_value_are_refused(
     profile_path, inventory = files(tmp_path, profile, ANSIBLE.replace("HOST", "a"))
     code, err = napilab(["validate", profile_path, "-i", inventory], capsys)
     assert code == 2, err
-    assert "p.yaml:12:" in err and "setup.receiver.sysctl.net.core.busy_read:" in err
+    assert "p.yaml:14:" in err and "setup.receiver.sysctl.net.core.busy_read:" in err
     assert "contains a control character" in err and "Traceback" not in err
 
 
