@@ -2,7 +2,9 @@
 in the testbed's namespace a, reached in parallel as eight inventory hosts, as
 OpenSSH's StrictHostKeyChecking=accept-new would: every new key appended under a lock,
 the rest of known_hosts untouched, @revoked keys refused, @cert-authority lines never
-taken for a host key, a crash on none of them. The sshds are stopped at teardown
+taken for a host key, a crash on none of them. A refused key is a HostError: `napilab
+run` exits 1 while connecting, before any lock is taken or knob written (connect comes
+before harness.hosts.lock in harness.cli.execute). The sshds are stopped at teardown
 whatever happens."""
 
 from __future__ import annotations

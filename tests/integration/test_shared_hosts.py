@@ -105,7 +105,9 @@ def wait_ping(bed: tb.Testbed, node: str, timeout: float = 60) -> None:
 def test_interrupted_command_retires_the_persistent_shell(testbed: tb.Testbed) -> None:
     """Fault: KeyboardInterrupt while a command runs on the host's persistent shell.
     Expected: the next command reads its own output only (napilab 0.1 read the
-    interrupted command's output as the next one's), on a fresh shell."""
+    interrupted command's output as the next one's), on a fresh shell. No knob or lock
+    is involved; in `napilab run` the interrupt ends in a restore and exit 130
+    (tests/integration/test_faults.py)."""
     transport = SSHTransport(load_inventory(testbed.inventory_path).hosts["b"])
     timer = threading.Timer(0.5, _thread.interrupt_main)
     try:
