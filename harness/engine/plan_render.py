@@ -27,6 +27,7 @@ from harness.knobs.backend import Backend
 from harness.knobs.kind import Item, PlanLookup, Setting
 from harness.profile.plan import Plan
 from harness.profile.profile import Trial, Variant
+from harness.profile.redact import shown_argv
 from harness.transport.transport import command_line
 from runners.collectors.collector import snapshot_argv
 from runners.registry import TOOLS
@@ -44,14 +45,15 @@ class _Steps:
 
     def add(self, host: str, phase: str, argv: list[str], stdin: str | None = None,
             env: dict[str, str] | None = None) -> None:
-        line = command_line(self.plan.hosts[host], argv, env)
-        self.out.append({"host": host, "phase": phase, "argv": line, "stdin": stdin})
+        line = shown_argv(command_line(self.plan.hosts[host], argv, env), env)
+        self.out.append({"host": host, "phase": phase, "argv": list(line), "stdin": stdin})
 
     def apply(self, host: str, settings: list[Setting], run_id: str
               ) -> list[tuple[Setting, Item]]:
         """The commands of the apply steps; returns the items in journal order."""
         journal = host_steps.journal_path(run_id, host)
         done: list[tuple[Setting, Item]] = []
+        first = True
         for step in host_steps.apply_steps(settings):
             match step:
                 case host_steps.Journal(settings=phase):
@@ -60,8 +62,9 @@ class _Steps:
                     if fresh:
                         done += fresh
                         self.reads(host, "apply", [i for _, i in fresh])
-                        self.add(host, "apply", host_steps.journal_argv(journal),
+                        self.add(host, "apply", host_steps.journal_argv(journal, first=first),
                                  stdin="<journal>")
+                        first = False
                 case host_steps.Write(kind=kind):
                     for setting, item in done:
                         if setting.kind == kind:
@@ -182,7 +185,8 @@ def _scripts() -> dict[str, str]:
     printed once, at the end; `--json` keeps every argv whole)."""
     from runners.collectors import collector
 
-    scripts = {"snapshot": collector.SNAPSHOT_SCRIPT, "journal": host_steps.ATOMIC_WRITE[2]}
+    scripts = {"snapshot": collector.SNAPSHOT_SCRIPT, "journal": host_steps.CREATE_NEW[2],
+               "journal-update": host_steps.ATOMIC_WRITE[2]}
     for kind in registry.kinds():
         scripts.update(kind.backend.scripts)
     return scripts

@@ -5,7 +5,8 @@ order and never a second copy of it.
 
 Apply, kind by kind in the registry's order:
   Journal(settings)  resolve the settings into items, read their originals (one read
-                     per backend) and journal them on the host (atomic rename) before
+                     per backend) and journal them on the host (the first write creates
+                     the journal and fails if one exists; later ones rename over it) before
                      anything is written; kinds whose items appear only after earlier
                      writes (`late`, or `follows_queues` when queues change) get their
                      own Journal step in their turn
@@ -27,6 +28,10 @@ JOURNAL_DIR = "/var/tmp/napilab"
 # the old or the new one, never half written. Paths are positional parameters.
 ATOMIC_WRITE = ["sh", "-c", 'umask 077 && mkdir -p "$1" && cat > "$2" && mv -f "$2" "$3"',
                 "napilab-journal"]
+# The same, for a file that must not exist yet (a run's first journal, a lock): `ln`
+# fails if it does; the temp file is removed either way.
+CREATE_NEW = ["sh", "-c", 'umask 077 && mkdir -p "$1" && cat > "$2" && ln -- "$2" "$3"; '
+              'rc=$?; rm -f -- "$2"; exit $rc', "napilab-create"]
 
 
 @dataclass(frozen=True)
@@ -119,9 +124,11 @@ def journal_path(run_id: str, host: str) -> str:
     return f"{JOURNAL_DIR}/journal-{run_id}-{host}.json"
 
 
-def journal_argv(journal: str) -> list[str]:
-    """The command that (re)writes the journal at `journal` from its stdin."""
-    return [*ATOMIC_WRITE, JOURNAL_DIR, journal + ".tmp", journal]
+def journal_argv(journal: str, *, first: bool) -> list[str]:
+    """The command that writes the journal at `journal` from its stdin: the first write
+    creates it and fails if one is there (another run's record of the true originals),
+    later ones replace it atomically."""
+    return [*(CREATE_NEW if first else ATOMIC_WRITE), JOURNAL_DIR, journal + ".tmp", journal]
 
 
 def drop_journal_argv(journal: str) -> list[str]:

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import socket
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from harness.errors import HostError, NapilabError, RestoreIncomplete, SettingMismatch
+from harness.hosts import identity
 from harness.hosts.session import HostLookup, HostSession
 from harness.hosts.setting_steps import (
     JOURNAL_DIR,
@@ -43,6 +43,8 @@ from harness.knobs.backend import Gone, Unavailable
 from harness.knobs.change import Change
 from harness.knobs.kind import Setting
 from harness.transport.transport import Transport
+
+JOURNAL_SCHEMA = 3  # 3: the host's identity (machine, namespace, boot) and the controller's
 
 
 def workdir(run_id: str) -> str:
@@ -76,6 +78,7 @@ class HostSettings:
         self.policy = policy
         self.changes: list[Change] = []
         self.journal = journal_path(run_id, session.name)
+        self._created: float | None = None  # when this journal was first written
 
     @property
     def host(self) -> str:
@@ -114,9 +117,14 @@ class HostSettings:
         if not fresh:
             return
         originals = read_items(self.session, [(i.backend, i.key) for _, i in fresh])
-        self.changes += [Change(self.host, s.role, s.kind, i.target, i.key, originals[i.key],
-                                i.value, backend=i.backend) for s, i in fresh]
-        self._write_journal()
+        new = [Change(self.host, s.role, s.kind, i.target, i.key, originals[i.key], i.value,
+                      backend=i.backend) for s, i in fresh]
+        self.changes += new
+        try:
+            self._write_journal()
+        except BaseException:
+            del self.changes[-len(new):]  # not journalled, so not written either
+            raise
 
     def _verify(self) -> None:
         effective = read_items(self.session, [(c.backend, c.path) for c in self.changes])
@@ -142,10 +150,21 @@ class HostSettings:
                             f"{value!r}: {exc.message}") from None
 
     def _write_journal(self) -> None:
-        doc = {"schema": 2, "run_id": self.run_id, "host": self.host,
-               "controller": socket.gethostname(), "pid": os.getpid(), "created": time.time(),
-               "entries": [c.journalled() for c in self.changes]}
-        self.transport.run(journal_argv(self.journal), stdin=json.dumps(doc, indent=1))
+        """The first write creates the journal and fails if one is there (it would be
+        another run's record of the true originals); later ones replace it."""
+        first = self._created is None
+        created = self._created = self._created or time.time()
+        doc = {"schema": JOURNAL_SCHEMA, "run_id": self.run_id, "host": self.host,
+               **identity.of(self.transport).record(), **identity.controller(),
+               "created": created, "entries": [c.journalled() for c in self.changes]}
+        result = self.transport.run(journal_argv(self.journal, first=first),
+                                    stdin=json.dumps(doc, indent=1), check=False)
+        if result.exit_code != 0:
+            self._created = None if first else created
+            reason = result.stderr.strip().splitlines()[-1:] or [f"exit {result.exit_code}"]
+            raise HostError(f"{self.host}: cannot write the journal {self.journal}: {reason[0]}",
+                            hint="is /var/tmp full or read-only on the host? A journal that "
+                            "exists already is an earlier run's: `napilab restore` replays it")
 
     def restore(self) -> list[Change]:
         """Write originals back in reverse order; remove the journal once verified.
@@ -164,12 +183,14 @@ class HostSettings:
                     failures = self._write_originals(current)
                 case ReadBack() if not failures:
                     failures = self._read_back(current)
-                case DropJournal() if not failures:
+                case DropJournal() if not failures and self._created is not None:
+                    # (_created is None: nothing journalled, so never another run's)
                     self.transport.run(drop_journal_argv(self.journal))
         if failures:
             raise RestoreIncomplete(f"{self.host}: restore incomplete: " + "; ".join(failures),
                                     hint=f"the journal {self.journal} is kept on the host; "
                                     "`napilab restore -i INVENTORY` replays it")
+        self._created = None
         restored, self.changes = self.changes, []
         return restored
 
@@ -208,10 +229,45 @@ class HostSettings:
             return present
 
     @classmethod
-    def from_journal(cls, session: HostSession, text: str) -> HostSettings:
-        """Settings left by an interrupted run, ready for `restore()`."""
-        doc = json.loads(text)
+    def from_journal(cls, session: HostSession, doc: dict[str, Any], path: str,
+                     entries: Sequence[Change] | None = None) -> HostSettings:
+        """Settings left by an interrupted run, ready for `restore()` (which removes the
+        journal at `path` once every entry is verified). `entries` replaces the
+        journal's own (napilab restore leaves out entries that went stale)."""
         settings = cls(session, str(doc["run_id"]))
-        settings.changes = [Change.from_json({"host": settings.host, **entry})
-                            for entry in doc["entries"]]
+        settings.journal = path
+        settings._created = float(doc.get("created") or 0)
+        settings.changes = list(journal_entries(doc, settings.host) if entries is None
+                                else entries)
         return settings
+
+
+class JournalError(NapilabError):
+    """A journal that is not in the shape napilab writes."""
+
+
+def journal_entries(doc: dict[str, Any], host: str) -> list[Change]:
+    """The changes a journal records (on `host`), checked: every entry names a known
+    backend and has string fields, or JournalError says what is wrong."""
+    if not isinstance(doc.get("run_id"), str):
+        raise JournalError("no run_id")
+    entries = doc.get("entries")
+    if not isinstance(entries, list):
+        raise JournalError("no list of entries")
+    required = ("role", "kind", "target", "path", "original", "requested")
+    changes = []
+    for number, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict):
+            raise JournalError(f"entry {number} is not an object")
+        missing = [k for k in required if not isinstance(entry.get(k), str)]
+        if missing:
+            raise JournalError(f"entry {number} lacks {', '.join(missing)}")
+        backend = entry.get("backend", "file")
+        if backend not in registry.backend_names():
+            raise JournalError(f"entry {number} has an unknown backend {backend!r}")
+        effective = entry.get("effective")
+        changes.append(Change(host, entry["role"], entry["kind"], entry["target"],
+                              entry["path"], entry["original"], entry["requested"],
+                              effective=effective if isinstance(effective, str) else None,
+                              backend=str(backend)))
+    return changes

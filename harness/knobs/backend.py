@@ -48,6 +48,9 @@ class Backend:
     # napilab's fixed shell scripts among this backend's commands: `napilab plan` shows
     # them by name and prints each once.
     scripts: ClassVar[dict[str, str]] = {}
+    # Keys name objects numbered per boot (PIDs, NAPI ids): after a reboot a journal
+    # entry of the earlier boot names another object, and `napilab restore` skips it.
+    per_boot: ClassVar[bool] = False
 
     def __init__(self, transport: Transport | None) -> None:
         self._transport = transport

@@ -62,6 +62,10 @@ def profile_keys() -> dict[str, Kind]:
     return {k.key: k for k in KINDS if k.key is not None}
 
 
+def backend_names() -> set[str]:
+    return {k.backend.name for k in KINDS}
+
+
 def backend_class(name: str) -> type[Backend]:
     """The backend class a journal entry or a change names."""
     for known in KINDS:

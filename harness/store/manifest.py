@@ -207,7 +207,7 @@ class Manifest:
 
     OPTIONAL: ClassVar[tuple[str, ...]] = (
         "groups", "comparisons", "status", "incomplete", "started", "ended", "host_facts",
-        "hosts_changed", "resumed", "argv_resume")
+        "hosts_changed", "resume_host_changes", "resumed", "argv_resume")
 
     run_id: str = ""
     profile: ProfileRecord = field(default_factory=ProfileRecord)
@@ -229,6 +229,9 @@ class Manifest:
     ended: float | None = None
     host_facts: dict[str, HostFacts] | None = None
     hosts_changed: dict[str, list[str]] | None = None  # host -> identity facts that changed
+    # one entry per `--resume` that found a host changed (harness.engine.resume_check):
+    # at, changed {host: {fact: [before, now]}}, rebooted [hosts]
+    resume_host_changes: list[JSON] | None = None
     resumed: list[float] | None = None
     argv_resume: list[str] | None = None
     schema_version: int = SCHEMA_VERSION

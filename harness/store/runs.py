@@ -13,6 +13,7 @@ from pathlib import Path
 
 from harness import __version__
 from harness.errors import InputError
+from harness.profile import redact
 from harness.profile.plan import Plan
 from harness.store.manifest import InventoryRecord, Manifest, NapilabRecord, ProfileRecord
 from harness.store.store import RunStore
@@ -41,7 +42,8 @@ def new_manifest(plan: Plan) -> Manifest:
     profile = plan.profile
     return Manifest(
         profile=ProfileRecord(profile.name, profile.path, profile.digest, profile.description,
-                              profile.repeat, profile.order, profile.seed, profile.document),
+                              profile.repeat, profile.order, profile.seed,
+                              redact.document(profile.document)),
         variants=[v.name for v in profile.variants], baseline=profile.baseline,
         groups={v.name: v.group for v in profile.variants if v.group is not None},
         comparisons=[list(pair) for pair in profile.comparisons],

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.knobs.change import Change
+from harness.profile import redact
 from harness.store.manifest import Manifest
 from reports.ab.compare import RunData
 from reports.ab.model import Line, format_number
@@ -144,6 +145,7 @@ def commands(run: RunData) -> list[Command]:
     for trial in reversed(run.manifest.trials):
         if trial.status == "ok":
             chosen[trial.variant] = trial.id  # the first ok one wins
+    shown = redact.shown_names(run.manifest.profile.document)
     out = []
     for variant, trial_id in chosen.items():
         for path in sorted((run.directory / "raw" / trial_id).glob("*/*.json")):
@@ -158,7 +160,8 @@ def commands(run: RunData) -> list[Command]:
             links = {s: p.relative_to(run.directory).as_posix() if p.exists() else None
                      for s, p in rel.items()}
             out.append(Command(variant, trial_id, path.parent.name, path.stem,
-                               tuple(str(a) for a in doc.get("argv") or []),
+                               tuple(redact.stored_argv([str(a) for a in
+                                                         doc.get("argv") or []], shown)),
                                code if isinstance(code, int) else None, links[".out"],
                                links[".err"], tail(rel[".err"]) if code not in (0, None) else ""))
     return out

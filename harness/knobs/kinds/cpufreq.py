@@ -10,7 +10,7 @@ from harness.profile import cpus
 from harness.profile.schema import Checker, join
 from harness.profile.yamlsrc import Node
 
-_GOVERNOR = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+_GOVERNOR = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
 
 class Cpufreq(Kind):
@@ -24,7 +24,7 @@ class Cpufreq(Kind):
         cpu_list = (grammar.value(check, body, "cpus", path, values.cpu_list)
                     if "cpus" in body else None)
         governor = check.get(body, "governor", path, str)
-        if governor is not None and not _GOVERNOR.match(governor):
+        if governor is not None and not _GOVERNOR.fullmatch(governor):
             check.error(body.where("governor"), join(path, "governor"), "not a governor name")
             governor = None
         if not cpu_list or governor is None:

@@ -17,7 +17,7 @@ from harness.profile.yamlsrc import Node
 GROUPS = ("coalesce", "channels", "features")
 FLAGS = {"coalesce": "-c", "channels": "-l", "features": "-k"}
 _WRITE = {"-c": "-C", "-l": "-L", "-k": "-K"}
-_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 FEATURE_NAMES = {
     "gro": "generic-receive-offload", "gso": "generic-segmentation-offload",
     "tso": "tcp-segmentation-offload", "lro": "large-receive-offload",
@@ -99,7 +99,7 @@ class Ethtool(Kind):
                 for name, value in (names or Node()).items():
                     assert names is not None
                     where, key_path = names.where(name), join(path, f"{iface}.{group}.{name}")
-                    if not _NAME.match(name):
+                    if not _NAME.fullmatch(name):
                         check.error(names.key_locations.get(name), key_path,
                                     "not an ethtool name")
                         continue

@@ -52,6 +52,7 @@ class NapiBackend(Backend):
     """Key IFINDEX/NAPI_ID/attribute (2/291/threaded)."""
 
     name = "napi"
+    per_boot = True
 
     def __init__(self, transport: Any) -> None:
         super().__init__(transport)

@@ -31,6 +31,7 @@ class SchedBackend(Backend):
     """Key PID/cpus or PID/policy (policy value fifo:50, other:0)."""
 
     name = "sched"
+    per_boot = True
     scripts: ClassVar[dict[str, str]] = {"sched-read": SCHED_READ[2],
                                          "sched-policy": SCHED_POLICY[2]}
 
