@@ -24,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness.store.manifest import Manifest, ProfileRecord, TrialRecord  # noqa: E402
 from harness.store.store import Row, RunStore  # noqa: E402
 
 POINTS = (1, 100, 400)
@@ -63,7 +64,7 @@ def main() -> int:
                         "one under /tmp)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
-        store = RunStore.create(tmp, "bench", {"profile": {"name": "bench"}, "trials": []})
+        store = RunStore.create(tmp, "bench", Manifest(profile=ProfileRecord(name="bench")))
         samples: dict[int, float] = {}
         manifest: dict[int, float] = {}
         for index in range(1, args.trials + 1):
@@ -71,7 +72,7 @@ def main() -> int:
             start = time.perf_counter()
             store.add_rows(rows)
             samples[index] = time.perf_counter() - start
-            store.manifest["trials"].append(trial_entry(index))
+            store.manifest.trials.append(TrialRecord.from_json(trial_entry(index)))
             start = time.perf_counter()
             store.save_manifest(final=False)
             manifest[index] = time.perf_counter() - start

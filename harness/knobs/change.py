@@ -6,7 +6,7 @@ The one record of a change: settings apply returns it, the on-host journal keeps
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from harness.errors import HostError
@@ -54,11 +54,17 @@ class Change:
 
     def journalled(self) -> dict[str, Any]:
         """The change as the on-host journal keeps it: what restore needs."""
-        return {k: v for k, v in asdict(self).items() if k not in ("verdict", "extra")}
+        return {name: getattr(self, name) for name in _TEXTS}
 
     def to_json(self) -> dict[str, Any]:
-        out = {k: v for k, v in asdict(self).items() if k != "extra"}
-        return {**out, **self.extra}
+        # by hand, not dataclasses.asdict: the manifest is rewritten after every trial
+        # with every change of the run in it (benchmarks/store.py)
+        verdict = self.verdict
+        return {**{name: getattr(self, name) for name in _TEXTS},
+                "verdict": None if verdict is None else {
+                    "state": verdict.state, "requested": verdict.requested,
+                    "effective": verdict.effective},
+                **self.extra}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> Change:
@@ -75,3 +81,4 @@ class Change:
 
 
 _NAMES = frozenset(f.name for f in fields(Change)) - {"extra"}
+_TEXTS = tuple(f.name for f in fields(Change) if f.name not in ("verdict", "extra"))

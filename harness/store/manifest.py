@@ -30,7 +30,13 @@ JSON = dict[str, Any]
 
 @cache
 def _names(cls: type) -> frozenset[str]:
-    return frozenset(f.name for f in fields(cls)) - {"extra"}
+    return frozenset(_ordered(cls))
+
+
+@cache
+def _ordered(cls: type) -> tuple[str, ...]:
+    """A record's field names in order, without `extra`."""
+    return tuple(f.name for f in fields(cls) if f.name != "extra")
 
 
 def _known(cls: type, doc: Mapping[str, Any]) -> tuple[JSON, JSON]:
@@ -44,17 +50,18 @@ def _dump(record: Any, skip_none: tuple[str, ...] = ()) -> JSON:
     """A record's fields as JSON (nested records through their to_json), `extra` last;
     fields named in `skip_none` are left out while None."""
     out: JSON = {}
-    for f in fields(record):
-        if f.name == "extra":
+    cls: type = type(record)
+    for name in _ordered(cls):
+        value = getattr(record, name)
+        if value is None and name in skip_none:
             continue
-        value = getattr(record, f.name)
-        if value is None and f.name in skip_none:
-            continue
-        out[f.name] = _plain(value)
+        out[name] = _plain(value)
     return {**out, **getattr(record, "extra", {})}
 
 
 def _plain(value: Any) -> Any:
+    if value is None or isinstance(value, str | int | float):
+        return value
     if hasattr(value, "to_json"):
         return value.to_json()
     if isinstance(value, list | tuple):
@@ -99,6 +106,11 @@ class RestoreRecord(Record):
     restored: str
     extra: JSON = field(default_factory=dict)
 
+    def to_json(self) -> JSON:  # by hand: the manifest holds one per change, rewritten
+        # after every trial (benchmarks/store.py)
+        return {"host": self.host, "target": self.target, "path": self.path,
+                "restored": self.restored, **self.extra}
+
 
 @dataclass
 class TrialRecord(Record):
@@ -120,6 +132,21 @@ class TrialRecord(Record):
     restore: list[RestoreRecord] | None = None
     absent: list[str] | None = None  # kprobe functions the kernel could not probe
     extra: JSON = field(default_factory=dict)
+
+    def to_json(self) -> JSON:
+        """By hand, as Change and RestoreRecord: one per trial, rewritten after each."""
+        out: JSON = {"index": self.index, "id": self.id, "variant": self.variant,
+                     "rep": self.rep, "status": self.status}
+        for name, value in (("start", self.start), ("end", self.end), ("error", self.error)):
+            if value is not None:
+                out[name] = value
+        if self.settings is not None:
+            out["settings"] = [c.to_json() for c in self.settings]
+        if self.restore is not None:
+            out["restore"] = [r.to_json() for r in self.restore]
+        if self.absent is not None:
+            out["absent"] = list(self.absent)
+        return {**out, **self.extra}
 
     def restart(self) -> None:
         """Forget a previous attempt's outcome (a resumed trial starts over)."""
