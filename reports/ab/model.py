@@ -9,6 +9,7 @@ the `harness.stats.Comparison` against its baseline (Holm-adjusted across the ta
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from dataclasses import dataclass, field
 
@@ -88,6 +89,21 @@ def format_number(value: float | None, unit: str = "") -> str:
     if abs(value) >= 10:
         return f"{value:,.1f}"
     return f"{value:.3g}"
+
+
+UNITLESS = ("", "count")  # a count needs no unit: "NET_RX softirqs", not "... (count)"
+
+
+def with_unit(name: str, unit: str) -> str:
+    """A metric's name with its unit in the one style of the table's labels and every
+    plot: `latency p99 (us)`, `softirq time (ms)`, `rtt_avg (sender, us)`; no unit for
+    counts, never twice."""
+    if unit in UNITLESS or re.search(rf"[(, ]{re.escape(unit)}\)$", name):
+        return name
+    qualified = re.fullmatch(r"(.*) \(([^()]+)\)", name)  # `rtt_avg (sender)`
+    if qualified:
+        return f"{qualified[1]} ({qualified[2]}, {unit})"
+    return f"{name} ({unit})"
 
 
 def _pct_number(change: float) -> str:

@@ -131,7 +131,8 @@ def _settings(run: RunData) -> list[str]:
         out += [f"**{flagged} setting(s) did not read back as requested.**", ""]
     out += _table(["variant", "host", "knob", "original", "requested", "read back", "state"],
                   ([escape(s.variant), escape(s.host), escape(f"{s.kind} {s.target}"),
-                    escape(s.original), escape(s.requested), escape(s.effective),
+                    escape(s.shown(s.original)), escape(s.shown(s.requested)),
+                    escape(s.shown(s.effective)),
                     f"**{s.state}**" if s.state in ("mismatch", "unread") else s.state]
                    for s in rows), "lllllll")
     return [*out, ""]

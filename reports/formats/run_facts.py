@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.profile import knobs
+from harness.profile import cpus, knobs
 from reports.ab.compare import RunData
 from reports.ab.model import Line, format_number
 
@@ -90,6 +90,26 @@ class SettingRow:
     requested: str
     effective: str  # read back; several values joined by " / " when trials differ
     state: str  # ok | mismatch | absent (a kprobe the kernel cannot probe) | unread
+    path: str = ""  # the file written, which says how its values read
+
+    def shown(self, value: str) -> str:
+        """A value as a reader compares it with the profile: a CPU mask file's value as
+        the CPU list the profile wrote, with the mask the kernel shows (`1 (mask 2)`)."""
+        return " / ".join(cpu_mask_text(self.path, part) for part in value.split(" / "))
+
+
+MASK_FILES = ("/rps_cpus", "/xps_cpus", "/smp_affinity")
+
+
+def cpu_mask_text(path: str, text: str) -> str:
+    """`2` in rps_cpus -> `1 (mask 2)`, `0` -> `none (mask 0)`; anything else as is."""
+    if not path.endswith(MASK_FILES):
+        return text
+    try:
+        listed = cpus.format_list(cpus.parse_mask(text))
+    except cpus.CpuListError:
+        return text
+    return f"{listed or 'none'} (mask {text.strip()})"
 
 
 def same_value(path: str, a: str, b: str) -> bool:
@@ -135,7 +155,7 @@ def settings_rows(manifest: Mapping[str, Any]) -> list[SettingRow]:
         out.append(SettingRow(variant, host, str(change.get("kind", "")),
                               str(change.get("target", "")), str(change.get("original", "")),
                               str(change.get("requested", "")), " / ".join(row["read"]),
-                              row["state"]))
+                              row["state"], str(change.get("path", ""))))
     return out
 
 

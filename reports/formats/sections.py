@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from reports.ab import verdicts
 from reports.ab.compare import RunData
 from reports.ab.model import Table
@@ -87,8 +89,14 @@ def trials(ctx: Context) -> dict[str, Any]:
 
 
 def profile(ctx: Context) -> dict[str, Any]:
-    document = (ctx.run.manifest.get("profile") or {}).get("document") or {}
-    return {"text": json.dumps(document, indent=1, default=str)}
+    """The resolved profile as YAML (the form it was written in), folded away: it is the
+    reference at the end of a page, some hundred lines long."""
+    meta = ctx.run.manifest.get("profile") or {}
+    document = meta.get("document") or {}
+    text = yaml.safe_dump(json.loads(json.dumps(document, default=str)), sort_keys=False,
+                          allow_unicode=True, width=100)
+    return {"text": text, "lines": text.count("\n"), "path": meta.get("path"),
+            "digest": str(meta.get("digest") or "")[:12]}
 
 
 SECTIONS: dict[str, tuple[str, Callable[[Context], Mapping[str, Any]]]] = {
