@@ -225,48 +225,56 @@ def _cell(value: tuple[float, int] | None) -> str:
 
 
 TIME, RUN = 16, 8  # "2026-11-30 22:06", run ids are 8 hex digits
-MAX_KERNEL = 24
 
 
 @dataclass(frozen=True)
 class _Columns:
-    """The left columns (name, width) every row repeats, and the variant columns'
-    width and blocks: every variant in one block when they fit `width`."""
+    """The variant columns' width and blocks: every variant in one block when they fit."""
 
-    left: tuple[tuple[str, int], ...]
     column: int
     blocks: tuple[tuple[str, ...], ...]
 
 
-def _columns(found: History, cells: dict[tuple[str, str], str], width: int) -> _Columns:
-    """Time and run always; status only when a run did not complete, kernel only when
-    the runs' kernels differ (else the heading says it once): what is the same in every
-    row takes no room from the variants. Variant names wrap over up to three header
-    lines, as in the A/B table, before the variants split into blocks."""
-    left = [("time", TIME), ("run", RUN)]
-    if any(r.status != "complete" for r in found.runs):
-        left.append(("status", max(len(r.status) for r in found.runs)))
-    if len({r.kernel(found.host) for r in found.runs}) > 1:
-        left.append(("kernel", min(MAX_KERNEL, max(len(r.kernel(found.host))
-                                                    for r in found.runs))))
-    used = 2 + sum(w + 2 for _, w in left) - 2
+LEFT = (("time", TIME), ("run", RUN))
+USED = 2 + TIME + 2 + RUN
+
+
+def _columns(variants: Sequence[str], cells: dict[tuple[str, str], str], width: int
+             ) -> _Columns:
+    """Variant names wrap over up to three header lines, as in the A/B table, before the
+    variants split into blocks of equal size (one variant more in the first ones)."""
     numbers = max([len(c) for c in cells.values()] + [MIN_COLUMN])
-    variants = list(found.variants)
     column = numbers
     for lines in range(1, MAX_HEADER_LINES + 1):
         column = max([numbers] + [narrowest(v, lines) for v in variants])
-        if used + len(variants) * (2 + column) <= width:
-            return _Columns(tuple(left), column, (tuple(variants),))
-    column = min(column, width - used - 2)
-    per_block = max(1, (width - 2 - TIME - 2 - RUN) // (2 + column))
+        if USED + len(variants) * (2 + column) <= width:
+            return _Columns(column, (tuple(variants),))
+    column = min(column, width - USED - 2)
+    per_block = max(1, (width - USED) // (2 + column))
     count = -(-len(variants) // per_block)
-    size, longer = divmod(len(variants), count)  # blocks differ by one variant at most
+    size, longer = divmod(len(variants), count)
     blocks, start = [], 0
     for k in range(count):
         end = start + size + (k < longer)
         blocks.append(tuple(variants[start:end]))
         start = end
-    return _Columns(tuple(left), column, tuple(blocks))
+    return _Columns(column, tuple(blocks))
+
+
+def _runs(found: History, width: int) -> list[str]:
+    """What is the same in every row of every metric's table is said once: a line when
+    every run completed on one kernel, else a table of the runs' status and kernel."""
+    kernels = {r.kernel(found.host) for r in found.runs}
+    statuses = {r.status for r in found.runs}
+    if len(kernels) == 1 and statuses == {"complete"}:
+        return textwrap.wrap(f"every run complete, kernel {kernels.pop()}", width,
+                             break_on_hyphens=False)
+    status = max([6] + [len(r.status) for r in found.runs])
+    out = [f"  {'time':<{TIME}}  {'run':<{RUN}}  {'status':<{status}}  kernel"]
+    for run in reversed(found.runs):
+        out.append((f"  {run.when:<{TIME}}  {run.run_id[:RUN]:<{RUN}}  "
+                    f"{run.status:<{status}}  {run.kernel(found.host)}")[:width])
+    return out
 
 
 def _left(run: RunInfo, columns: Sequence[tuple[str, int]], host: str | None) -> list[str]:
@@ -294,31 +302,25 @@ def _block(found: History, cells: dict[tuple[str, str], str], left: Sequence[tup
 
 
 def history_text(found: History, width: int = 80) -> str:
-    """One table per metric: a row per run (newest first), the variants side by side,
-    at most `width` columns (variants split into equal blocks only when they cannot fit
-    one, each block repeating time and run)."""
+    """The runs (status, kernel) once, then one table per metric: a row per run (newest
+    first), the variants side by side, at most `width` columns (the variants split into
+    equal blocks that repeat time and run only when they cannot fit one)."""
     where = f" on host {found.host}" if found.host else ""
     out = textwrap.wrap(f"{found.profile}{where}: {len(found.runs)} run(s), median over "
                         "repetitions per variant", width, break_on_hyphens=False)
-    kernels = {r.kernel(found.host) for r in found.runs}
-    if len(kernels) == 1:
-        out += textwrap.wrap(f"kernel {kernels.pop()} in every run", width,
-                             break_on_hyphens=False)
-    if all(r.status == "complete" for r in found.runs):
-        out.append("every run complete")
+    out += _runs(found, width)
     if not found.metrics:
         return "\n".join([*out, "  no metric to show (no samples stored)"]) + "\n"
     shifts = found.change_points()
     for key, unit in found.metrics:
         cells = {(r.directory.name, v): _cell(found.values.get((r.directory.name, key, v)))
                  for r in found.runs for v in found.variants}
-        shape = _columns(found, cells, width)
+        shape = _columns(found.variants, cells, width)
         out += ["", with_unit(key, unit)]
         for i, block in enumerate(shape.blocks):
             if i:
                 out.append("")
-            left = shape.left if i == 0 else shape.left[:2]
-            out += _block(found, cells, left, shape.column, block)
+            out += _block(found, cells, LEFT, shape.column, block)
         for variant, points in shifts.get(key, {}).items():
             for run, point in points:
                 out += textwrap.wrap(
