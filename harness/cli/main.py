@@ -107,16 +107,20 @@ def plan(profile: str, inventory: str, transport: str | None, as_json: bool,
               help="Take the hosts even if another run's lock is on them.")
 @click.option("--resume", "resume", type=click.Path(file_okay=False, exists=True),
               help="Continue an interrupted run in RUN_DIR (same profile and inventory).")
+@click.option("--allow-host-change", is_flag=True,
+              help="With --resume: continue even if a host's kernel or tools changed, and "
+                   "record it as a confounder.")
 @click.option("--quiet", is_flag=True, help="Print only failures.")
 @click.option("--json", "as_json", is_flag=True, help="Progress as JSON events on stdout.")
 def run(profile: str, inventory: str, results: str, transport: str | None, keep_going: bool,
-        formats: str, break_lock: bool, resume: str | None, quiet: bool, as_json: bool) -> None:
+        formats: str, break_lock: bool, resume: str | None, allow_host_change: bool,
+        quiet: bool, as_json: bool) -> None:
     """Run a profile: apply, measure, restore, store, report."""
     bound, _ = _load(profile, inventory, transport)
     assert bound is not None
     code = execute(bound, results, keep_going=keep_going, formats=_formats(formats),
                    break_lock=break_lock, progress=reporter(quiet=quiet, as_json=as_json),
-                   resume=resume)
+                   resume=resume, allow_host_change=allow_host_change)
     sys.exit(int(code))
 
 
@@ -149,7 +153,11 @@ def report(run_dir: str, formats: str) -> None:
 @click.option("-i", "--inventory", required=True, type=click.Path(dir_okay=False))
 @click.option("--host", "only", multiple=True, help="Only this host (repeatable).")
 @click.option("--transport", type=click.Choice(["ssh", "local"]))
-def restore(inventory: str, only: tuple[str, ...], transport: str | None) -> None:
+@click.option("--break-lock", is_flag=True,
+              help="Replay journals and remove locks of runs that may still be alive "
+                   "(another controller's).")
+def restore(inventory: str, only: tuple[str, ...], transport: str | None,
+            break_lock: bool) -> None:
     """Replay on-host journals left by an interrupted run."""
     from harness.hosts.journal_replay import replay
 
@@ -158,7 +166,7 @@ def restore(inventory: str, only: tuple[str, ...], transport: str | None) -> Non
     if unknown:
         raise InputError(f"--host {', '.join(unknown)}: not in {inventory}")
     hosts = [h for n, h in inv.hosts.items() if not only or n in only]
-    for line in replay(hosts):
+    for line in replay(hosts, break_lock=break_lock):
         click.echo(line)
 
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.profile import cpus, knobs
+from harness.profile import cpus, knobs, redact
 from harness.profile.schema import Checker, join, suggest, type_name
 from harness.profile.yamlsrc import Node, Seq
 from runners.collectors.collector import COLLECTORS
@@ -26,8 +26,8 @@ COLLECTOR_OPTIONS: dict[str, dict[str, str]] = {
     "dmesg": {"patterns": "patterns"}, "kprobes": {"functions": "functions"},
     "napi_threads": {"match": "regex"},
 }
-_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,100}$")
-_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,100}")
+_ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,8 @@ def parse_workload(check: Checker, node: Node, path: str,
 
 def _process(check: Checker, node: Node, path: str, roles: Mapping[str, Any],
              allowed_args: Mapping[str, ArgSpec] | None) -> ProcessSpec | None:
-    check.keys(node, path, ("role", "cpus", "args", "wrapper", "env"), required=("role",))
+    check.keys(node, path, ("role", "cpus", "args", "wrapper", "env", "show_env"),
+               required=("role",))
     role = check.get(node, "role", path, str)
     if role is not None and role not in roles:
         check.error(node.where("role"), join(path, "role"),
@@ -122,16 +123,22 @@ def _process(check: Checker, node: Node, path: str, roles: Mapping[str, Any],
     wrapper = check.string_list(node, "wrapper", path) or []
     env = check.mapping(node.get("env"), node.where("env"), join(path, "env")) or Node()
     for name, value in env.items():
-        if not _ENV.match(name):
+        if not _ENV.fullmatch(name):
             check.error(env.key_locations.get(name), join(path, f"env.{name}"),
                         "not a valid environment variable name")
         if not isinstance(value, str | int | float) or isinstance(value, bool):
             check.error(env.where(name), join(path, f"env.{name}"),
                         f"expected a string or number, got {type_name(value)}")
+    show = check.string_list(node, "show_env", path) or []
+    for name in show:
+        if name not in env:
+            check.error(node.where("show_env"), join(path, "show_env"),
+                        f"{name!r} is not in this process's env; expected some of "
+                        f"{sorted(env)}")
     if role is None:
         return None
     return ProcessSpec(role, cpu_list, dict(args), tuple(wrapper),
-                       {k: str(v) for k, v in env.items()})
+                       redact.env_values(env, show))
 
 
 def _check_args(check: Checker, args: Node, path: str, allowed: Mapping[str, ArgSpec]) -> None:
@@ -206,7 +213,7 @@ def _option(check: Checker, node: Node, key: str, kind: str, path: str) -> Any:
         return dict(value)
     words = [value] if isinstance(value, str) else value
     if not isinstance(words, list) or not words or not all(
-            isinstance(w, str) and _WORD.match(w) for w in words):
+            isinstance(w, str) and _WORD.fullmatch(w) for w in words):
         what = "kernel function names" if kind == "functions" else "names"
         check.error(where, path, f"expected a list of {what}, got {value!r}")
         return []

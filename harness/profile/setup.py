@@ -27,8 +27,8 @@ NAPI_ATTRS: dict[str, Any] = {
 }
 ETHTOOL_GROUPS = ("coalesce", "channels", "features")
 POLICIES = ("fifo", "rr", "other", "batch", "idle")
-_ETHTOOL_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
-_GOVERNOR = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+_ETHTOOL_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+_GOVERNOR = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
 
 def parse_setup(check: Checker, node: Node, path: str, roles: Mapping[str, Any]
@@ -184,7 +184,7 @@ def _ethtool(check: Checker, node: Node, path: str, role: str) -> list[knobs.Set
             for name, value in (body or Node()).items():
                 assert body is not None
                 where, key_path = body.where(name), join(path, f"{iface}.{group}.{name}")
-                if not _ETHTOOL_NAME.match(name):
+                if not _ETHTOOL_NAME.fullmatch(name):
                     check.error(body.key_locations.get(name), key_path, "not an ethtool name")
                     continue
                 text = _ethtool_value(group, value)
@@ -266,7 +266,7 @@ def _cpufreq(check: Checker, node: Node, path: str, role: str) -> list[knobs.Set
     check.keys(node, path, ("cpus", "governor"), required=("cpus", "governor"))
     cpu_list = _value(check, node, "cpus", path, knobs.cpu_list) if "cpus" in node else None
     governor = check.get(node, "governor", path, str)
-    if governor is not None and not _GOVERNOR.match(governor):
+    if governor is not None and not _GOVERNOR.fullmatch(governor):
         check.error(node.where("governor"), join(path, "governor"), "not a governor name")
         governor = None
     if not cpu_list or governor is None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from harness.profile import redact
 from reports.ab import verdicts
 from reports.ab.compare import RunData
 from reports.ab.model import Table
@@ -89,11 +90,12 @@ def trials(ctx: Context) -> dict[str, Any]:
 
 
 def profile(ctx: Context) -> dict[str, Any]:
-    """The resolved profile as YAML (the form it was written in), folded away: it is the
-    reference at the end of a page, some hundred lines long."""
+    """The resolved profile as YAML (the form it was written in), secrets redacted,
+    folded away: it is the reference at the end of a page, some hundred lines long."""
     meta = ctx.run.manifest.get("profile") or {}
     document = meta.get("document") or {}
-    text = yaml.safe_dump(json.loads(json.dumps(document, default=str)), sort_keys=False,
+    shown = redact.document(document) if isinstance(document, dict) else document
+    text = yaml.safe_dump(json.loads(json.dumps(shown, default=str)), sort_keys=False,
                           allow_unicode=True, width=100)
     return {"text": text, "lines": text.count("\n"), "path": meta.get("path"),
             "digest": str(meta.get("digest") or "")[:12]}
