@@ -74,7 +74,7 @@ def compare(runs: tuple[str, ...], allow_mismatch: bool, intended: tuple[str, ..
     from reports.ab.cross_run import LabelledRun, check_labels, common_variants, compare_labelled
     from reports.ab.table_json import table_doc
     from reports.formats import compare_page
-    from reports.formats.render import text_table
+    from reports.formats.text_table import text_table
 
     if len(runs) < 2:
         raise InputError("compare needs two or more runs: [LABEL=]RUN_DIR [LABEL=]RUN_DIR ...")

@@ -21,7 +21,7 @@ from harness.stats.noise import Calibration, calibrate
 from harness.stats.power import Noise, n_per_arm_needed
 from harness.stats.stats import StatsError
 from reports.ab.compare import RunData, table
-from reports.ab.model import Line, format_number, format_pct, verdict_text
+from reports.ab.model import Line, format_number, format_pct, p_text, verdict_text
 from reports.ab.table_json import comparison_doc, summary_doc
 
 TARGET_CHANGE = 0.05  # the "n@5%" column: a change worth detecting in most tuning work
@@ -116,8 +116,8 @@ def calibration_text(lines: list[CalibrationLine], *, profile: str, baseline: st
     warnings = [f"{ln.label}: A/A verdict {ln.aa.verdict.value}: a false positive; "
                 "check warm-up, order and interference" for ln in lines
                 if ln.aa is not None and ln.aa.verdict.value in ("better", "worse")]
-    warnings += [f"{ln.label}: drift along trials (Mann-Kendall p "
-                 f"{ln.calibration.drift.p_value:.2g})" for ln in lines
+    warnings += [f"{ln.label}: drift along trials (Mann-Kendall "
+                 f"{p_text(ln.calibration.drift.p_value)})" for ln in lines
                  if ln.calibration and ln.calibration.drift and
                  ln.calibration.drift.significant]
     out += [f"  warning: {w}" for w in warnings]

@@ -9,6 +9,7 @@ the `harness.stats.Comparison` against its baseline (Holm-adjusted across the ta
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from dataclasses import dataclass, field
 
@@ -90,6 +91,21 @@ def format_number(value: float | None, unit: str = "") -> str:
     return f"{value:.3g}"
 
 
+UNITLESS = ("", "count")  # a count needs no unit: "NET_RX softirqs", not "... (count)"
+
+
+def with_unit(name: str, unit: str) -> str:
+    """A metric's name with its unit in the one style of the table's labels and every
+    plot: `latency p99 (us)`, `softirq time (ms)`, `rtt_avg (sender, us)`; no unit for
+    counts, never twice."""
+    if unit in UNITLESS or re.search(rf"[(, ]{re.escape(unit)}\)$", name):
+        return name
+    qualified = re.fullmatch(r"(.*) \(([^()]+)\)", name)  # `rtt_avg (sender)`
+    if qualified:
+        return f"{qualified[1]} ({qualified[2]}, {unit})"
+    return f"{name} ({unit})"
+
+
 def _pct_number(change: float) -> str:
     if math.isinf(change):  # an unbounded CI side (see reports.ab.line_stats._unbounded)
         return "+inf" if change > 0 else "-inf"
@@ -101,34 +117,72 @@ def _pct_number(change: float) -> str:
     return f"{pct:+.2f}"
 
 
+def _ratio_number(change: float) -> str:
+    if math.isinf(change):
+        return "xinf" if change > 0 else "x0"
+    return f"x{format_number(1 + change)}"
+
+
 # From a tenfold increase on, a ratio reads better than a percentage (x24 vs +2,300%).
-_RATIO_FROM = 9.0
+RATIO_FROM = 10.0
 
 
-def format_pct(change: float | None) -> str:
-    """A relative change as a signed percentage: +12.3%, -0.41%, +900%; x24 beyond +900%."""
-    if change is None:
+def as_ratio(change: float | None, ci: tuple[float, float] | None = None) -> bool:
+    """The notation of one comparison, decided for its change and its CI together: a
+    ratio (x24, CI x15.3..x29.6) when the change or a finite CI bound is a tenfold
+    increase or more, else percentages (+93.5%, CI -48.3..+899%). One rule for both, so
+    a row never reads `x11.4` next to `+149..+2,397%`; decreases stay percentages, which
+    never pass -100%."""
+    bounds = [] if ci is None else list(ci)
+    return any(v is not None and math.isfinite(v) and 1 + v >= RATIO_FROM
+               for v in [change, *bounds])
+
+
+def format_pct(change: float | None, ci: tuple[float, float] | None = None) -> str:
+    """A relative change in the notation its CI shares (`as_ratio`): +12.3%, -0.41%,
+    +899%, or x24."""
+    if change is None or math.isnan(change):
         return "-"
-    if change >= _RATIO_FROM:
-        return f"x{format_number(1 + change)}"
+    if as_ratio(change, ci):
+        return _ratio_number(change)
     return _pct_number(change) + "%"
 
 
-def format_ci(ci: tuple[float, float] | None) -> str:
-    """A CI of a relative change, compact: +8.1..+16.0%, or x20..x27 for large ratios."""
-    if ci is None or math.isnan(ci[0]) or math.isnan(ci[1]):
+def _ci_missing(ci: tuple[float, float] | None) -> bool:
+    return ci is None or math.isnan(ci[0]) or math.isnan(ci[1])
+
+
+def format_ci(ci: tuple[float, float] | None, change: float | None = None) -> str:
+    """A CI of a relative change, compact, in its change's notation: +8.1..+16.0%, or
+    x0.52..x19.1 when the change or a bound is tenfold (`as_ratio`)."""
+    if ci is None or _ci_missing(ci):
         return "-"
-    if ci[0] >= _RATIO_FROM:
-        high = "inf" if math.isinf(ci[1]) else format_number(1 + ci[1])
-        return f"x{format_number(1 + ci[0])}..x{high}"
+    if as_ratio(change, ci):
+        return f"{_ratio_number(ci[0])}..{_ratio_number(ci[1])}"
     return f"{_pct_number(ci[0])}..{_pct_number(ci[1])}%"
 
 
+P_FLOOR = 0.001  # smaller p-values print as "<0.001": the digits beyond mean nothing
+
+
 def format_p(p: float | None) -> str:
-    """Two significant digits in at most 5 characters: 0.028, 0.5, 1, 5e-04."""
-    if p is None:
+    """A p-value as a reader of a cover letter expects it, in at most 6 characters:
+    <0.001, 0.004, 0.049, 0.12, 1.00. Below 0.1 the third decimal is cut, never rounded
+    up, so the printed p and the verdict at alpha 0.05 always agree (0.0496 prints
+    0.049, not 0.050)."""
+    if p is None or math.isnan(p):
         return "-"
-    return f"{p:.0e}" if p < 0.01 else f"{p:.2g}"
+    if p < P_FLOOR:
+        return "<0.001"
+    if p < 0.1:
+        return f"{math.floor(p * 1000 + 1e-9) / 1000:.3f}"
+    return f"{p:.2f}"
+
+
+def p_text(p: float | None) -> str:
+    """`p=0.004` or `p<0.001`, for prose."""
+    shown = format_p(p)
+    return f"p{shown}" if shown.startswith("<") else f"p={shown}"
 
 
 def verdict_text(comparison: Comparison | None) -> tuple[str, str]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from reports.ab.model import Line, Table, format_p
+from reports.ab.model import Line, Table, p_text
 
 ORDER = ("worse", "better", "~", "not-enough-data", "exploratory")
 
@@ -63,7 +63,7 @@ def notes(tab: Table) -> list[str]:
                 add(noise.reason, line, column)
         for column, cell in line.cells.items():
             if cell.drifting and cell.drift is not None:
-                add(f"drift along trials in {column} (Mann-Kendall p "
-                    f"{format_p(cell.drift.p_value)}, {cell.drift.slope_per_trial:+.1%} per "
+                add(f"drift along trials in {column} (Mann-Kendall "
+                    f"{p_text(cell.drift.p_value)}, {cell.drift.slope_per_trial:+.1%} per "
                     "trial)", line)
     return [f"{reason}: {', '.join(labels)}" for reason, labels in grouped.items()]

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 
 from reports.ab import verdicts
 from reports.ab.compare import RunData
-from reports.ab.model import Table, format_ci, format_p, format_pct, verdict_text
+from reports.ab.model import Table, format_ci, format_p, format_pct, p_text, verdict_text
 from reports.formats import run_facts
 
 MAX_FINDINGS = 25
@@ -74,8 +74,9 @@ def _verdicts(tab: Table) -> list[str]:
            "change and CI only)", ""]
     for f in summary.findings[:MAX_FINDINGS]:
         out.append(f"- **{f['verdict']}**: {escape(f['label'])} ({escape(f['column'])} vs "
-                   f"{escape(f['baseline'])}) {escape(format_pct(f['change']))}, 95% CI "
-                   f"{escape(format_ci(f['ci']))}, p={format_p(f['p'])}{f['note']}")
+                   f"{escape(f['baseline'])}) {escape(format_pct(f['change'], f['ci']))}, 95% CI "
+                   f"{escape(format_ci(f['ci'], f['change']))}, {p_text(f['p'])}"
+                   f"{f['note']}")
     more = len(summary.findings) - MAX_FINDINGS
     if more > 0:
         out.append(f"- ... and {more} more in the tables below")
@@ -108,8 +109,8 @@ def _stats(tab: Table) -> list[str]:
                 rows.append([escape(line.label), "-", "-", "-", "n/a"])
                 continue
             verdict, need = verdict_text(found)
-            rows.append([escape(line.label), escape(format_pct(found.change)),
-                         escape(format_ci(found.change_ci)),
+            rows.append([escape(line.label), escape(format_pct(found.change, found.change_ci)),
+                         escape(format_ci(found.change_ci, found.change)),
                          "-" if verdict == "exploratory" else format_p(found.p_adjusted),
                          escape(f"{verdict} ({need})" if need else verdict)])
         out += _table(["metric", "change", "95% CI", "p (Holm)", "verdict"], rows, "lrrrl")
@@ -130,7 +131,8 @@ def _settings(run: RunData) -> list[str]:
         out += [f"**{flagged} setting(s) did not read back as requested.**", ""]
     out += _table(["variant", "host", "knob", "original", "requested", "read back", "state"],
                   ([escape(s.variant), escape(s.host), escape(f"{s.kind} {s.target}"),
-                    escape(s.original), escape(s.requested), escape(s.effective),
+                    escape(s.shown(s.original)), escape(s.shown(s.requested)),
+                    escape(s.shown(s.effective)),
                     f"**{s.state}**" if s.state in ("mismatch", "unread") else s.state]
                    for s in rows), "lllllll")
     return [*out, ""]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import posixpath
 import re
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -22,9 +21,9 @@ import jinja2
 from harness.store.manifest import Manifest
 from harness.store.store import atomic_write
 from reports.ab.compare import RunData, Table, load_run, table
-from reports.ab.model import format_ci, format_number, format_p, format_pct
+from reports.ab.model import format_ci, format_number, format_p, format_pct, p_text
 from reports.formats import markdown, report_json, run_facts, sections, table_junit
-from reports.formats.text_stats import stats_block
+from reports.formats.text_table import text_table
 
 FORMATS = ("html", "text", "md", "json", "junit")
 FILES = {"html": "report.html", "text": "report.txt", "md": "report.md",
@@ -54,6 +53,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update({
         "num": format_number, "pct": format_pct, "ci": format_ci, "pval": format_p,
+        "ptext": p_text,
         # "~" is no CSS class name a stylesheet can select; the other verdicts are
         "vclass": lambda verdict: "same" if verdict == "~" else verdict,
         "cssname": lambda text: re.sub(r"[^a-z0-9-]", "-", str(text).lower()),
@@ -92,55 +92,6 @@ def text(run: RunData, width: int = 80, tab: Table | None = None) -> str:
         out += (f"\n  {status.status} run: {status.ok} of {status.total} trials completed"
                 + (f", {status.failed} failed" if status.failed else "") + "\n")
     return out
-
-
-LABEL_MIN = 24  # a label is cut to no less than this before variants wrap into blocks
-
-
-def _blocks(widths: list[int], label_width: int, width: int) -> list[list[int]]:
-    """Column indices split into blocks that fit in `width` next to the label column
-    (each block repeats it): 50 variants still print in 80 columns."""
-    blocks: list[list[int]] = [[]]
-    used = 2 + label_width
-    for i, col in enumerate(widths):
-        if blocks[-1] and used + 2 + col > width:
-            blocks.append([])
-            used = 2 + label_width
-        blocks[-1].append(i)
-        used += 2 + col
-    return blocks
-
-
-def text_table(tab: Table, width: int = 80,
-               absent: Mapping[str, frozenset[str]] | None = None) -> str:
-    """Labels left, one right-aligned column per variant (all as wide as the widest
-    name or number), at most `width` columns: labels are cut to fit all variants in one
-    block when that leaves them LABEL_MIN characters, else the variants wrap."""
-    absent = absent or {}
-    cells = [[run_facts.cell_text(ln, v, absent) for v in tab.variants] for ln in tab.lines]
-    # One width for every column, as a cover letter's table has (seed 001).
-    col = max([len(v) for v in tab.variants] + [len(c) for row in cells for c in row] + [8])
-    widths = [min(width - 4 - LABEL_MIN, col)] * len(tab.variants)
-    longest = max([len(ln.label) for ln in tab.lines] + [10])
-    room = width - 2 - sum(2 + w for w in widths)
-    if room < LABEL_MIN:  # wrapping: as many columns per block as LABEL_MIN leaves room for
-        per_block = max(1, (width - 2 - LABEL_MIN) // (2 + widths[0]))
-        room = width - 2 - per_block * (2 + widths[0])
-    label_width = min(longest, max(room, LABEL_MIN))
-    out: list[str] = []
-    for block in _blocks(widths, label_width, width):
-        if out:
-            out.append("")
-        header = "  " + " " * label_width + "".join(
-            f"  {tab.variants[i][-widths[i]:]:>{widths[i]}}" for i in block)
-        out.append(header.rstrip())
-        for line, row in zip(tab.lines, cells, strict=True):
-            out.append("  " + f"{line.label[:label_width]:<{label_width}}"
-                       + "".join(f"  {row[i]:>{widths[i]}}" for i in block))
-    values = "\n".join(out) + "\n"
-    stats = stats_block(tab, width)
-    # The cover letter's table first, unchanged in shape; the evidence under it.
-    return values + ("\n" + stats if stats else "")
 
 
 def render(run: RunData, fmt: str, tab: Table | None = None) -> str:

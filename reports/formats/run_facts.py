@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.knobs.change import Change
-from harness.profile import redact
+from harness.profile import cpus, redact
 from harness.store.manifest import Manifest
 from reports.ab.compare import RunData
 from reports.ab.model import Line, format_number
@@ -92,6 +92,26 @@ class SettingRow:
     requested: str
     effective: str  # read back; several values joined by " / " when trials differ
     state: str  # ok | mismatch | absent (a kprobe the kernel cannot probe) | unread
+    path: str = ""  # the file written, which says how its values read
+
+    def shown(self, value: str) -> str:
+        """A value as a reader compares it with the profile: a CPU mask file's value as
+        the CPU list the profile wrote, with the mask the kernel shows (`1 (mask 2)`)."""
+        return " / ".join(cpu_mask_text(self.path, part) for part in value.split(" / "))
+
+
+MASK_FILES = ("/rps_cpus", "/xps_cpus", "/smp_affinity")
+
+
+def cpu_mask_text(path: str, text: str) -> str:
+    """`2` in rps_cpus -> `1 (mask 2)`, `0` -> `none (mask 0)`; anything else as is."""
+    if not path.endswith(MASK_FILES):
+        return text
+    try:
+        listed = cpus.format_list(cpus.parse_mask(text))
+    except cpus.CpuListError:
+        return text
+    return f"{listed or 'none'} (mask {text.strip()})"
 
 
 # The verdict stored with each change (taken when it was read back), as reports say it.
@@ -115,7 +135,8 @@ def settings_rows(manifest: Manifest) -> list[SettingRow]:
     for (variant, host, _), row in rows.items():
         first: Change = row["change"]
         out.append(SettingRow(variant, host, first.kind, first.target, first.original,
-                              first.requested, " / ".join(row["read"]), row["state"]))
+                              first.requested, " / ".join(row["read"]), row["state"],
+                              first.path))
     return out
 
 

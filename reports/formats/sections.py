@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from harness.profile import redact
 from reports.ab import verdicts
 from reports.ab.compare import RunData
@@ -88,8 +90,15 @@ def trials(ctx: Context) -> dict[str, Any]:
 
 
 def profile(ctx: Context) -> dict[str, Any]:
-    document = ctx.run.manifest.profile.document
-    return {"text": json.dumps(redact.document(document), indent=1, default=str)}
+    """The resolved profile as YAML (the form it was written in), secrets redacted,
+    folded away: it is the reference at the end of a page, some hundred lines long."""
+    meta = ctx.run.manifest.profile
+    document = meta.document
+    shown = redact.document(document) if isinstance(document, dict) else document
+    text = yaml.safe_dump(json.loads(json.dumps(shown, default=str)), sort_keys=False,
+                          allow_unicode=True, width=100)
+    return {"text": text, "lines": text.count("\n"), "path": meta.path,
+            "digest": str(meta.digest or "")[:12]}
 
 
 SECTIONS: dict[str, tuple[str, Callable[[Context], Mapping[str, Any]]]] = {

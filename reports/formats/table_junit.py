@@ -11,7 +11,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from reports.ab.compare import RunData
-from reports.ab.model import Line, Table, format_ci, format_p, format_pct
+from reports.ab.model import Line, Table, format_ci, format_pct, p_text
 from reports.formats import run_facts
 
 # XML 1.0 has no way to write most control characters (a tool's ANSI colour codes, say):
@@ -32,8 +32,10 @@ def _message(line: Line, column: str) -> tuple[str, str]:
     # exploratory rows are not judged: skipped, so they never count as a pass
     status = {"worse": "failure", "not-enough-data": "skipped",
               "exploratory": "skipped"}.get(verdict, "passed")
-    return status, (f"{verdict}: {line.label} ({column}) {format_pct(found.change)} "
-                    f"(95% CI {format_ci(found.change_ci)}), p={format_p(found.p_adjusted)} "
+    return status, (f"{verdict}: {line.label} ({column}) "
+                    f"{format_pct(found.change, found.change_ci)} "
+                    f"(95% CI {format_ci(found.change_ci, found.change)}), "
+                    f"{p_text(found.p_adjusted)} "
                     f"(Holm), {line.direction} is better; {found.reason}")
 
 

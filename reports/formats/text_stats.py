@@ -16,8 +16,8 @@ LEGEND = ("better/worse: a primary metric's change beyond its min_effect, signif
           "variant would decide; exploratory: not a primary metric, change and CI only "
           "(docs/statistics.md).")
 
-# label, change, CI, p, verdict: 2+26 + 2+8 + 2+17 + 2+5 + 2+12 = 78 columns
-_WIDTHS = (26, 8, 17, 5, 12)
+# label, change, CI, p, verdict: 2+26 + 2+8 + 2+16 + 2+6 + 2+12 = 78 columns
+_WIDTHS = (26, 8, 16, 6, 12)
 _ALIGN = ("<", ">", ">", ">", "<")
 
 
@@ -26,6 +26,17 @@ def _row(cells: tuple[str, str, str, str, str]) -> str:
     for text, width, align in zip(cells, _WIDTHS, _ALIGN, strict=True):
         out += f"  {text[:width] if align == '<' else text:{align}{width}}"
     return out.rstrip()
+
+
+def heading(other: str, base: str, family: int, width: int = 80) -> list[str]:
+    """Which columns a block compares, then what its numbers are: two lines whose breaks
+    are fixed, so no word is left alone on a line (textwrap left `CI,` on one); names
+    too long for one line break only at " vs " and are cut at `width`."""
+    pair = f"  {other} vs {base} (baseline)"
+    lines = [pair] if len(pair) <= width else [f"  {other}", f"  vs {base} (baseline)"]
+    lines = [line[:width] for line in lines]
+    return [*lines, f"  median change, 95% CI, p Holm-adjusted over {family} primary "
+                    "comparison(s)"]
 
 
 def _verdict(comparison: Comparison) -> str:
@@ -43,12 +54,7 @@ def stats_block(tab: Table, width: int = 80) -> str:
         return ""
     out = []
     for base, other in tab.pairs:
-        # Long variant names would push this line past `width`: wrapped only then, so a
-        # table that fits keeps its familiar two-line heading.
-        out.extend(textwrap.wrap(f"{other} vs {base} (baseline): median change, 95% CI,",
-                                 width, initial_indent="  ",
-                                 subsequent_indent="  ", break_on_hyphens=False))
-        out.append(f"  p Holm-adjusted over {tab.family} primary comparison(s)")
+        out.extend(heading(other, base, tab.family, width))
         out.append(_row(("", "change", "95% CI", "p", "verdict")))
         for line in tab.lines:
             found = line.comparisons.get(other)
@@ -56,8 +62,8 @@ def stats_block(tab: Table, width: int = 80) -> str:
                 out.append(_row((line.label, "-", "-", "-", "n/a")))
                 continue
             p = "-" if found.verdict.value == "exploratory" else format_p(found.p_adjusted)
-            out.append(_row((line.label, format_pct(found.change), format_ci(found.change_ci),
-                             p, _verdict(found))))
+            out.append(_row((line.label, format_pct(found.change, found.change_ci),
+                             format_ci(found.change_ci, found.change), p, _verdict(found))))
         out.append("")
     notes = verdicts.notes(tab)
     if notes:

@@ -30,7 +30,7 @@ from reports.ab import cross_run
 from reports.ab.compare import Column, RunData, build_table, column
 from reports.ab.directions import Judgement, judge
 from reports.ab.line_stats import not_comparable
-from reports.ab.model import Line, format_ci, format_p, format_pct
+from reports.ab.model import Line, format_ci, format_p, format_pct, p_text
 from reports.ab.table_json import comparison_doc
 from reports.nightly.baselines import CHECK_FILE, Reference, reference_column
 
@@ -219,9 +219,10 @@ def case_message(case: GateCase) -> str:
     found = case.comparison
     if found is None:
         return f"{case.status}: {case.reason}"
-    return (f"{case.status}: {case.label} ({case.variant}) {format_pct(found.change)} "
-            f"(95% CI {format_ci(found.change_ci)}), regression p="
-            f"{format_p(found.p_adjusted)} (Holm, {found.test_method}), threshold "
+    return (f"{case.status}: {case.label} ({case.variant}) "
+            f"{format_pct(found.change, found.change_ci)} "
+            f"(95% CI {format_ci(found.change_ci, found.change)}), regression "
+            f"{p_text(found.p_adjusted)} (Holm, {found.test_method}), threshold "
             f"{case.max_regression_pct:g}% ({case.threshold_origin}), {case.direction} is "
             f"better; {case.reason}")
 
@@ -267,9 +268,10 @@ def gate_text(report: GateReport) -> str:
         for c in (c for c in report.cases if c.variant == variant):
             found = c.comparison
             change, ci, p = ("-", "-", "-") if found is None else (
-                format_pct(found.change), format_ci(found.change_ci), format_p(found.p_adjusted))
+                format_pct(found.change, found.change_ci), format_ci(found.change_ci, found.change),
+                format_p(found.p_adjusted))
             out.append(f"  {c.status:<12}  {c.label[:24]:<24}  {change:>8}  {ci:>17}  "
-                       f"{p:>5}  {c.max_regression_pct:g}%".rstrip())
+                       f"{p:>6}  {c.max_regression_pct:g}%".rstrip())
     if report.status == "inconclusive":
         need = report.repeat_needed()
         out.append("  inconclusive: no gated metric could be judged" +

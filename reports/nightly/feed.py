@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reports.ab.model import format_ci, format_p, format_pct
+from reports.ab.model import format_ci, format_pct, p_text
 
 ATOM = "http://www.w3.org/2005/Atom"
 MAX_ENTRIES = 100
@@ -37,9 +37,10 @@ def _case_line(case: Mapping[str, Any]) -> str:
     found = case.get("comparison") or {}
     ci = found.get("change_ci") or [None, None]
     bounds = tuple(float("inf") if v is None else float(v) for v in ci)
+    change = found.get("change")
     return (f"{case.get('label')} ({case.get('variant')}): "
-            f"{format_pct(found.get('change'))} (95% CI "
-            f"{format_ci((bounds[0], bounds[1]))}), p={format_p(found.get('p_adjusted'))} "
+            f"{format_pct(change, (bounds[0], bounds[1]))} (95% CI "
+            f"{format_ci((bounds[0], bounds[1]), change)}), {p_text(found.get('p_adjusted'))} "
             f"(Holm), threshold {case.get('max_regression_pct')}%")
 
 

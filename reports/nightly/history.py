@@ -33,7 +33,8 @@ from harness.errors import InputError, NapilabError
 from harness.stats.changes import ChangePoint, change_points
 from harness.store.manifest import Manifest
 from harness.store.store import load_manifest, read_parquet_files, sample_files
-from reports.ab.model import format_number
+from reports.ab.model import format_number, with_unit
+from reports.formats.text_table import MAX_HEADER_LINES, MIN_COLUMN, narrowest, wrap_name
 from reports.nightly.check import CHECK_FILE
 
 DEFAULT_METRICS = 4  # metrics shown when none are asked for
@@ -201,8 +202,11 @@ def history(results: str | Path, profile: str, metrics: Sequence[str] = (),
             host: str | None = None) -> History:
     runs = find_runs(results, profile)
     if not runs:
-        raise InputError(f"no run of profile {profile!r} under {results}",
-                         hint=f"runs are stored as RESULTS/{profile}/<time>-<id>/")
+        known = sorted({r.profile for r in find_runs(results)})
+        raise InputError(f"no run of profile {profile!r} under {results}; "
+                         + (f"known profiles: {', '.join(known)}" if known else
+                            "it holds no run at all"),
+                         hint="runs are stored as RESULTS/<profile>/<time>-<id>/")
     wanted = list(metrics) or default_metrics(runs)
     frame = medians(runs, wanted, host)
     if metrics:
@@ -235,8 +239,57 @@ def _cell(value: tuple[float, int] | None) -> str:
     return "-" if value is None else format_number(value[0])
 
 
-LEFT: tuple[tuple[str, int], ...] = (("time", 16), ("run", 8), ("status", 11), ("kernel", 18))
-LEFT_AGAIN = LEFT[:2]  # further blocks of variants repeat only time and run
+TIME, RUN = 16, 8  # "2026-11-30 22:06", run ids are 8 hex digits
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """The variant columns' width and blocks: every variant in one block when they fit."""
+
+    column: int
+    blocks: tuple[tuple[str, ...], ...]
+
+
+LEFT = (("time", TIME), ("run", RUN))
+USED = 2 + TIME + 2 + RUN
+
+
+def _columns(variants: Sequence[str], cells: dict[tuple[str, str], str], width: int
+             ) -> _Columns:
+    """Variant names wrap over up to three header lines, as in the A/B table, before the
+    variants split into blocks of equal size (one variant more in the first ones)."""
+    numbers = max([len(c) for c in cells.values()] + [MIN_COLUMN])
+    column = numbers
+    for lines in range(1, MAX_HEADER_LINES + 1):
+        column = max([numbers] + [narrowest(v, lines) for v in variants])
+        if USED + len(variants) * (2 + column) <= width:
+            return _Columns(column, (tuple(variants),))
+    column = min(column, width - USED - 2)
+    per_block = max(1, (width - USED) // (2 + column))
+    count = -(-len(variants) // per_block)
+    size, longer = divmod(len(variants), count)
+    blocks, start = [], 0
+    for k in range(count):
+        end = start + size + (k < longer)
+        blocks.append(tuple(variants[start:end]))
+        start = end
+    return _Columns(column, tuple(blocks))
+
+
+def _runs(found: History, width: int) -> list[str]:
+    """What is the same in every row of every metric's table is said once: a line when
+    every run completed on one kernel, else a table of the runs' status and kernel."""
+    kernels = {r.kernel(found.host) for r in found.runs}
+    statuses = {r.status for r in found.runs}
+    if len(kernels) == 1 and statuses == {"complete"}:
+        return textwrap.wrap(f"every run complete, kernel {kernels.pop()}", width,
+                             break_on_hyphens=False)
+    status = max([6] + [len(r.status) for r in found.runs])
+    out = [f"  {'time':<{TIME}}  {'run':<{RUN}}  {'status':<{status}}  kernel"]
+    for run in reversed(found.runs):
+        out.append((f"  {run.when:<{TIME}}  {run.run_id[:RUN]:<{RUN}}  "
+                    f"{run.status:<{status}}  {run.kernel(found.host)}")[:width])
+    return out
 
 
 def _left(run: RunInfo, columns: Sequence[tuple[str, int]], host: str | None) -> list[str]:
@@ -245,44 +298,44 @@ def _left(run: RunInfo, columns: Sequence[tuple[str, int]], host: str | None) ->
     return [values[name][:width] for name, width in columns]
 
 
+def _block(found: History, cells: dict[tuple[str, str], str], left: Sequence[tuple[str, int]],
+           column: int, block: Sequence[str]) -> list[str]:
+    heads = [wrap_name(v, column) for v in block]
+    height = max(len(h) for h in heads)
+    heads = [[""] * (height - len(h)) + h for h in heads]  # names sit on the numbers
+    out = []
+    for row in range(height):
+        names = [n if row == height - 1 else "" for n, _ in left]
+        out.append(("  " + "  ".join(f"{n:<{w}}" for n, (_, w) in zip(names, left, strict=True))
+                    + "".join(f"  {h[row]:>{column}}" for h in heads)).rstrip())
+    for run in reversed(found.runs):  # newest first
+        row_left = "  ".join(f"{t:<{w}}" for t, (_, w) in
+                             zip(_left(run, left, found.host), left, strict=True))
+        out.append(("  " + row_left + "".join(
+            f"  {cells[(run.directory.name, v)]:>{column}}" for v in block)).rstrip())
+    return out
+
+
 def history_text(found: History, width: int = 80) -> str:
-    """One block per metric: a row per run, a column per variant, at most `width`
-    columns (variants wrap into further blocks that repeat time and run)."""
+    """The runs (status, kernel) once, then one table per metric: a row per run (newest
+    first), the variants side by side, at most `width` columns (the variants split into
+    equal blocks that repeat time and run only when they cannot fit one)."""
     where = f" on host {found.host}" if found.host else ""
     out = textwrap.wrap(f"{found.profile}{where}: {len(found.runs)} run(s), median over "
                         "repetitions per variant", width, break_on_hyphens=False)
+    out += _runs(found, width)
     if not found.metrics:
         return "\n".join([*out, "  no metric to show (no samples stored)"]) + "\n"
     shifts = found.change_points()
     for key, unit in found.metrics:
         cells = {(r.directory.name, v): _cell(found.values.get((r.directory.name, key, v)))
                  for r in found.runs for v in found.variants}
-        col = {v: max([len(v), 8] + [len(cells[(r.directory.name, v)]) for r in found.runs])
-               for v in found.variants}
-        out += ["", f"{key}" + (f" ({unit})" if unit else "")]
-        variants = list(found.variants)
-        left = LEFT
-        while True:
-            used = sum(w + 2 for _, w in left)
-            block: list[str] = []
-            for v in variants:
-                if block and used + 2 + min(col[v], 24) > width:
-                    break
-                block.append(v)
-                used += 2 + min(col[v], 24)
-            out.append(("  " + "  ".join(f"{n:<{w}}" for n, w in left) + "".join(
-                f"  {v[-min(col[v], 24):]:>{min(col[v], 24)}}" for v in block)).rstrip())
-            for run in reversed(found.runs):  # newest first
-                row = "  ".join(f"{t:<{w}}" for t, (_, w) in
-                                zip(_left(run, left, found.host), left, strict=True))
-                out.append(("  " + row + "".join(
-                    f"  {cells[(run.directory.name, v)]:>{min(col[v], 24)}}"
-                    for v in block)).rstrip())
-            variants = variants[len(block):]
-            if not variants:
-                break
-            out.append("")
-            left = LEFT_AGAIN
+        shape = _columns(found.variants, cells, width)
+        out += ["", with_unit(key, unit)]
+        for i, block in enumerate(shape.blocks):
+            if i:
+                out.append("")
+            out += _block(found, cells, LEFT, shape.column, block)
         for variant, points in shifts.get(key, {}).items():
             for run, point in points:
                 out += textwrap.wrap(

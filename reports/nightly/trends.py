@@ -14,6 +14,7 @@ import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 
 from harness.stats.changes import change_points
+from reports.ab.model import with_unit
 from reports.nightly.history import RunInfo, default_metrics, medians
 from reports.plots.latency import MAX_LINES
 from reports.plots.plots import Omitted, Plot
@@ -27,6 +28,17 @@ def hosts_of(runs: Sequence[RunInfo]) -> list[str]:
     for run in runs:
         found.update(dict.fromkeys(run.kernels))
     return list(found)
+
+
+MIN_SPAN = dt.timedelta(hours=12)  # around one run, or runs minutes apart
+
+
+def time_span(moments: Sequence[dt.datetime]) -> tuple[dt.datetime, dt.datetime]:
+    """The x range of a trend: the runs' time span and 5% on each side, at least
+    MIN_SPAN wide (matplotlib widens a single date to +-2 years: 2025-2029 for one run)."""
+    first, last = min(moments), max(moments)
+    pad = max((last - first) * 0.05, (MIN_SPAN - (last - first)) / 2)
+    return first - pad, last + pad
 
 
 def trend(profile: str, host: str, runs: Sequence[RunInfo],
@@ -72,7 +84,8 @@ def trend(profile: str, host: str, runs: Sequence[RunInfo],
             for moment in regressed:
                 ax.axvline(moment, color="#b00020", linestyle=":", linewidth=1)
             unit = str(sel["unit"].iloc[0]) if len(sel) else ""
-            ax.set_title(label(key + (f" [{unit}]" if unit else "")))
+            ax.set_title(label(with_unit(key, unit)))
+            ax.set_xlim(*time_span([when[r] for r in sel["run"]]))
             # matplotlib.dates ships without annotations for these two (3.11)
             locator = mdates.AutoDateLocator(minticks=3, maxticks=8)  # type: ignore[no-untyped-call]
             ax.xaxis.set_major_locator(locator)

@@ -78,6 +78,11 @@ def per_cpu_counters(run: RunData, table: Table) -> Drawn:
                "interrupts, softirqs, proc_stat, napi_threads"
     variants = [v for v in table.variants if v in set(per_cpu["variant"])]
     panels = [(c, g) for c in COUNTERS if (g := _grid(per_cpu, c, variants)) is not None]
+    drawn = {c.title for c, _ in panels}
+    # collected but 0 on every CPU in every variant: named, not drawn as an empty panel
+    zero = [c.title for c in COUNTERS if c.title not in drawn and
+            (per_cpu["source"] == c.source).any() and
+            c.metric(per_cpu[per_cpu["source"] == c.source]["metric"]).any()]
     if not panels:
         return "every collected per-CPU counter stayed 0 in every variant"
     columns = max(len(names) for _, (names, _) in panels)
@@ -103,7 +108,9 @@ def per_cpu_counters(run: RunData, table: Table) -> Drawn:
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
     fig.tight_layout()
-    return fig, "per-CPU deltas over the measured window; blank cells: not collected there"
+    note = "per-CPU deltas over the measured window; blank cells: not collected there"
+    return fig, note + (f"; 0 on every CPU in every variant, not drawn: {', '.join(zero)}"
+                        if zero else "")
 
 
 def _annotate(ax: Axes, grid: np.ndarray) -> None:

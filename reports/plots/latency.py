@@ -18,7 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from reports.ab.compare import POOLED_SOURCE, RunData
-from reports.ab.model import Table
+from reports.ab.model import Table, with_unit
 from reports.plots.svg import color, label, numbers
 
 Drawn = tuple[Figure, str] | str
@@ -208,7 +208,7 @@ def _scatter(table: Table, xs: Measure, ys: Measure, xlabel: str) -> Figure | st
         ax.scatter([sel["value_x"].median()], [sel["value_y"].median()], color=color(i),
                    marker="X", s=60, edgecolors="black", linewidths=0.5)
     ax.set_xlabel(label(xlabel))
-    ax.set_ylabel(label(f"{ys.label} [{ys.unit}]"))
+    ax.set_ylabel(label(with_unit(ys.label, ys.unit)))
     numbers(ax.xaxis, ax.yaxis)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=6, ncols=1 if len(order) <= 6 else 2)
@@ -223,7 +223,7 @@ def throughput_latency(run: RunData, table: Table) -> Drawn:
         missing = "a throughput" if rate is None else "a latency"
         return f"the workload stored no {missing} metric (looked for " \
                f"{', '.join(THROUGHPUT if rate is None else LATENCY)})"
-    drawn = _scatter(table, rate, latency, f"{rate.label} [{rate.unit}]")
+    drawn = _scatter(table, rate, latency, with_unit(rate.label, rate.unit))
     return drawn if isinstance(drawn, str) else (drawn, "crosses: medians per variant")
 
 
@@ -248,6 +248,6 @@ def latency_cpu_cost(run: RunData, table: Table) -> Drawn:
         return "no proc_stat collector: the CPU time of a trial is unknown"
     if latency is None:
         return "the workload stored no latency metric (looked for " + ", ".join(LATENCY) + ")"
-    drawn = _scatter(table, cost, latency, f"CPU busy time on the collected CPUs "
-                     f"(user+system+irq+softirq) [{cost.unit}]")
+    drawn = _scatter(table, cost, latency, with_unit(
+        "CPU busy time on the collected CPUs, user+system+irq+softirq", cost.unit))
     return drawn if isinstance(drawn, str) else (drawn, "crosses: medians per variant")

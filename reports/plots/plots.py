@@ -16,9 +16,10 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from reports.ab.compare import RunData
-from reports.ab.model import Line, Table
+from reports.ab.model import Line, Table, with_unit
 from reports.plots import cpu as plots_cpu
 from reports.plots import latency as plots_latency
+from reports.plots import trial_order as plots_trial_order
 from reports.plots.svg import RC, SvgRejected, color, figure_svg, label, numbers
 
 Drawn = tuple[Figure, str] | str  # (figure, caption note) or why there is no figure
@@ -60,6 +61,11 @@ def per_repetition(run: RunData, table: Table) -> Drawn:
     lines = [ln for ln in table.lines if any(c.values for c in ln.cells.values())]
     if not lines:
         return "no table line has values"
+    # A line that stayed 0 everywhere would be an empty panel: named in the note instead.
+    zero = [ln for ln in lines if not any(v for c in ln.cells.values() for v in c.values)]
+    lines = [ln for ln in lines if ln not in zero]
+    if not lines:
+        return f"every table line stayed 0 in every repetition ({_names(zero)})"
     # Panels x variants bounds the figure: 12 panels of 3 variants, 6 of 50 (a figure of
     # 12 x 50 strips took 2 s and 1.6 MB of SVG, and nobody reads it).
     panels = max(MIN_PANELS, min(MAX_PANELS, MAX_STRIPS // len(table.variants)))
@@ -93,22 +99,30 @@ def per_repetition(run: RunData, table: Table) -> Drawn:
                       rotation=90 if len(variants) > 6 else 20 if long_names else 0,
                       ha="center" if len(variants) > 6 or not long_names else "right")
         numbers(ax.yaxis)
-        unit = f" [{line.unit}]" if line.unit and f"({line.unit})" not in line.label else ""
-        ax.set_title(label(line.label + unit))
+        ax.set_title(label(with_unit(line.label, line.unit)))
         ax.grid(axis="y", alpha=0.3)
     for ax in list(axes.flat)[len(shown):]:
         ax.set_visible(False)
     fig.tight_layout()
     left = len(lines) - len(shown)
-    note = (f"{left} more line(s) not drawn: the {len(shown)} shown are those with a "
-            "significant verdict first, then in table order") if left else ""
-    return fig, note
+    notes = [f"{left} more line(s) not drawn: the {len(shown)} shown are those with a "
+             "significant verdict first, then in table order"] if left else []
+    if zero:
+        notes.append(f"not drawn, 0 in every repetition of every variant: {_names(zero)}")
+    return fig, "; ".join(notes)
+
+
+def _names(lines: list[Line], most: int = 6) -> str:
+    names = [ln.label for ln in lines[:most]]
+    return ", ".join(names) + (f" and {len(lines) - most} more" if len(lines) > most else "")
 
 
 PLOTS: dict[str, tuple[str, PlotFunction]] = {
     "percentile_ladder": ("Latency percentiles per variant (log scale)",
                           plots_latency.percentile_ladder),
     "per_repetition": ("Per-repetition values (dots) and medians (bars)", per_repetition),
+    "trial_order": ("Values in trial order, for the lines drift was flagged on",
+                    plots_trial_order.trial_order),
     "latency_distribution": ("Per-transaction latency distribution (pooled repetitions)",
                              plots_latency.latency_distribution),
     "throughput_latency": ("Throughput vs latency, one dot per repetition",

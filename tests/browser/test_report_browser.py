@@ -124,3 +124,50 @@ def test_the_recorder_sees_what_these_tests_forbid(browser: Browser, tmp_path: P
     assert seen.blocked == ["http://192.0.2.1/x.png"]
     assert seen.dialogs == ["alert: fired"]
     assert len(browser.page.evaluate(ACTIVE)) == 2
+
+
+SVG_TEXTS = "sel => [...document.querySelectorAll(sel + ' svg text')].map(e => e.textContent)"
+
+
+def test_what_a_reader_sees_of_settings_drift_units_and_the_profile(
+        browser: Browser, tmp_path: Path) -> None:
+    """Issue 15: rps_cpus as the CPU list the profile wrote (with the mask), the folded
+    profile that opens on a click, a trial-order figure where drift is flagged, one unit
+    style in every figure's text, and the all-zero line named instead of drawn."""
+    from tests.unit.test_report_page import drift_run
+
+    demo = rendered(RUNS / "demo-20261130T163215Z-7a9ae54f", tmp_path)
+    browser.open(demo / "report.html")
+    page, seen = browser.page, browser.recorder
+    assert seen.problems() == []
+    remote = page.locator("#settings-table tbody tr", has_text="rps-remote").filter(
+        has_text="rps data0/rx-0")
+    cells = remote.locator("td").all_inner_texts()
+    assert cells[3:6] == ["none (mask 0)", "1 (mask 2)", "1 (mask 2)"], cells
+    # the resolved profile: one summary line until opened
+    text = page.locator("#profile-text")
+    assert not text.is_visible()
+    folded = page.locator("#profile").bounding_box()
+    assert folded is not None and folded["height"] < 150, folded
+    page.locator("#profile-details summary").click()
+    assert text.is_visible() and "rps-remote:" in text.inner_text()
+    texts = page.evaluate(SVG_TEXTS, "figure.plot")
+    assert texts and not [t for t in texts if "[" in t or "(count)" in t or ") (" in t]
+    assert "Load hardirq (ms)" not in texts
+    caption = page.locator("#plot-per_repetition figcaption").inner_text()
+    assert "0 in every repetition of every variant: Load hardirq (ms)" in caption
+    browser.screenshot("report-demo-settings-profile.png")
+
+    run_dir = drift_run(tmp_path / "drift")
+    (run_dir / "report.html").write_text(html(load_run(run_dir)))
+    browser.open(run_dir / "report.html")
+    assert seen.problems() == []
+    figure = page.locator("#plot-trial_order svg")
+    box = figure.bounding_box()
+    assert box is not None and box["width"] > 300 and box["height"] > 100, box
+    drift_texts = page.evaluate(SVG_TEXTS, "#plot-trial_order")
+    assert "trial, in execution order" in drift_texts
+    assert any(t.startswith("on: drift, Mann-Kendall p<0.001") for t in drift_texts)
+    assert page.locator("#ab-table .drift").count() >= 1
+    page.locator("#plot-trial_order").screenshot(
+        path=str(browser.screenshot("report-drift.png").with_name("report-drift-plot.png")))

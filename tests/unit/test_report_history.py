@@ -150,3 +150,68 @@ def test_change_points_mark_a_level_shift_in_text_json_and_trend(tmp_path: Path,
     assert [(c["metric"], c["variant"]) for c in listed] == [("ping.rtt_avg", "x")]
     plot = trend("nightly", "a", found.runs, ["ping.rtt_avg"])
     assert "change point" in plot.note  # type: ignore[union-attr]
+
+
+def test_variants_side_by_side_in_80_columns(results: Path) -> None:
+    """Seed 000's three variants share one table per metric (they were a block each):
+    the runs' status and kernel are said once above the tables, not in every row."""
+    found = history(results, NAME, ["latency_p99"])
+    out = history_text(found)
+    assert max(len(line) for line in out.splitlines()) <= 80
+    heading, metric = out.split("\n\n")[:2]
+    assert heading.splitlines()[1].split() == ["time", "run", "status", "kernel"]
+    assert "6.19.0,6.18.0-synthetic" in heading.splitlines()[2]  # the newest run first
+    lines = metric.splitlines()
+    assert lines[0] == "neper.latency_p99 (us)"
+    assert lines[1].split() == ["sysctl-", "threaded-", "threaded-"]
+    assert lines[2].split() == ["time", "run", "busypoll", "busypoll", "busypoll-defer"]
+    rows = lines[3:]
+    assert [row.split()[2] for row in rows] == ["r2", "r1", "r0"]  # newest first
+    assert all(len(row.split()) == 3 + 3 for row in rows)  # time is two words
+
+
+def test_many_variants_split_into_equal_blocks(tmp_path: Path) -> None:
+    from tests.synthetic_runs import lognormal, store_run
+
+    variants = [f"variant-number-{i:02d}" for i in range(9)]
+    store_run(tmp_path, {"ping.rtt_avg": {v: lognormal(i, 3, 100 + i) for i, v in
+                                          enumerate(variants)}}, profile="wide")
+    out = history_text(history(tmp_path, "wide", ["ping.rtt_avg"]))
+    assert max(len(line) for line in out.splitlines()) <= 80
+    blocks = out.split("\n\n")[1:]
+    assert len(blocks) == 2
+    shown = [line for b in blocks for line in b.splitlines() if "number-" in line]
+    assert sum(line.count("number-") for line in shown) == 9
+    assert "every run complete, kernel 6.18.0" in out
+
+
+def test_unknown_profile_lists_the_known_ones(results: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as code:
+        main(["history", str(results), "--profile", "dem"])
+    assert code.value.code == 2
+    err = capsys.readouterr().err
+    assert f"no run of profile 'dem' under {results}; known profiles: {NAME}" in err
+
+
+def test_a_one_run_trend_spans_hours_not_years(tmp_path: Path) -> None:
+    """matplotlib widens a single date to +-2 years (2025-2029 on the axis)."""
+    import datetime as dt
+
+    from reports.nightly.trends import MIN_SPAN, time_span, trend
+    from tests.synthetic_runs import lognormal, store_run
+
+    store_run(tmp_path, {"ping.rtt_avg": {"x": lognormal(1, 5, 100)}}, profile="once",
+              started=STARTED)
+    found = history(tmp_path, "once", ["ping.rtt_avg"])
+    plot = trend("once", "a", found.runs, ["ping.rtt_avg"])
+    ticks = re.findall(r"<text[^>]*>([^<]*)</text>", plot.svg)  # type: ignore[union-attr]
+    years = {t for t in ticks if re.fullmatch(r"20\d\d", t.strip())}
+    assert years <= {"2026"}, ticks
+    assert "ping.rtt_avg (us)" in ticks
+    moment = dt.datetime.fromtimestamp(STARTED, dt.UTC)
+    low, high = time_span([moment])
+    assert high - low == MIN_SPAN and low < moment < high
+    week = [moment + dt.timedelta(days=d) for d in range(8)]
+    low, high = time_span(week)
+    assert (high - low) == dt.timedelta(days=7) * 1.1

@@ -24,7 +24,8 @@ MATH = r"$\alpha$ _x $"  # mathtext, an odd dollar, a leading underscore
 VARIANTS = ("base", f"v{SCRIPT}", f"w{IMG}", MATH)
 HTML_TAGS = {"html", "head", "meta", "title", "style", "body", "header", "h1", "h2", "p",
              "span", "code", "nav", "ul", "li", "a", "main", "section", "strong", "div",
-             "table", "thead", "tbody", "tr", "th", "td", "br", "figure", "figcaption", "pre"}
+             "table", "thead", "tbody", "tr", "th", "td", "br", "figure", "figcaption", "pre",
+             "details", "summary"}
 SVG_TAGS = {t.lower() for t in svg.ALLOWED}
 
 
