@@ -52,6 +52,8 @@ def profile(tmp_path: Path, duration: float = 6, repeat: int = 1, args: str = "{
 
 def start_run(runs: NapilabRuns, tmp_path: Path, prof: Path,
               *extra: str) -> subprocess.Popen[str]:
+    # an earlier test's ping would pass for this run's workload in wait_for_workload
+    wait_no_workload(runs.bed)
     return runs.start("run", str(prof), "-i", str(runs.bed.inventory_path), "-o",
                       str(tmp_path / "results"), "--format", "", *extra)
 
