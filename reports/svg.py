@@ -26,9 +26,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.axis import Axis
 from matplotlib.figure import Figure
-import numpy as np
 from matplotlib.ticker import FuncFormatter, LogFormatter
 
 from reports.ab_model import format_number
