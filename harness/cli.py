@@ -24,9 +24,10 @@ from harness.inventory import Inventory, load_inventory
 from harness.plan import Plan, bind
 from harness.profile import load_profile
 from harness.progress import Progress, reporter
+from harness.shipped import profile as shipped_profile
 from harness.testbed import Testbed
 
-DEMO_PROFILE = Path(__file__).resolve().parent.parent / "profiles" / "demo.yaml"
+DEMO_PROFILE = shipped_profile("demo.yaml")
 
 
 def _say(line: str) -> None:
@@ -261,7 +262,8 @@ def testbed_status() -> None:
 @click.option("--transport", type=click.Choice(["ssh", "local"]), default="ssh",
               show_default=True)
 @click.option("--profile", "profile_path", default=str(DEMO_PROFILE), show_default=False,
-              type=click.Path(dir_okay=False), help="Profile to run (default: profiles/demo.yaml).")
+              type=click.Path(dir_okay=False),
+              help="Profile to run (default: the shipped demo.yaml).")
 def demo(results: str, transport: str, profile_path: str) -> None:
     """Testbed up, run profiles/demo.yaml (seed 001's RPS A/B), report, testbed down."""
     if (os.cpu_count() or 1) < 2:
@@ -283,13 +285,14 @@ def demo(results: str, transport: str, profile_path: str) -> None:
     sys.exit(int(code))
 
 
-from harness import cli_analysis, cli_reports  # noqa: E402  (the commands below extend `cli`)
+from harness import cli_analysis, cli_reports, cli_setup  # noqa: E402  (they extend `cli`)
 
 cli.add_command(cli_analysis.compare)
 cli.add_command(cli_analysis.check)
 cli.add_command(cli_analysis.calibrate)
 cli.add_command(cli_reports.history)
 cli.add_command(cli_reports.publish)
+cli.add_command(cli_setup.init)
 
 
 def main(argv: list[str] | None = None) -> None:
