@@ -6,7 +6,7 @@ Writes, in a temporary directory, a full log in sockperf 3.7's format (parameter
 summary block with its colour codes, `packet, txTime(sec), rxTime(sec), latency(usec)`
 rows `%zu, %.9lf, %.9lf, %.3lf`, closing dashed line; shape copied from
 tests/data/sockperf/3.7/pp_udp_fulllog.csv), then in a fresh Python process reads it,
-parses it with runners.sockperf.parse_full_log and stores the latencies as Parquet (one
+parses it with runners.workloads.sockperf.parse_full_log and stores the latencies as Parquet (one
 float64 column `latency_us`). The fresh process keeps the generator's memory out of the
 peak RSS. Targets: >= 5 M samples/s for the parse, peak RSS <= 2x the file size.
 """
@@ -81,7 +81,7 @@ def measure(log: Path, parquet: Path) -> dict[str, float]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from runners.sockperf import parse_full_log
+    from runners.workloads.sockperf import parse_full_log
 
     start = time.perf_counter()
     raw = log.read_bytes()

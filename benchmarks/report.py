@@ -5,7 +5,7 @@
 
 1. A synthetic run of VARIANTS x REPS trials with METRICS run-level metrics (plus
    per-CPU softnet_stat/interrupts/proc_stat counters on 4 CPUs, as collectors store
-   them), written through harness.store.RunStore; `napilab report --format html` of it
+   them), written through harness.store.store.RunStore; `napilab report --format html` of it
    (load, A/B table with statistics, plots, page), timed in this process, with where the
    time went. Target: <= 10 s for 50 x 10 x 30. With --latency N every trial also
    stores N per-transaction latencies (pooled percentile lines, distribution plots).
@@ -29,11 +29,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.store import Row, RunStore  # noqa: E402
-from reports import plots, sections  # noqa: E402
-from reports.compare import load_run, table  # noqa: E402
-from reports.history import history  # noqa: E402
-from reports.render import html  # noqa: E402
+from harness.store.store import Row, RunStore  # noqa: E402
+from reports.ab.compare import load_run, table  # noqa: E402
+from reports.formats import sections  # noqa: E402
+from reports.formats.render import html  # noqa: E402
+from reports.nightly.history import history  # noqa: E402
+from reports.plots import plots  # noqa: E402
 
 TARGET_HTML_S = 10.0
 TARGET_HISTORY_S = 1.0

@@ -1,4 +1,4 @@
-"""Print the measured operating characteristics of harness.stats (and time the pooling).
+"""Print the measured operating characteristics of harness.stats.stats (and time the pooling).
 
     .venv/bin/python benchmarks/stats_power.py [--sims 2000] [--quick]
 
@@ -16,10 +16,10 @@ import time
 import numpy as np
 from scipy import special
 
-from harness.stats import Verdict, compare, median_ci, relative_change
-from harness.stats_noise import drift
-from harness.stats_pool import pooled_percentiles
-from harness.stats_power import Noise, minimal_detectable_effect
+from harness.stats.noise import drift
+from harness.stats.pool import pooled_percentiles
+from harness.stats.power import Noise, minimal_detectable_effect
+from harness.stats.stats import Verdict, compare, median_ci, relative_change
 
 Array = np.ndarray
 

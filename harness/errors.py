@@ -1,6 +1,6 @@
 """The one user-facing exception family and the exit codes of the CLI contract.
 
-Every error a user can act on derives from `NapilabError`; `harness.cli.main` catches
+Every error a user can act on derives from `NapilabError`; `harness.cli.main.main` catches
 it once, prints `napilab: error: ...` and exits with the error's `exit_code`.
 """
 
@@ -11,7 +11,7 @@ from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """Exit codes of the CLI (shared/DESIGN.md, "Contracts")."""
+    """Exit codes of the CLI (docs/design.md, "Contracts")."""
 
     OK = 0
     ERROR = 1

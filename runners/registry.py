@@ -6,24 +6,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from runners import (
-    command,
+from runners.base import ParseError, Value
+from runners.collectors import (
     dmesg,
     interrupts,
-    iperf3,
     kprobes,
     napi_threads,
-    neper,
-    neper_samples,
-    netperf,
-    ping,
     proc_stat,
-    sockperf,
     softirqs,
     softnet_stat,
 )
-from runners.base import ParseError, Value
-from runners.workload import WorkloadTool
+from runners.workloads import command, iperf3, neper, neper_samples, netperf, ping, sockperf
+from runners.workloads.workload import WorkloadTool
 
 TOOLS: dict[str, WorkloadTool] = {
     "ping": ping.PingTool(),

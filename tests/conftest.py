@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import testbed as tb
+from harness.hosts import testbed as tb
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"

@@ -8,8 +8,8 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from harness.inventory import Host
-from harness.transport import CommandResult, Process
+from harness.profile.inventory import Host
+from harness.transport.transport import CommandResult, Process
 
 
 @dataclass

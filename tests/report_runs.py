@@ -5,7 +5,7 @@ prints, throughput, per-CPU softnet_stat, interrupts, proc_stat, softirqs and NA
 kthread time on CPUs 0-3, a kprobe function the kernel cannot probe (absent), an IRQ
 affinity irqbalance rewrote in one trial (read back differently), and raw outputs.
 
-Written through harness.store.RunStore as the engine writes a run. The copy under
+Written through harness.store.store.RunStore as the engine writes a run. The copy under
 tests/golden/reports/runs/ was made with `python -m tests.report_runs DIR`; tests also
 build variants of it (failed trials, hostile strings) in temporary directories.
 """
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.store import Row, RunStore
+from harness.store.store import Row, RunStore
 
 RUN_ID = "5e1f0000"
 STARTED = 1795990000.0  # 2026-11-29 22:06:40 UTC

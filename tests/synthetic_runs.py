@@ -1,4 +1,4 @@
-"""Stored runs with known samples, written through harness.store.RunStore exactly as the
+"""Stored runs with known samples, written through harness.store.store.RunStore exactly as the
 engine writes them (manifest, samples.parquet, latency/<trial>.parquet), for tests of
 everything that reads a RUN_DIR: the A/B table, compare, check, calibrate."""
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.store import Row, RunStore
+from harness.store.store import Row, RunStore
 
 FACTS = {"kernel_release": "6.18.0", "kernel_version": "#1 SMP PREEMPT_DYNAMIC",
          "cmdline": "quiet", "cpu_model": "Test CPU", "online_cpus": "0-1", "user_hz": 100,

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from reports import plots, run_facts
-from reports.compare import load_run, table
-from reports.render import html
+from reports.ab.compare import load_run, table
+from reports.formats import run_facts
+from reports.formats.render import html
+from reports.plots import plots
 from tests.browser.conftest import Browser
 from tests.report_runs import neper_run
 

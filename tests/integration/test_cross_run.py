@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import testbed as tb
+from harness.hosts import testbed as tb
 
 NAPILAB = str(Path(sys.executable).parent / "napilab")
 KNOB_PROFILE = """\

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import testbed as tb
+from harness.hosts import testbed as tb
 from tests.conftest import sysfs
 
 NAPILAB = str(Path(sys.executable).parent / "napilab")

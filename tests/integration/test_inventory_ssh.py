@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import testbed as tb
-from harness.connect import transport_for
 from harness.errors import HostError
-from harness.inventory import load_inventory
+from harness.hosts import testbed as tb
+from harness.profile.inventory import load_inventory
+from harness.transport.connect import transport_for
 
 
 def hostname_of(inventory: Path, host: str) -> str:

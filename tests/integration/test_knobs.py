@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from harness import testbed as tb
-from harness.connect import transport_for
 from harness.errors import HostError
-from harness.inventory import Host, load_inventory
-from harness.knobs import Setting
-from harness.settings import HostSettings
-from harness.transport import Transport
+from harness.hosts import testbed as tb
+from harness.hosts.settings import HostSettings
+from harness.profile.inventory import Host, load_inventory
+from harness.profile.knobs import Setting
+from harness.transport.connect import transport_for
+from harness.transport.transport import Transport
 
 
 @pytest.fixture()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness import testbed as tb
+from harness.hosts import testbed as tb
 
 ROOT = Path(__file__).resolve().parents[2]
 NAPILAB = str(Path(sys.executable).parent / "napilab")

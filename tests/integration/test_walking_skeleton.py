@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness import testbed as tb
+from harness.hosts import testbed as tb
 from tests.conftest import sysfs
 
 PROFILE = """\
@@ -99,10 +99,10 @@ def test_two_variant_run_restores_and_reports(testbed: tb.Testbed, tmp_path: Pat
 
 SIGKILLED_APPLY = """
 import os, signal, sys
-from harness.connect import transport_for
-from harness.inventory import load_inventory
-from harness.knobs import Setting
-from harness.settings import HostSettings
+from harness.transport.connect import transport_for
+from harness.profile.inventory import load_inventory
+from harness.profile.knobs import Setting
+from harness.hosts.settings import HostSettings
 host = load_inventory(sys.argv[1]).hosts["b"]
 settings = HostSettings(transport_for(host), "deadbeef")
 settings.apply([Setting("receiver", "netdev", "data0/gro_flush_timeout", "7777"),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness import testbed as tb
+from harness.hosts import testbed as tb
 from tests.integration.test_faults import wait_no_workload
 
 NAPILAB = str(Path(sys.executable).parent / "napilab")

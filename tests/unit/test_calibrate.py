@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli_analysis import aa_plan
-from harness.inventory import load_inventory
-from harness.plan import bind
-from harness.profile import load_profile
-from harness.stats_noise import calibrate
-from harness.stats_power import Noise, n_per_arm_needed
-from reports.calibration import calibrate_run, calibration_doc, calibration_text, n_for
-from reports.compare import load_run
+from harness.cli.analysis import aa_plan
+from harness.profile.inventory import load_inventory
+from harness.profile.plan import bind
+from harness.profile.profile import load_profile
+from harness.stats.noise import calibrate
+from harness.stats.power import Noise, n_per_arm_needed
+from reports.ab.calibration import calibrate_run, calibration_doc, calibration_text, n_for
+from reports.ab.compare import load_run
 from tests.synthetic_runs import lognormal, store_run
 
 PROFILE = """\

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli
-from harness.stats import GateStatus, check_regression
-from reports.check import gate, parse_thresholds
-from reports.compare import load_run
+from harness.cli import main as cli
+from harness.stats.stats import GateStatus, check_regression
+from reports.ab.compare import load_run
+from reports.nightly.check import gate, parse_thresholds
 from tests.synthetic_runs import lognormal, store_run
 
 N = 10  # repetitions per variant

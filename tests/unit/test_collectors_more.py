@@ -7,10 +7,10 @@ import subprocess
 
 import pytest
 
-from harness.backends import KprobeBackend
 from harness.errors import HostError
-from runners import collector, dmesg, kprobes, napi_threads
+from harness.hosts.backends import KprobeBackend
 from runners.base import ParseError
+from runners.collectors import collector, dmesg, kprobes, napi_threads
 from tests.fakes import FakeHost, FakeTransport
 
 LOG_BEFORE = ("[    1.000000] boot\n"

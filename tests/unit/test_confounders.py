@@ -1,4 +1,4 @@
-"""Confounders between two runs (harness.confounders, pure) and `napilab compare` on
+"""Confounders between two runs (harness.store.confounders, pure) and `napilab compare` on
 stored runs: intended knob differences pass, host-fact differences fail with exit 2
 unless --allow-mismatch or --intended names them."""
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from harness import cli
-from harness.confounders import diff_manifests
+from harness.cli import main as cli
+from harness.store.confounders import diff_manifests
 from tests.synthetic_runs import FACTS, lognormal, store_run
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from harness import sshconfig
 from harness.errors import InputError
-from harness.inventory import load_inventory
+from harness.profile.inventory import load_inventory
+from harness.transport import ssh_config as sshconfig
 
 ANSIBLE = """\
 all:
@@ -78,7 +78,7 @@ def test_ssh_config_alias_and_proxyjump() -> None:
         "Host sut\n  HostName 198.51.100.6\n  Port 2200\n  User admin\n"
         "  IdentityFile /keys/sut\n  ProxyJump ops@jump.example.org:2022\n"
         "Host jump.example.org\n  IdentityFile /keys/jump\n")
-    from harness.inventory import Host
+    from harness.profile.inventory import Host
 
     endpoint = sshconfig.resolve(Host(name="sut", address="sut"), config)
     assert (endpoint.hostname, endpoint.port, endpoint.user, endpoint.key_files) == (

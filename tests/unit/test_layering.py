@@ -1,61 +1,82 @@
-"""The layering of shared/DESIGN.md, read from the imports of every module:
-reports never imports runners or paramiko; runners never imports reports; parsers and
-harness.stats do no I/O; the CLI (harness/cli.py and the commands it registers from
-harness/cli_analysis.py and harness/cli_reports.py) is the one place that wires reports in."""
+"""The layering of docs/design.md, read from the imports of every module (packages are
+walked recursively, see tests/import_graph.py):
+
+- harness.profile (YAML in, frozen Plan out) never imports the transport, the hosts
+  layer, the engine, the store or the CLI at run time;
+- reports never import runners, harness.transport, harness.hosts, harness.engine,
+  harness.cli or paramiko;
+- runners never import reports;
+- parsers (runners) and harness.stats do no I/O;
+- the CLI (harness/cli/) is the one place that wires reports in."""
 
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.import_graph import ROOT, imports, modules, within
+
 IO_MODULES = {"subprocess", "socket", "paramiko", "os", "shutil", "pathlib", "urllib",
               "requests", "http"}
 IO_CALLS = {"open", "print", "input"}
 
 
-def imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(), str(path))
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module)
-    return names
+def test_every_module_is_found() -> None:
+    """The walk is recursive and every directory of modules is a package (so the
+    distribution ships it): the rules below then cover every module."""
+    counts = {top: len(modules(top)) for top in ("harness", "runners", "reports")}
+    assert counts["harness"] >= 50 and counts["runners"] >= 20 and counts["reports"] >= 29, counts
+    for path in modules().values():
+        assert (path.parent / "__init__.py").exists(), f"{path.parent} is not a package"
+    for package in ("harness.cli", "harness.profile", "harness.transport", "harness.hosts",
+                    "harness.engine", "harness.store", "harness.stats", "runners.collectors",
+                    "runners.workloads", "reports.ab", "reports.plots", "reports.formats",
+                    "reports.nightly"):
+        assert len(modules(package)) >= 2, package
 
 
-def modules(package: str) -> list[Path]:
-    return sorted((ROOT / package).glob("*.py"))
+def test_profile_never_imports_hosts_or_transport() -> None:
+    banned = ("harness.transport", "harness.hosts", "harness.engine", "harness.store",
+              "harness.cli", "reports", "paramiko")
+    for name, path in modules("harness.profile").items():
+        bad = {n for n in imports(path, runtime=True) if within(n, *banned)}
+        assert not bad, f"{name} imports {bad}"
 
 
-def test_reports_never_import_runners_or_paramiko() -> None:
-    for path in modules("reports"):
-        bad = {n for n in imports(path) if n.split(".")[0] in ("runners", "paramiko")}
-        assert not bad, f"{path.name} imports {bad}"
+def test_reports_never_import_runners_hosts_or_paramiko() -> None:
+    banned = ("runners", "harness.transport", "harness.hosts", "harness.engine",
+              "harness.cli", "paramiko")
+    for name, path in modules("reports").items():
+        bad = {n for n in imports(path) if within(n, *banned)}
+        assert not bad, f"{name} imports {bad}"
 
 
 def test_runners_never_import_reports() -> None:
-    for path in modules("runners"):
-        bad = {n for n in imports(path) if n.split(".")[0] == "reports"}
-        assert not bad, f"{path.name} imports {bad}"
+    for name, path in modules("runners").items():
+        bad = {n for n in imports(path) if within(n, "reports")}
+        assert not bad, f"{name} imports {bad}"
 
 
 def test_only_cli_wires_in_reports() -> None:
-    for path in modules("harness"):
-        if path.name in ("cli.py", "cli_analysis.py", "cli_reports.py"):
+    for name, path in modules("harness").items():
+        if within(name, "harness.cli"):
             continue
-        bad = {n for n in imports(path) if n.split(".")[0] == "reports"}
-        assert not bad, f"harness/{path.name} imports {bad}"
+        bad = {n for n in imports(path) if within(n, "reports")}
+        assert not bad, f"{name} imports {bad}"
 
 
 def test_parsers_and_stats_do_no_io() -> None:
-    pure = [p for p in modules("runners") if p.name not in ("__init__.py",)]
-    pure += [p for p in modules("harness") if p.name.startswith("stats")]
-    for path in pure:
+    pure = {**modules("runners"), **modules("harness.stats")}
+    assert len(pure) >= 20
+    for name, path in pure.items():
         bad = {n for n in imports(path) if n.split(".")[0] in IO_MODULES}
-        assert not bad, f"{path} imports {bad}"
+        assert not bad, f"{name} imports {bad}"
         tree = ast.parse(path.read_text())
         calls = {n.func.id for n in ast.walk(tree)
                  if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-        assert not calls & IO_CALLS, f"{path} calls {calls & IO_CALLS}"
+        assert not calls & IO_CALLS, f"{name} calls {calls & IO_CALLS}"
+
+
+def test_layering_rules_see_real_imports() -> None:
+    """The checks above would pass vacuously if `imports` read nothing."""
+    found = imports(ROOT / "harness" / "cli" / "main.py")
+    assert {"harness.cli.analysis", "harness.cli.execute", "click"} <= found

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli, connect
+from harness.cli import main as cli
+from harness.transport import connect
 
 BASE = """\
 name: corpus

@@ -8,7 +8,7 @@ import pytest
 
 from harness.errors import InputError
 from runners.registry import TOOLS
-from runners.workload import Context, Readiness, ServerCommand
+from runners.workloads.workload import Context, Readiness, ServerCommand
 
 CTX = Context(target="192.0.2.2", bind="192.0.2.1", duration=10, workdir="/run/napilab",
               trial="t003")

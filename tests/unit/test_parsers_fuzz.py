@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runners import command, netperf
 from runners.base import ParseError, Value
 from runners.registry import PARSERS
+from runners.workloads import command, netperf
 
 DATA = Path(__file__).parents[1] / "data"
 _HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large]

@@ -13,7 +13,7 @@ import pytest
 
 from runners.base import ParseError, ToolFailed
 from runners.registry import PARSERS, TOOLS, metrics_json
-from runners.workload import Context, ProcessOutput, ToolOutput
+from runners.workloads.workload import Context, ProcessOutput, ToolOutput
 
 DATA = Path(__file__).parents[1] / "data"
 CTX = Context(target="192.0.2.2", bind="192.0.2.1", duration=10, workdir="/tmp/napilab",

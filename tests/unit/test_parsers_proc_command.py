@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from runners import command, softirqs, softnet_stat
 from runners.base import ParseError, ToolFailed, Value
-from runners.collector import HostInfo
+from runners.collectors import softirqs, softnet_stat
+from runners.collectors.collector import HostInfo, SoftirqsCollector
 from runners.registry import PARSERS, TOOLS, metrics_json
-from runners.softirqs import SoftirqsCollector
-from runners.workload import Context, ProcessOutput, ToolOutput
+from runners.workloads import command
+from runners.workloads.workload import Context, ProcessOutput, ToolOutput
 
 DATA = Path(__file__).parents[1] / "data"
 KERNEL = "6.18.44-fc-v669"

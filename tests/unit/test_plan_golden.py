@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.inventory import load_inventory
-from harness.plan import bind
-from harness.plan_render import plan_json, plan_text
-from harness.profile import load_profile
+from harness.engine.plan_render import plan_json, plan_text
+from harness.profile.inventory import load_inventory
+from harness.profile.plan import bind
+from harness.profile.profile import load_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = sorted((ROOT / "tests" / "golden" / "plan").glob("*.txt"))

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from harness.errors import InputError
-from harness.inventory import load_inventory
-from harness.plan import bind
-from harness.profile import load_profile
+from harness.profile.inventory import load_inventory
+from harness.profile.plan import bind
+from harness.profile.profile import load_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = """\

@@ -6,9 +6,9 @@ from __future__ import annotations
 import io
 import json
 
-from harness import facts
-from harness.engine_hosts import IDENTITY, HostOps
-from harness.progress import JsonProgress, Progress, QuietProgress, TerminalProgress
+from harness.engine.fan_out import IDENTITY, HostOps
+from harness.engine.progress import JsonProgress, Progress, QuietProgress, TerminalProgress
+from harness.hosts import facts
 from tests.fakes import FakeHost, FakeTransport
 
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from reports.compare import load_run, table
-from reports.render import FILES, render, report_files
+from harness.cli.main import main
+from reports.ab.compare import load_run, table
+from reports.formats.render import FILES, render, report_files
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "reports"

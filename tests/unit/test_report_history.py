@@ -12,10 +12,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from harness.cli import main
+from harness.cli.main import main
 from harness.errors import InputError
-from reports.compare import load_run, table
-from reports.history import default_metrics, find_runs, history, history_doc, history_text
+from reports.ab.compare import load_run, table
+from reports.nightly.history import default_metrics, find_runs, history, history_doc, history_text
 from tests.report_runs import NAME, STARTED, neper_run
 
 DAY = 86400.0

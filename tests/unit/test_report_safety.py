@@ -1,7 +1,7 @@
 """Nothing from a host, a tool or a profile becomes markup or script in a report:
 hostile strings in a profile description, variant names, a tool's stderr and a failed
 trial's error stay text in the HTML (Jinja2 autoescape, matplotlib's SVG escaping
-checked by reports.svg), the Markdown and the JUnit XML; the page fetches nothing.
+checked by reports.plots.svg), the Markdown and the JUnit XML; the page fetches nothing.
 tests/browser/ checks the same page in a real browser."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pytest
 
-from reports import svg
-from reports.compare import load_run, table
-from reports.render import relurl, render
+from reports.ab.compare import load_run, table
+from reports.formats.render import relurl, render
+from reports.plots import svg
 from tests.report_runs import neper_run
 
 SCRIPT = "<script>alert(1)</script>"

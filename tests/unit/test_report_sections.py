@@ -14,9 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reports import plots, sections
-from reports.compare import load_run, table
-from reports.render import environment, html
+from reports.ab.compare import load_run, table
+from reports.formats import sections
+from reports.formats.render import environment, html
+from reports.plots import plots
 from tests.report_runs import neper_run
 from tests.synthetic_runs import lognormal, store_run
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from reports.site import publish
+from harness.cli.main import main
+from reports.nightly.site import publish
 from tests.report_runs import NAME, STARTED, neper_run
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,5 +1,5 @@
 """The A/B table's statistics on synthetic stored runs (RunStore, fixed seeds): each line's
-Comparison equals harness.stats on the same values, p-values are Holm-adjusted across
+Comparison equals harness.stats.stats on the same values, p-values are Holm-adjusted across
 the lines, directions come from the profile's policies or the documented defaults, and
 the text and HTML renderers show the evidence."""
 
@@ -10,12 +10,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.stats import Adjust, MetricSamples, Verdict, adjust_p, compare_metrics, mann_whitney
-from harness.stats_pool import pooled_percentiles
-from reports.compare import load_run, table
-from reports.directions import default_direction, judge
-from reports.render import html, text
-from reports.table_json import table_doc
+from harness.stats.pool import pooled_percentiles
+from harness.stats.stats import (
+    Adjust,
+    MetricSamples,
+    Verdict,
+    adjust_p,
+    compare_metrics,
+    mann_whitney,
+)
+from reports.ab.compare import load_run, table
+from reports.ab.directions import default_direction, judge
+from reports.ab.table_json import table_doc
+from reports.formats.render import html, text
 from tests.synthetic_runs import lognormal, store_run
 
 BASE = [100.0, 101, 102, 103, 104, 105, 106, 107]

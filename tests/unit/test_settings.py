@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from harness import cpus, knobs
 from harness.errors import HostError, SettingMismatch
-from harness.settings import HostSettings
+from harness.hosts.settings import HostSettings
+from harness.profile import cpus, knobs
 from tests.fakes import FakeHost, FakeTransport
 
 NET = "/sys/class/net/eth0"
@@ -152,7 +152,7 @@ def test_sysctl_names_are_confined(name: str) -> None:
 
 def test_sudo_password_needed_is_explained() -> None:
     from harness.errors import CommandError
-    from harness.transport import CommandResult
+    from harness.transport.transport import CommandResult
 
     result = CommandResult("sut", ("sudo", "-n", "--", "env", "LC_ALL=C", "true"), 1, "",
                            "sudo: a password is required\n", 0.0, 0.0)

@@ -1,4 +1,4 @@
-"""harness.stats, stats_power, stats_noise, stats_pool: synthetic data, known answers, fixed seeds.
+"""harness.stats (stats, power, noise, pool): synthetic data, known answers, fixed seeds.
 
 The simulation tests print the rates they measure (visible in `pytest` output);
 `benchmarks/stats_power.py` prints the same figures at larger scale, with timings.
@@ -18,7 +18,16 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 
 from harness.errors import NapilabError
-from harness.stats import (
+from harness.stats.noise import calibrate, drift, noise_exceeds_effect
+from harness.stats.pool import _weighted_percentiles, pooled_percentiles
+from harness.stats.power import (
+    Noise,
+    min_attainable_p,
+    min_n_per_arm,
+    minimal_detectable_effect,
+    n_per_arm_needed,
+)
+from harness.stats.stats import (
     Adjust,
     Array,
     Comparison,
@@ -35,15 +44,6 @@ from harness.stats import (
     median_ci,
     relative_change,
     summarize,
-)
-from harness.stats_noise import calibrate, drift, noise_exceeds_effect
-from harness.stats_pool import _weighted_percentiles, pooled_percentiles
-from harness.stats_power import (
-    Noise,
-    min_attainable_p,
-    min_n_per_arm,
-    minimal_detectable_effect,
-    n_per_arm_needed,
 )
 
 SIGMA = 0.05  # log-normal noise of the acceptance simulations

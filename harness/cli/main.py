@@ -1,0 +1,284 @@
+"""`napilab`: the command line's entry point. With the rest of harness/cli/ it is the one
+place that wires every layer together.
+
+Errors of the NapilabError family are caught once, in main(), and printed as
+`napilab: error: ...` with the exit code of their class (harness.errors.ExitCode).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import click
+
+from harness import __version__
+from harness.cli import analysis as cli_analysis
+from harness.cli import history as cli_reports
+from harness.cli import setup as cli_setup
+from harness.cli.execute import execute
+from harness.cli.execute import load as _load
+from harness.cli.options import run_options
+from harness.engine.progress import reporter
+from harness.errors import ExitCode, InputError, Interrupted, NapilabError
+from harness.hosts.testbed import Testbed
+from harness.profile import shipped
+from harness.profile.inventory import load_inventory
+from harness.profile.plan import bind
+from harness.profile.profile import load_profile
+from harness.transport.connect import close, connect
+
+DEMO_PROFILE = shipped.profile("demo.yaml")
+
+
+def _say(line: str) -> None:
+    click.echo(line, err=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="napilab")
+@click.option("--traceback", "show_traceback", is_flag=True, help="Show Python tracebacks.")
+@click.pass_context
+def cli(ctx: click.Context, show_traceback: bool) -> None:
+    """Latency A/B benchmarks for Linux NAPI, busy-poll and IRQ tuning."""
+    ctx.obj = {"traceback": show_traceback}
+
+
+@cli.command()
+@click.argument("profile", type=click.Path(dir_okay=False))
+@click.option("-i", "--inventory", type=click.Path(dir_okay=False))
+def validate(profile: str, inventory: str | None) -> None:
+    """Check a profile (and its binding to an inventory); touches no host."""
+    plan, prof = _load(profile, inventory)
+    trials = len(prof.trials())
+    click.echo(f"{profile}: ok: {len(prof.variants)} variant(s), {trials} trial(s)"
+               + (f", bound to {inventory}" if plan else ""))
+
+
+@cli.command()
+@click.argument("profile", type=click.Path(dir_okay=False))
+@click.option("-i", "--inventory", required=True, type=click.Path(dir_okay=False))
+@click.option("--transport", type=click.Choice(["ssh", "local"]))
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable plan.")
+def plan(profile: str, inventory: str, transport: str | None, as_json: bool) -> None:
+    """Print every command napilab would run, per host, trial by trial; touches nothing."""
+    from harness.engine.plan_render import plan_json, plan_text
+
+    bound, _ = _load(profile, inventory, transport)
+    assert bound is not None
+    if as_json:
+        click.echo(json.dumps(plan_json(bound), indent=1))
+    else:
+        click.echo(plan_text(bound), nl=False)
+
+
+@cli.command()
+@run_options
+@click.option("--keep-going", is_flag=True, help="Record a failed trial and continue (exit 4).")
+@click.option("--format", "formats", default="html", show_default=True,
+              help="Reports to write after the run (html,text,md,json,junit).")
+@click.option("--break-lock", is_flag=True,
+              help="Take the hosts even if another run's lock is on them.")
+@click.option("--resume", "resume", type=click.Path(file_okay=False, exists=True),
+              help="Continue an interrupted run in RUN_DIR (same profile and inventory).")
+@click.option("--quiet", is_flag=True, help="Print only failures.")
+@click.option("--json", "as_json", is_flag=True, help="Progress as JSON events on stdout.")
+def run(profile: str, inventory: str, results: str, transport: str | None, keep_going: bool,
+        formats: str, break_lock: bool, resume: str | None, quiet: bool, as_json: bool) -> None:
+    """Run a profile: apply, measure, restore, store, report."""
+    bound, _ = _load(profile, inventory, transport)
+    assert bound is not None
+    code = execute(bound, results, keep_going=keep_going, formats=_formats(formats),
+                   break_lock=break_lock, progress=reporter(quiet=quiet, as_json=as_json),
+                   resume=resume)
+    sys.exit(int(code))
+
+
+def _formats(text: str) -> list[str]:
+    allowed = ("html", "text", "md", "json", "junit")
+    chosen = [f.strip() for f in text.split(",") if f.strip()]
+    bad = [f for f in chosen if f not in allowed]
+    if bad:
+        raise InputError(f"--format {','.join(bad)}: expected some of {', '.join(allowed)}")
+    return chosen
+
+
+@cli.command()
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+@click.option("--format", "formats", default="html", show_default=True,
+              help="Comma-separated: html,text,md,json,junit. text is printed; the others "
+                   "are written to RUN_DIR/report.{html,md,json,junit.xml}.")
+def report(run_dir: str, formats: str) -> None:
+    """Render reports from a stored run (no host is contacted)."""
+    from reports.formats.render import report_files
+
+    written, printed = report_files(run_dir, _formats(formats))
+    for path in written:
+        click.echo(str(path))
+    if printed is not None:
+        click.echo(printed, nl=False)
+
+
+@cli.command()
+@click.option("-i", "--inventory", required=True, type=click.Path(dir_okay=False))
+@click.option("--host", "only", multiple=True, help="Only this host (repeatable).")
+@click.option("--transport", type=click.Choice(["ssh", "local"]))
+def restore(inventory: str, only: tuple[str, ...], transport: str | None) -> None:
+    """Replay on-host journals left by an interrupted run."""
+    from harness.hosts.journal_replay import replay
+
+    inv = load_inventory(inventory).with_transport(transport)
+    unknown = [h for h in only if h not in inv.hosts]
+    if unknown:
+        raise InputError(f"--host {', '.join(unknown)}: not in {inventory}")
+    hosts = [h for n, h in inv.hosts.items() if not only or n in only]
+    for line in replay(hosts):
+        click.echo(line)
+
+
+@cli.command()
+@click.argument("tool")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True)
+def parse(tool: str, file: str, as_json: bool) -> None:
+    """Parse a saved tool output or kernel file and print its metrics."""
+    from harness.profile.schema import suggest
+    from runners.registry import PARSERS
+
+    if tool not in PARSERS:
+        raise InputError(f"unknown tool {tool!r}; expected one of {sorted(PARSERS)}"
+                         f"{suggest(tool, PARSERS)}")
+    try:
+        text = Path(file).read_text(errors="replace")
+    except OSError as exc:
+        raise InputError(f"{file}: {exc.strerror}") from None
+    metrics: dict[str, float] = {}
+    units: dict[str, str] = {}
+    for value in PARSERS[tool](text):
+        name = value.metric if value.cpu is None else f"{value.metric}.cpu{value.cpu}"
+        metrics[name] = value.value
+        units[name] = value.unit
+    if as_json:
+        click.echo(json.dumps({"tool": tool, "metrics": metrics, "units": units}, indent=1))
+    else:
+        for name, number in metrics.items():
+            click.echo(f"{name:<32} {number:>16g} {units[name]}")
+
+
+@cli.group()
+def hosts() -> None:
+    """Facts about the inventory's hosts."""
+
+
+@hosts.command("check")
+@click.option("-i", "--inventory", required=True, type=click.Path(dir_okay=False))
+@click.option("--transport", type=click.Choice(["ssh", "local"]))
+@click.option("--json", "as_json", is_flag=True)
+def hosts_check(inventory: str, transport: str | None, as_json: bool) -> None:
+    """Kernel, CPUs, irqbalance, which knobs exist and are writable, which tools exist."""
+    from harness.hosts import check
+
+    inv = load_inventory(inventory).with_transport(transport)
+    transports = connect(inv.hosts.values())
+    try:
+        reports = [check.check_host(inv.hosts[name], t) for name, t in transports.items()]
+    finally:
+        close(transports.values())
+    click.echo(check.as_json(reports) if as_json else check.render(reports), nl=False)
+
+
+@cli.group()
+def testbed() -> None:
+    """Local testbed: two network namespaces, a veth pair, optional sshd."""
+
+
+@testbed.command("up")
+@click.option("--ssh", is_flag=True, help="Run an sshd in each namespace.")
+def testbed_up(ssh: bool) -> None:
+    path = Testbed().up(ssh=ssh)
+    click.echo(f"testbed up; inventory: {path}")
+
+
+@testbed.command("down")
+def testbed_down() -> None:
+    Testbed().down()
+    click.echo("testbed down")
+
+
+@testbed.command("status")
+def testbed_status() -> None:
+    click.echo(json.dumps(Testbed().status(), indent=1))
+
+
+@cli.command()
+@click.option("-o", "--results", default="results", show_default=True,
+              type=click.Path(file_okay=False))
+@click.option("--transport", type=click.Choice(["ssh", "local"]), default="ssh",
+              show_default=True)
+@click.option("--profile", "profile_path", default=str(DEMO_PROFILE), show_default=False,
+              type=click.Path(dir_okay=False),
+              help="Profile to run (default: the shipped demo.yaml).")
+def demo(results: str, transport: str, profile_path: str) -> None:
+    """Testbed up, run profiles/demo.yaml (seed 001's RPS A/B), report, testbed down."""
+    if (os.cpu_count() or 1) < 2:
+        raise NapilabError("the demo steers RPS to a second CPU; this machine has one")
+    prof = load_profile(profile_path)
+    bed = Testbed()
+    inventory = bed.up(ssh=transport == "ssh")
+    try:
+        bound = bind(prof, load_inventory(inventory).with_transport(transport))
+        start = time.time()
+        code = execute(bound, results, formats=["html", "text"], progress=reporter())
+        _say(f"napilab: demo took {time.time() - start:.0f}s")
+    finally:
+        bed.down()
+    runs = sorted(Path(results, prof.name).glob("*/report.html"))
+    if runs:
+        click.echo((runs[-1].parent / "report.txt").read_text(), nl=False)
+        click.echo(f"report: {runs[-1]}")
+    sys.exit(int(code))
+
+
+cli.add_command(cli_analysis.compare)
+cli.add_command(cli_analysis.check)
+cli.add_command(cli_analysis.calibrate)
+cli.add_command(cli_reports.history)
+cli.add_command(cli_reports.publish)
+cli.add_command(cli_setup.init)
+cli.add_command(cli_setup.init)
+
+
+def main(argv: list[str] | None = None) -> None:
+    show_traceback = "--traceback" in (argv if argv is not None else sys.argv[1:])
+    try:
+        cli.main(args=argv, prog_name="napilab", standalone_mode=False)
+        sys.exit(ExitCode.OK)
+    except click.exceptions.Abort:
+        click.echo("napilab: interrupted", err=True)
+        sys.exit(ExitCode.INTERRUPTED)
+    except click.UsageError as exc:
+        exc.show()
+        sys.exit(ExitCode.BAD_INPUT)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(ExitCode.ERROR)
+    except Interrupted as exc:
+        click.echo(f"napilab: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except NapilabError as exc:
+        if show_traceback:
+            traceback.print_exc()
+        for i, line in enumerate(str(exc).splitlines()):
+            click.echo(("napilab: error: " if i == 0 else "  ") + line, err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("napilab: interrupted", err=True)
+        sys.exit(ExitCode.INTERRUPTED)
+
+
+if __name__ == "__main__":
+    main()

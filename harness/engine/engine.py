@@ -1,0 +1,273 @@
+"""The run loop: for each trial (variant x repetition, in the profile's order)
+
+    settings.apply -> [idle window] -> [warm-up] -> collectors before -> workload
+    -> collectors after -> settings.restore
+
+Set-up, snapshots and restore run on all hosts at once (harness.engine.fan_out). Restore
+always runs (finally, SIGINT, SIGTERM). Each finished trial's raw output, rows and
+manifest entry are on disk before the next trial starts, so an interrupted run loses
+nothing and `--resume` continues it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from harness.engine import workload_exec
+from harness.engine.fan_out import HostOps
+from harness.engine.plan_render import estimate
+from harness.engine.progress import Progress
+from harness.errors import ExitCode, HostError, Interrupted, NapilabError
+from harness.hosts.settings import HostSettings, workdir
+from harness.profile.plan import Plan
+from harness.profile.profile import Trial, Variant
+from harness.store.store import Row, RunStore
+from harness.transport.transport import Transport
+from runners.base import Value
+from runners.registry import TOOLS
+from runners.workloads.workload import Context, ToolResult
+
+
+@contextmanager
+def deferred_interrupts() -> Iterator[list[int]]:
+    """Hold SIGINT/SIGTERM while hosts are being restored; re-raise after."""
+    received: list[int] = []
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for sig in previous:
+        signal.signal(sig, lambda signum, frame: received.append(signum))
+    try:
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if received:
+        raise KeyboardInterrupt
+
+
+def _sigterm_as_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+class Engine:
+    def __init__(self, plan: Plan, store: RunStore, transports: dict[str, Transport], *,
+                 progress: Progress | None = None, keep_going: bool = False) -> None:
+        self.plan = plan
+        self.store = store
+        self.transports = transports
+        self.progress = progress or Progress()
+        self.keep_going = keep_going
+        self.hosts = HostOps(plan, store, transports)
+
+    # -- run ---------------------------------------------------------------------------
+
+    def run(self, *, resume: bool = False) -> ExitCode:
+        previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+        manifest = self.store.manifest
+        trials = self._schedule(resume)
+        manifest.update(status="running", incomplete=True)
+        manifest.setdefault("started", time.time())
+        if resume:
+            manifest.setdefault("resumed", []).append(time.time())
+        todo = [t for t in trials if manifest["trials"][t.index - 1]["status"] != "ok"]
+        per_trial = estimate(self.plan) / max(1, len(self.plan.trials()))
+        self.progress.run_start(self.store.run_id, str(self.store.dir), len(trials), per_trial)
+        self.progress.done = len(trials) - len(todo)
+        try:
+            facts = self.hosts.facts()
+            manifest.setdefault("host_facts", facts)
+            self._warmup_trials(resume)
+            self.store.save_manifest()
+            failed = self._run_trials(todo, len(trials))
+            self._check_hosts(facts)
+            done = sum(1 for t in manifest["trials"] if t["status"] == "ok")
+            manifest["incomplete"] = done < len(trials)
+            manifest["status"] = "complete" if not manifest["incomplete"] else "partial"
+            if failed and not self.keep_going:
+                manifest["status"] = "failed"
+                error = next(t["error"] for t in manifest["trials"] if t["status"] == "failed")
+                raise NapilabError(f"trial failed: {error}",
+                                   hint="hosts were restored; --keep-going runs the rest")
+            return ExitCode.PARTIAL if failed else ExitCode.OK
+        except KeyboardInterrupt:
+            manifest["status"] = "interrupted"
+            raise Interrupted("interrupted; every host was restored; "
+                              f"`napilab run ... --resume {self.store.dir}` continues") from None
+        finally:
+            manifest["ended"] = time.time()
+            self.store.save_manifest()
+            self.progress.run_end(str(manifest["status"]))
+            signal.signal(signal.SIGTERM, previous)
+
+    def _schedule(self, resume: bool) -> list[Trial]:
+        """The trial order: the profile's, or on resume the one the manifest recorded
+        (a randomized order is not drawn again)."""
+        manifest = self.store.manifest
+        if resume:
+            return [Trial(t["index"], t["variant"], t["rep"]) for t in manifest["trials"]]
+        trials = self.plan.trials()
+        manifest["trials"] = [{"index": t.index, "id": t.id, "variant": t.variant,
+                               "rep": t.rep, "status": "pending"} for t in trials]
+        return trials
+
+    def _run_trials(self, trials: list[Trial], total: int) -> int:
+        failed = 0
+        for position, trial in enumerate(trials):
+            if not self._run_trial(trial):
+                failed += 1
+                if not self.keep_going:
+                    break
+            if self.plan.profile.cooldown and position < len(trials) - 1:
+                time.sleep(self.plan.profile.cooldown)
+        return failed
+
+    def _warmup_trials(self, resume: bool) -> None:
+        """`warmup_trials: N`: N trials (variants in turn) before the measured ones,
+        whose results are not kept."""
+        count = 0 if resume else self.plan.profile.warmup_trials
+        variants = self.plan.profile.variants
+        for i in range(count):
+            variant = variants[i % len(variants)]
+            trial = Trial(0, variant.name, 0)
+            self.progress.phase("warm-up trial", detail=f"{i + 1}/{count} ({variant.name})")
+            settings = self._settings()
+            try:
+                self.hosts.apply(trial, variant, settings)
+                self._workload(trial, variant)
+            finally:
+                with deferred_interrupts():
+                    self.hosts.restore(settings)
+        if count:
+            shutil.rmtree(self.store.dir / "raw" / trial.id, ignore_errors=True)
+
+    def _check_hosts(self, facts: dict[str, dict[str, Any]]) -> None:
+        changed = self.hosts.changed_hosts(facts)
+        if changed:
+            self.store.manifest["hosts_changed"] = changed
+            for host, what in changed.items():
+                self.progress.note(f"host {host} changed during the run: {', '.join(what)} "
+                                   "differ(s) from the start; its results are suspect")
+
+    def _settings(self) -> dict[str, HostSettings]:
+        return {name: HostSettings(t, self.store.run_id, policy=self.plan.profile.on_mismatch)
+                for name, t in self.transports.items()}
+
+    # -- one trial -----------------------------------------------------------------------
+
+    def _run_trial(self, trial: Trial) -> bool:
+        variant = self.plan.profile.variant(trial.variant)
+        entry = self.store.manifest["trials"][trial.index - 1]
+        for stale in ("error", "settings", "restore", "absent", "end"):
+            entry.pop(stale, None)
+        if (self.store.dir / "raw" / trial.id).exists():  # a resumed trial starts over
+            shutil.rmtree(self.store.dir / "raw" / trial.id)
+            self.store.drop_trial(trial.index)
+        entry.update(status="running", start=time.time())
+        self.store.save_manifest()  # watchers see which trial runs
+        self.progress.trial_start(trial.index, trial.variant, trial.rep)
+        settings = self._settings()
+        rows: list[Row] = []
+        try:
+            try:
+                self.progress.phase("applying settings")
+                entry["settings"] = self.hosts.apply(trial, variant, settings)
+                absent = [c["target"] for c in entry["settings"]
+                          if c["kind"] == "kprobe" and c["effective"] == "absent"]
+                if absent:
+                    entry["absent"] = absent
+                rows = self._measure(trial, variant)
+            finally:
+                with deferred_interrupts():
+                    self.progress.phase("restoring")
+                    entry["restore"] = self.hosts.restore(settings)
+        except KeyboardInterrupt:
+            entry.update(status="interrupted", end=time.time())
+            raise
+        except NapilabError as exc:
+            entry.update(status="failed", error=str(exc), end=time.time())
+            self.progress.trial_end(trial.index, "failed", str(exc))
+            self.store.save_manifest()
+            if isinstance(exc, HostError) and "restore incomplete" in str(exc):
+                raise
+            return False
+        self.store.add_rows(rows)
+        entry.update(status="ok", end=time.time())
+        self.store.save_manifest()
+        self.progress.trial_end(trial.index, "ok")
+        return True
+
+    def _measure(self, trial: Trial, variant: Variant) -> list[Row]:
+        """Idle window (if any), warm-up (if any), then the measured load."""
+        spec = variant.workload
+        rows: list[Row] = []
+        if spec.idle:
+            self.progress.phase("idle window", detail=f"{spec.idle:g}s")
+            start = self.hosts.snapshot(trial, variant, "idle-before")
+            time.sleep(spec.idle)
+            end = self.hosts.snapshot(trial, variant, "idle-after")
+            rows += self.hosts.collector_rows(trial, variant, start, end, suffix=".idle")
+        if spec.warmup:
+            self._workload(trial, variant, warmup=True)
+        before = self.hosts.snapshot(trial, variant, "before")
+        result = self._workload(trial, variant)
+        after = self.hosts.snapshot(trial, variant, "after")
+        return rows + self._tool_rows(trial, variant, result) + self.hosts.collector_rows(
+            trial, variant, before, after)
+
+    def _workload(self, trial: Trial, variant: Variant, *, warmup: bool = False) -> ToolResult:
+        spec = variant.workload
+        tool = TOOLS[spec.tool]
+        client_host = self.plan.host_of(spec.client.role)
+        server_host = self.plan.host_of(spec.server.role)
+        duration = spec.warmup if warmup else spec.duration
+        ctx = Context(target=server_host.target_address, bind=server_host.target_address,
+                      duration=duration, workdir=workdir(self.store.run_id),
+                      trial=trial.id)
+        commands = tool.commands(self.plan.process_args(spec.client),
+                                 self.plan.process_args(spec.server), ctx)
+        record = workload_exec.WorkloadRecord()
+        self.progress.phase("warm-up" if warmup else spec.tool, client_host.name,
+                            f"{duration:g}s")
+        try:
+            if commands.client_files or commands.server_files:
+                for host in {client_host.name, server_host.name}:
+                    self.transports[host].run(["mkdir", "-p", ctx.workdir])
+            output = workload_exec.run(
+                commands, client=spec.client, server=spec.server,
+                client_transport=self.transports[client_host.name],
+                server_transport=self.transports[server_host.name],
+                timeout=spec.timeout, record=record)
+        finally:
+            self._store_workload(trial, record, "warmup-" if warmup else "")
+        return tool.parse(output)
+
+    def _store_workload(self, trial: Trial, record: workload_exec.WorkloadRecord,
+                        prefix: str) -> None:
+        for name, result in ((f"{prefix}client", record.client),
+                             (f"{prefix}server", record.server)):
+            if result is None:
+                continue
+            self.store.write_raw(trial.id, result.host, f"{name}.out", result.stdout)
+            self.store.write_raw(trial.id, result.host, f"{name}.err", result.stderr)
+            self.store.write_raw_json(trial.id, result.host, f"{name}.json", {
+                "argv": list(result.argv), "exit_code": result.exit_code,
+                "start": result.start, "duration": result.duration})
+
+    def _tool_rows(self, trial: Trial, variant: Variant, result: ToolResult) -> list[Row]:
+        spec = variant.workload
+        rows: list[Row] = []
+
+        def add(role: str, values: list[Value]) -> None:
+            host = self.plan.host_of(role).name
+            rows.extend(Row(trial.index, trial.variant, trial.rep, role, host, spec.source,
+                            v.metric, v.cpu, float(v.value), v.unit) for v in values)
+
+        add(spec.client.role, result.client)
+        add(spec.server.role, result.server)
+        if result.latencies_us is not None:
+            self.store.write_latencies(trial.id, result.latencies_us)
+        return rows

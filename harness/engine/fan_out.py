@@ -1,0 +1,144 @@
+"""What a trial does on every host at once: facts, settings, snapshots, restore.
+
+Each of these runs on all hosts of the trial concurrently (one thread per host, each
+on that host's own connection), so a trial's set-up and tear-down take as long as the
+slowest host, not the sum of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from typing import Any, TypeVar
+
+from harness.errors import HostError, NapilabError
+from harness.hosts import facts as host_facts
+from harness.hosts.settings import HostSettings
+from harness.profile.plan import Plan
+from harness.profile.profile import Trial, Variant
+from harness.store.store import Row, RunStore
+from harness.transport.transport import Transport
+from runners.collectors import collector as collectors
+
+T = TypeVar("T")
+# What identifies a boot and a kernel: compared at the start and the end of a run.
+IDENTITY = ("boot_id", "kernel_release", "kernel_version", "cmdline")
+
+
+def each_host(hosts: list[str], work: Callable[[str], T]) -> dict[str, T]:
+    """`work(host)` for every host concurrently; every host finishes before the first
+    error (if any) is raised, so no host is left half done."""
+    if len(hosts) <= 1:
+        return {h: work(h) for h in hosts}
+    with ThreadPoolExecutor(max_workers=len(hosts)) as pool:
+        futures = {h: pool.submit(work, h) for h in hosts}
+        results: dict[str, T] = {}
+        errors: list[BaseException] = []
+        for host, future in futures.items():
+            try:
+                results[host] = future.result()
+            except BaseException as exc:
+                errors.append(exc)
+    if errors:
+        raise errors[0]
+    return results
+
+
+class HostOps:
+    def __init__(self, plan: Plan, store: RunStore, transports: dict[str, Transport]) -> None:
+        self.plan = plan
+        self.store = store
+        self.transports = transports
+        self.host_info: dict[str, collectors.HostInfo] = {}
+
+    def facts(self) -> dict[str, dict[str, Any]]:
+        def gather(name: str) -> dict[str, Any]:
+            ifaces = [self.plan.iface_of(role) for role, h in self.plan.role_hosts.items()
+                      if h.name == name]
+            return host_facts.gather(self.transports[name], [i for i in ifaces if i])
+
+        facts = each_host(list(self.transports), gather)
+        self.host_info = {name: host_facts.host_info(f) for name, f in facts.items()}
+        return facts
+
+    def changed_hosts(self, before: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+        """Hosts whose boot or kernel changed during the run, and what changed."""
+        now = each_host(list(self.transports),
+                        lambda name: host_facts.identity(self.transports[name]))
+        return {name: [k for k in IDENTITY if before.get(name, {}).get(k) != ident.get(k)]
+                for name, ident in now.items()
+                if any(before.get(name, {}).get(k) != ident.get(k) for k in IDENTITY)}
+
+    def apply(self, trial: Trial, variant: Variant,
+              settings: dict[str, HostSettings]) -> list[dict[str, Any]]:
+        wanted = {h: s for h, s in self.plan.settings(variant).items() if s}
+
+        def apply_one(host: str) -> list[dict[str, Any]]:
+            changes = settings[host].apply(wanted[host])
+            self.store.write_raw_json(trial.id, host, "settings.json",
+                                      [asdict(c) for c in changes])
+            return [{"host": host, **asdict(c)} for c in changes]
+
+        done = each_host(list(wanted), apply_one)
+        return [change for host in wanted for change in done[host]]
+
+    def restore(self, settings: dict[str, HostSettings]) -> list[dict[str, Any]]:
+        """Every host is restored even when another fails; failures are raised together."""
+        changed = [h for h, s in settings.items() if s.changes]
+        errors: list[str] = []
+
+        def restore_one(host: str) -> list[dict[str, Any]]:
+            try:
+                return [{"host": host, "target": c.target, "path": c.path,
+                         "restored": c.original} for c in settings[host].restore()]
+            except NapilabError as exc:
+                errors.append(str(exc))
+                return []
+
+        done = each_host(changed, restore_one)
+        if errors:
+            raise HostError("restore incomplete: " + "; ".join(errors),
+                            hint="`napilab restore -i INVENTORY` replays the on-host journals")
+        return [r for host in changed for r in done[host]]
+
+    def snapshot(self, trial: Trial, variant: Variant, when: str) -> dict[str, dict[str, Any]]:
+        """One exec per host reads every collector's sources; returns parsed snapshots."""
+        wanted = {h: sorted({spec.name for _, spec in specs})
+                  for h, specs in self.plan.collectors(variant).items() if specs}
+
+        def read(host: str) -> dict[str, Any]:
+            names = wanted[host]
+            result = self.transports[host].run(collectors.snapshot_argv(names), check=False)
+            self.store.write_raw(trial.id, host, f"snapshot-{when}.out", result.stdout)
+            files = collectors.split_tail(result.stdout)
+            parsed: dict[str, Any] = {"_uptime": collectors.uptime_seconds(files)}
+            for name in names:
+                collector = collectors.COLLECTORS[name]
+                if all(p in files for p in collector.paths):
+                    parsed[name] = collector.parse(files, self.host_info[host])
+            return parsed
+
+        return each_host(list(wanted), read)
+
+    def collector_rows(self, trial: Trial, variant: Variant, before: dict[str, dict[str, Any]],
+                       after: dict[str, dict[str, Any]], suffix: str = "") -> list[Row]:
+        """Collector deltas per CPU plus totals over each collector's `cpus`; sources
+        get `suffix` (`.idle` for the idle window)."""
+        rows: list[Row] = []
+        for host, specs in self.plan.collectors(variant).items():
+            for role, cspec in specs:
+                if cspec.name not in before[host] or cspec.name not in after[host]:
+                    continue
+                collector = collectors.COLLECTORS[cspec.name]
+                values = collector.delta(before[host][cspec.name], after[host][cspec.name],
+                                         cspec.options, self.host_info[host])
+                values += collectors.totals(values, cspec.cpus)
+                rows += [Row(trial.index, trial.variant, trial.rep, role, host,
+                             cspec.name + suffix, v.metric, v.cpu, float(v.value), v.unit)
+                         for v in values]
+            if specs:
+                interval = after[host]["_uptime"] - before[host]["_uptime"]
+                rows.append(Row(trial.index, trial.variant, trial.rep, specs[0][0], host,
+                                "snapshot" + suffix, "interval", None, interval, "s"))
+        return rows

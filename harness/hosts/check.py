@@ -1,0 +1,100 @@
+"""`napilab hosts check`: what each host is and which knobs and tools it has, read
+without changing anything (three or four commands per host)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harness.errors import NapilabError
+from harness.hosts import facts as host_facts
+from harness.hosts.backends import NapiBackend
+from harness.profile.inventory import Host
+from harness.transport.transport import Transport
+
+TOOLS = ("tcp_rr", "udp_rr", "tcp_crr", "tcp_stream", "iperf3", "sockperf", "netperf",
+         "netserver", "ping", "ynl", "python3", "ethtool", "taskset", "chrt", "ss", "timeout")
+GLOBAL_KNOBS = ("/proc/sys/net/core/busy_poll", "/proc/sys/net/core/busy_read",
+                "/proc/sys/net/core/skb_defer_max", "/proc/sys/net/core/netdev_budget")
+IFACE_KNOBS = ("threaded", "napi_defer_hard_irqs", "gro_flush_timeout", "tx_queue_len",
+               "queues/rx-0/rps_cpus", "queues/rx-0/rps_flow_cnt", "queues/tx-0/xps_cpus")
+# One exec each; names are positional parameters, never part of the script.
+_WHICH = ["sh", "-c", 'for t do if command -v "$t" >/dev/null 2>&1; then echo "$t yes"; '
+          'else echo "$t no"; fi; done', "napilab-which"]
+_MODES = ["sh", "-c", 'for f do if [ -e "$f" ]; then stat -c "%n %A" "$f"; '
+          'else echo "$f absent"; fi; done', "napilab-stat"]
+
+
+def check_host(host: Host, transport: Transport) -> dict[str, Any]:
+    facts = host_facts.gather(transport, [host.iface] if host.iface else [])
+    tools = dict(line.split() for line in transport.run([*_WHICH, *TOOLS]).stdout.splitlines())
+    paths = list(GLOBAL_KNOBS)
+    if host.iface:
+        paths += [f"/sys/class/net/{host.iface}/{k}" for k in IFACE_KNOBS]
+    knobs: dict[str, str] = {}
+    for line in transport.run([*_MODES, *paths]).stdout.splitlines():
+        path, _, mode = line.rpartition(" ")
+        knobs[path] = "absent" if mode == "absent" else ("writable" if mode[2] == "w"
+                                                          else "read-only")
+    napi = "no iface in the inventory"
+    if host.iface:
+        napi = _napi_state(transport, host.iface)
+    return {
+        "host": host.name, "transport": host.transport,
+        "kernel": facts.get("kernel_release"), "cpu_model": facts.get("cpu_model"),
+        "online_cpus": facts.get("online_cpus"), "irqbalance": facts.get("irqbalance"),
+        "user_hz": facts.get("user_hz"), "iface": host.iface,
+        "nic": facts.get("nics", {}).get(host.iface or "", {}),
+        "tools": {t: tools.get(t) == "yes" for t in TOOLS},
+        "knobs": knobs, "per_napi_netlink": napi,
+    }
+
+
+def _napi_state(transport: Transport, iface: str) -> str:
+    backend = NapiBackend()
+    try:
+        path = f"/sys/class/net/{iface}/ifindex"
+        ifindex = int(transport.run(["cat", "--", path]).stdout)
+        napis = backend.napi_get(transport, ifindex)
+    except (NapilabError, ValueError) as exc:
+        return f"unavailable: {exc}"
+    client = backend.client(transport)
+    if not napis:
+        return f"no NAPI instances on {iface} (via {client})"
+    attrs = sorted({k for n in napis for k in n} - {"id", "ifindex"})
+    return f"{len(napis)} NAPI(s) via {client}; attributes: {', '.join(attrs)}"
+
+
+def render(reports: list[dict[str, Any]]) -> str:
+    lines = []
+    for r in reports:
+        nic = r["nic"]
+        lines += [
+            f"host {r['host']} ({r['transport']})",
+            f"  kernel       {r['kernel']}",
+            f"  CPUs         online {r['online_cpus']}, {r['cpu_model']}, USER_HZ {r['user_hz']}",
+            f"  irqbalance   {r['irqbalance']}",
+            f"  iface        {r['iface'] or '-'}"
+            + (f" (driver {nic.get('driver', '?')} {nic.get('version', '')})".rstrip()
+               if nic and "driver" in nic else ""),
+            f"  per-NAPI     {r['per_napi_netlink']}",
+            "  knobs",
+        ]
+        lines += [f"    {state:<10} {path}" for path, state in r["knobs"].items()]
+        have = [t for t, ok in r["tools"].items() if ok]
+        missing = [t for t, ok in r["tools"].items() if not ok]
+        lines += [f"  tools        {' '.join(have)}", f"  missing      {' '.join(missing) or '-'}"]
+    return "\n".join(lines) + "\n"
+
+
+def as_json(reports: list[dict[str, Any]]) -> str:
+    return json.dumps(reports, indent=1)
+
+
+def route_iface(transport: Transport, address: str) -> str | None:
+    """The interface this host sends to `address` through (`ip route get`), or None."""
+    result = transport.run(["ip", "-o", "route", "get", "--", address], check=False)
+    words = result.stdout.split()
+    if result.exit_code != 0 or "dev" not in words[:-1]:
+        return None
+    return words[words.index("dev") + 1]

@@ -1,0 +1,164 @@
+"""Inventories: which hosts exist and how to reach them.
+
+napilab's own format:
+
+    transport: ssh            # ssh | local; `--transport` overrides
+    host_key_policy: reject   # reject | accept-new
+    hosts:
+      sut: {address: 198.51.100.2, port: 22, user: root, key: ~/.ssh/id_ed25519,
+            known_hosts: ~/.ssh/known_hosts, data_address: 192.0.2.2, iface: eth0,
+            netns: napilab-b, become: sudo}
+
+`address` is where SSH connects (management network); `data_address` is what
+workloads send traffic to (defaults to `address`). `netns` names the network
+namespace a local-transport host lives in.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from harness.errors import InputError
+from harness.profile.schema import Checker, join
+from harness.profile.yamlsrc import Node, load_file
+
+TRANSPORTS = ("ssh", "local")
+HOST_KEY_POLICIES = ("reject", "accept-new")
+_HOST_KEYS = ("address", "port", "user", "key", "known_hosts", "become", "data_address",
+              "netns", "iface", "transport", "host_key_policy", "cpus")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_IFACE = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
+_USER = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}\$?$")
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    transport: str = "ssh"
+    address: str | None = None
+    port: int = 22
+    user: str | None = None
+    key: str | None = None
+    known_hosts: str | None = None
+    host_key_policy: str = "reject"
+    become: str | None = None
+    data_address: str | None = None
+    netns: str | None = None
+    iface: str | None = None
+    cpus: int | None = None  # CPU count, when known: CPU lists are checked against it
+    ssh_config: str | None = None
+    port_set: bool = field(default=False, compare=False)  # port written in the inventory
+
+    @property
+    def target_address(self) -> str:
+        """The address workloads use to reach this host."""
+        return self.data_address or self.address or "127.0.0.1"
+
+    def public(self) -> dict[str, Any]:
+        """What the manifest records: no key material, just where it is."""
+        return {k: v for k, v in self.__dict__.items() if v is not None and k != "port_set"}
+
+
+@dataclass(frozen=True)
+class Inventory:
+    path: str
+    hosts: dict[str, Host]
+
+    def host(self, name: str) -> Host:
+        return self.hosts[name]
+
+    def with_transport(self, transport: str | None) -> Inventory:
+        if transport is None:
+            return self
+        if transport not in TRANSPORTS:
+            raise InputError(f"--transport {transport!r}: expected one of {list(TRANSPORTS)}")
+        return replace(self, hosts={n: replace(h, transport=transport)
+                                    for n, h in self.hosts.items()})
+
+
+def load_inventory(path: str | Path) -> Inventory:
+    """napilab's own inventory format, or an Ansible YAML inventory (detected by a
+    top-level `all:` or a group holding `hosts:`/`children:`)."""
+    data = load_file(path)
+    check = Checker()
+    if not isinstance(data, Node):
+        raise InputError(f"{path}: an inventory is a mapping with a `hosts:` key")
+    if "hosts" not in data and data:
+        from harness.profile.inventory_ansible import ansible_hosts
+
+        ansible_defaults = {"transport": "ssh", "host_key_policy": "reject", "ssh_config": None}
+        found = {name: _host(check, name, node, key_path, ansible_defaults)
+                 for name, (node, key_path) in ansible_hosts(check, data).items()}
+        check.raise_if_any()
+        return Inventory(str(path), found)
+    check.keys(data, "", ("transport", "host_key_policy", "hosts", "ssh_config"),
+               required=("hosts",))
+    defaults = {
+        "transport": check.choice(data, "transport", "", TRANSPORTS, default="ssh"),
+        "host_key_policy": check.choice(data, "host_key_policy", "", HOST_KEY_POLICIES,
+                                        default="reject"),
+        "ssh_config": check.get(data, "ssh_config", "", str),
+    }
+    hosts_node = check.mapping(data.get("hosts"), data.where("hosts"), "hosts")
+    hosts: dict[str, Host] = {}
+    for name, raw in (hosts_node or {}).items():
+        path_ = join("hosts", name)
+        assert hosts_node is not None
+        if not _NAME.match(name):
+            check.error(hosts_node.key_locations.get(name), path_,
+                        "host names are letters, digits, '.', '_' and '-'")
+        node = check.mapping(raw, hosts_node.where(name), path_)
+        if node is not None:
+            hosts[name] = _host(check, name, node, path_, defaults)
+    if hosts_node is not None and not hosts_node:
+        check.error(data.where("hosts"), "hosts", "no hosts defined")
+    check.raise_if_any()
+    return Inventory(str(path), hosts)
+
+
+def _host(check: Checker, name: str, node: Node, path: str, defaults: dict[str, Any]) -> Host:
+    check.keys(node, path, _HOST_KEYS)
+    fields: dict[str, Any] = {
+        "transport": check.choice(node, "transport", path, TRANSPORTS,
+                                  default=defaults["transport"]),
+        "host_key_policy": check.choice(node, "host_key_policy", path, HOST_KEY_POLICIES,
+                                        default=defaults["host_key_policy"]),
+        "port": check.number(node, "port", path, minimum=1, maximum=65535, integer=True,
+                             default=22),
+        "port_set": "port" in node,
+        "become": check.choice(node, "become", path, ("sudo",)),
+        "cpus": check.number(node, "cpus", path, minimum=1, maximum=8192, integer=True),
+        "ssh_config": (str(Path(defaults["ssh_config"]).expanduser())
+                       if defaults.get("ssh_config") else None),
+    }
+    for key in ("address", "data_address"):
+        value = check.get(node, key, path, str)
+        if value is not None and not _valid_address(value):
+            check.error(node.where(key), join(path, key), f"{value!r} is not an IP address "
+                        "or host name")
+            value = None
+        fields[key] = value
+    for key, pattern in (("user", _USER), ("netns", _NAME), ("iface", _IFACE)):
+        value = check.get(node, key, path, str)
+        if value is not None and not pattern.match(value):
+            check.error(node.where(key), join(path, key), f"{value!r} is not a valid {key}")
+            value = None
+        fields[key] = value
+    for key in ("key", "known_hosts"):
+        value = check.get(node, key, path, str)
+        fields[key] = str(Path(value).expanduser()) if value else None
+    if fields["transport"] == "ssh" and not fields["address"]:
+        fields["address"] = name  # resolved through DNS or ~/.ssh/config
+    return Host(name=name, **fields)
+
+
+def _valid_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+        return True
+    except ValueError:
+        return bool(re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9-]{1,63})*", text))

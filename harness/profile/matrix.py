@@ -1,0 +1,164 @@
+"""`matrix` sweeps: the cross product of parameters, each combination a variant.
+
+    matrix: {budget: [8, 64, 256, 512]}                 # short form
+    matrix:
+      parameters: {busy_budget: [0, 64, 256], cores: [1, 2]}
+      name: "${cores}c-budget-${busy_budget}"           # default: cores-1-busy_budget-0
+      exclude: [{cores: 2, busy_budget: 64}]
+      variants: [xdpsock]                               # cross only these variants
+
+A parameter is used as `${name}` anywhere in the profile's strings (setup keys and
+values, workload args, wrapper, env, collect); a string that is exactly `${name}`
+takes the parameter's value with its type. With explicit `variants`, every variant is
+crossed with every combination (`${variant}` names the variant in `name`). Names the
+engine fills in at run time are reserved.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from harness.profile.merge import clone
+from harness.profile.schema import Checker, join, suggest, type_name
+from harness.profile.yamlsrc import Node, Seq
+
+RESERVED = ("iface", "target", "bind", "duration", "workdir", "trial", "variant")
+_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=+-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class Combination:
+    name: str
+    values: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Matrix:
+    parameters: dict[str, list[Any]]
+    template: str | None
+    excludes: list[dict[str, Any]]
+    variants: list[str] | None  # the explicit variants it crosses (None: all of them)
+
+
+def parse_matrix(check: Checker, node: Node, path: str = "matrix") -> Matrix:
+    """A `matrix:` mapping, short form (parameters only) or long form."""
+    long_form = "parameters" in node
+    if long_form:
+        check.keys(node, path, ("parameters", "name", "exclude", "variants"),
+                   required=("parameters",))
+        params_node = check.mapping(node["parameters"], node.where("parameters"),
+                                    join(path, "parameters")) or Node()
+        params_path = join(path, "parameters")
+    else:
+        params_node, params_path = node, path
+    parameters: dict[str, list[Any]] = {}
+    for name, values in params_node.items():
+        where = params_node.key_locations.get(name)
+        if name in RESERVED or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            check.error(where, join(params_path, name), "not a usable parameter name"
+                        + (f" ({name!r} is filled in by napilab)" if name in RESERVED else ""))
+            continue
+        if not isinstance(values, Seq) or not values or any(
+                isinstance(v, dict | list) or v is None for v in values):
+            check.error(params_node.where(name), join(params_path, name),
+                        f"expected a non-empty list of values, got {type_name(values)}")
+            continue
+        parameters[name] = list(values)
+    template = check.get(node, "name", path, str) if long_form else None
+    excludes: list[dict[str, Any]] = []
+    raw_excludes = node.get("exclude") if long_form else None
+    if raw_excludes is not None:
+        if not isinstance(raw_excludes, Seq):
+            check.error(node.where("exclude"), join(path, "exclude"), "expected a list")
+        else:
+            for i, item in enumerate(raw_excludes):
+                entry = check.mapping(item, raw_excludes.item_locations[i],
+                                      join(path, f"exclude[{i}]"))
+                if entry is None:
+                    continue
+                for key in entry:
+                    if key not in parameters and key != "variant":
+                        check.error(entry.key_locations.get(key), join(path, f"exclude[{i}]."
+                                    f"{key}"), f"not a parameter{suggest(key, parameters)}")
+                excludes.append(dict(entry))
+    variants = check.string_list(node, "variants", path) if long_form else None
+    return Matrix(parameters, template, excludes, variants)
+
+
+def combinations(parameters: dict[str, list[Any]], template: str | None,
+                 excludes: list[dict[str, Any]], variant: str | None) -> list[Combination]:
+    names = list(parameters)
+    out = []
+    for values in itertools.product(*(parameters[n] for n in names)):
+        combo = dict(zip(names, values, strict=True))
+        context = {**combo, **({"variant": variant} if variant else {})}
+        if any(all(context.get(k) == v for k, v in ex.items()) for ex in excludes):
+            continue
+        if template:
+            name = substitute_text(template, context)
+        else:
+            name = "-".join(([variant] if variant else [])
+                            + [f"{k}-{_text(v)}" for k, v in combo.items()])
+        out.append(Combination(name, combo))
+    return out
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def substitute_text(text: str, values: dict[str, Any]) -> str:
+    return _PLACEHOLDER.sub(lambda m: _text(values[m[1]]) if m[1] in values else m[0], text)
+
+
+def substitute(value: Any, values: dict[str, Any]) -> Any:
+    """Replace `${param}` in every string (keys included); a string that is exactly one
+    placeholder becomes the parameter's value with its type. Locations are kept."""
+    if isinstance(value, str):
+        whole = _PLACEHOLDER.fullmatch(value)
+        if whole and whole[1] in values:
+            return values[whole[1]]
+        return substitute_text(value, values)
+    if isinstance(value, Node):
+        out = Node()
+        out.location = value.location
+        for key, item in value.items():
+            new_key = substitute_text(key, values)
+            out[new_key] = substitute(item, values)
+            if key in value.key_locations:
+                out.key_locations[new_key] = value.key_locations[key]
+            if key in value.value_locations:
+                out.value_locations[new_key] = value.value_locations[key]
+        return out
+    if isinstance(value, Seq):
+        seq = Seq(substitute(v, values) for v in value)
+        seq.location = value.location
+        seq.item_locations = list(value.item_locations)
+        return seq
+    return clone(value)
+
+
+def placeholders(value: Any) -> set[str]:
+    """Every `${name}` used in a document."""
+    found: set[str] = set()
+    if isinstance(value, str):
+        found.update(_PLACEHOLDER.findall(value))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            found.update(_PLACEHOLDER.findall(str(key)))
+            found |= placeholders(item)
+    elif isinstance(value, list):
+        for item in value:
+            found |= placeholders(item)
+    return found
+
+
+def check_name(check: Checker, name: str, where: Any, path: str) -> None:
+    if not _NAME.match(name):
+        check.error(where, path, f"variant name {name!r}: use letters, digits and . _ = + -")

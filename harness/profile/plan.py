@@ -1,0 +1,156 @@
+"""A profile bound to an inventory: which host plays each role, each variant's settings
+per host with `${iface}` resolved, and what every trial will run. Pure: no host is
+touched; `napilab plan` prints it and the engine executes it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from harness.errors import InputError, NapilabError, Problem
+from harness.profile import cpus, knobs
+from harness.profile.inventory import Host, Inventory
+from harness.profile.profile import Profile, Trial, Variant
+from harness.profile.schema import suggest
+from harness.profile.sections import PLACEHOLDER, CollectSpec, ProcessSpec
+
+
+@dataclass(frozen=True)
+class Plan:
+    profile: Profile
+    inventory: Inventory
+    role_hosts: dict[str, Host]  # role -> host
+
+    @property
+    def hosts(self) -> dict[str, Host]:
+        """Hosts used by the profile, in role order, each once."""
+        return {h.name: h for h in self.role_hosts.values()}
+
+    def trials(self) -> list[Trial]:
+        return self.profile.trials()
+
+    def host_of(self, role: str) -> Host:
+        return self.role_hosts[role]
+
+    def iface_of(self, role: str) -> str | None:
+        return self.profile.roles[role].iface or self.role_hosts[role].iface
+
+    def settings(self, variant: Variant) -> dict[str, list[knobs.Setting]]:
+        """Each host's settings for `variant`, placeholders resolved."""
+        out: dict[str, list[knobs.Setting]] = {name: [] for name in self.hosts}
+        for setting in variant.settings:
+            host = self.host_of(setting.role)
+            target = self.substitute(setting.target, setting.role)
+            out[host.name].append(replace(setting, target=target))
+        for spec in variant.collect:  # the kprobes collector's events, created per trial
+            if spec.name == "kprobes":
+                for role in spec.roles:
+                    out[self.host_of(role).name] += [
+                        knobs.Setting(role, "kprobe", function, "present")
+                        for function in spec.options.get("functions", [])]
+        return out
+
+    def collectors(self, variant: Variant) -> dict[str, list[tuple[str, CollectSpec]]]:
+        """host -> [(role, collect spec)] for every role a collector reads."""
+        out: dict[str, list[tuple[str, CollectSpec]]] = {name: [] for name in self.hosts}
+        for spec in variant.collect:
+            for role in spec.roles:
+                out[self.host_of(role).name].append((role, spec))
+        return out
+
+    def substitute(self, text: str, role: str) -> str:
+        values = {"iface": self.iface_of(role) or ""}
+        return PLACEHOLDER.sub(lambda m: values.get(m[1], m[0]), text)
+
+    def process_args(self, process: ProcessSpec) -> Mapping[str, Any]:
+        """The role's args with `${iface}` filled in (in strings and lists of strings)."""
+        def fill(value: Any) -> Any:
+            if isinstance(value, str):
+                return self.substitute(value, process.role)
+            if isinstance(value, list):
+                return [fill(v) for v in value]
+            return value
+
+        return {k: fill(v) for k, v in process.args.items()}
+
+
+def bind(profile: Profile, inventory: Inventory) -> Plan:
+    """Check every role's host exists and every placeholder resolves; all problems at once."""
+    problems: list[Problem] = []
+    role_hosts: dict[str, Host] = {}
+    for role, spec in profile.roles.items():
+        host = inventory.hosts.get(spec.host)
+        if host is None:
+            hint = suggest(spec.host, inventory.hosts)
+            problems.append(Problem(spec.where, f"hosts.{role}.host",
+                                    f"no host {spec.host!r} in {inventory.path}; hosts are "
+                                    f"{sorted(inventory.hosts)}{hint}"))
+        else:
+            role_hosts[role] = host
+    if problems:
+        raise InputError(problems)
+    plan = Plan(profile, inventory, role_hosts)
+    for variant in profile.variants:
+        for setting in variant.settings:
+            if PLACEHOLDER.search(setting.target) and not plan.iface_of(setting.role):
+                problems.append(Problem(profile.roles[setting.role].where,
+                                        f"hosts.{setting.role}.iface",
+                                        f"{setting.describe()} uses ${{iface}} but role "
+                                        f"{setting.role!r} has no iface (in the profile's hosts "
+                                        "or the inventory)"))
+    problems += _check_commands(plan) + _check_cpus(plan)
+    if problems:
+        raise InputError(sorted(set(problems), key=str))
+    return plan
+
+
+def _check_cpus(plan: Plan) -> list[Problem]:
+    """CPU lists fit the host when the inventory says how many CPUs it has."""
+    problems = []
+
+    def fits(role: str, text: str, what: str) -> None:
+        host = plan.host_of(role)
+        if host.cpus is None or not text:
+            return
+        too_big = [c for c in cpus.parse_list(text) if c >= host.cpus]
+        if too_big:
+            problems.append(Problem(plan.profile.roles[role].where, what,
+                                    f"CPU {too_big[0]} does not exist on {host.name}, which has "
+                                    f"{host.cpus} CPUs (0-{host.cpus - 1})"))
+
+    for variant in plan.profile.variants:
+        for side in (variant.workload.client, variant.workload.server):
+            fits(side.role, side.cpus or "", f"variants.{variant.name}.workload.cpus")
+        for setting in variant.settings:
+            if setting.kind in ("rps", "xps", "irq_affinity") or setting.target.endswith("/cpus"):
+                fits(setting.role, setting.value, f"setup.{setting.role}.{setting.kind}")
+            elif setting.kind == "cpufreq":
+                fits(setting.role, setting.target, f"setup.{setting.role}.cpufreq")
+        for spec in variant.collect:
+            for role in spec.roles:
+                fits(role, cpus.format_list(list(spec.cpus or ())), f"collect.{spec.name}.cpus")
+    return problems
+
+
+def _check_commands(plan: Plan) -> list[Problem]:
+    """Build every variant's workload commands now: a tool that finds its arguments
+    wrong (a metric regex that does not compile, an empty argv) says so before any
+    host is touched."""
+    from runners.registry import TOOLS
+    from runners.workloads.workload import Context
+
+    problems = []
+    for variant in plan.profile.variants:
+        spec = variant.workload
+        server = plan.host_of(spec.server.role)
+        ctx = Context(target=server.target_address, bind=server.target_address,
+                      duration=spec.duration, workdir="<workdir>", trial="000")
+        try:
+            TOOLS[spec.tool].commands(plan.process_args(spec.client),
+                                      plan.process_args(spec.server), ctx)
+        except NapilabError as exc:
+            where = plan.profile.roles[spec.client.role].where
+            problems.append(Problem(where, f"variants.{variant.name}.workload",
+                                    f"{spec.tool}: {exc.message}"))
+    return problems

@@ -1,0 +1,377 @@
+"""Profiles: load YAML, resolve `extends`, apply variant overlays, validate, and build a
+frozen `Profile`. No I/O beyond reading the profile files; no host is touched.
+
+    name, description, extends, hosts, setup, workload, collect, report, variants,
+    baseline, repeat, order, seed, cooldown, on_mismatch, metrics
+
+See docs/profiles.md for every key with an example.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import InputError, Location, Problem
+from harness.profile import knobs
+from harness.profile.matrix import (
+    RESERVED,
+    check_name,
+    combinations,
+    parse_matrix,
+    placeholders,
+    substitute,
+)
+from harness.profile.merge import clone, deep_merge, plain
+from harness.profile.schema import Checker, join, suggest
+from harness.profile.sections import (
+    CollectSpec,
+    TableRow,
+    WorkloadSpec,
+    parse_collect,
+    parse_table,
+    parse_workload,
+)
+from harness.profile.setup import parse_setup
+from harness.profile.yamlsrc import Node, load_file
+
+TOP_KEYS = ("name", "description", "extends", "hosts", "setup", "workload", "collect",
+            "report", "variants", "baseline", "repeat", "order", "seed", "cooldown",
+            "on_mismatch", "metrics", "matrix", "warmup_trials")
+VARIANT_KEYS = ("description", "setup", "workload", "collect")
+ORDERS = ("interleaved", "randomized", "blocked")
+
+
+@dataclass(frozen=True)
+class RoleSpec:
+    name: str
+    host: str
+    iface: str | None = None
+    where: Location | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class MetricPolicy:
+    """How a metric is judged: which direction is better, the smallest change that
+    matters, and the regression the nightly gate tolerates (percent)."""
+
+    direction: str | None = None  # lower | higher; None: napilab's default for the metric
+    min_effect: float | None = None  # percent
+    max_regression: float | None = None  # percent
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    description: str
+    settings: tuple[knobs.Setting, ...]
+    workload: WorkloadSpec
+    collect: tuple[CollectSpec, ...]
+    parameters: dict[str, Any] = field(default_factory=dict)  # matrix values
+
+
+@dataclass(frozen=True)
+class Trial:
+    index: int  # 1-based position in execution order
+    variant: str
+    rep: int  # 1-based repetition of this variant
+
+    @property
+    def id(self) -> str:
+        return f"{self.index:03d}"
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    path: str
+    description: str
+    roles: dict[str, RoleSpec]
+    variants: tuple[Variant, ...]  # the baseline first
+    repeat: int
+    order: str
+    seed: int | None
+    cooldown: float
+    on_mismatch: str
+    warmup_trials: int
+    metrics: dict[str, MetricPolicy]  # "metric" or "source.metric" -> direction, thresholds
+    table: tuple[TableRow, ...]
+    document: dict[str, Any]  # the resolved profile (extends merged), for the manifest
+    digest: str  # sha256 of the resolved document: `--resume` refuses a changed profile
+
+    @property
+    def baseline(self) -> str:
+        return self.variants[0].name
+
+    def variant(self, name: str) -> Variant:
+        return next(v for v in self.variants if v.name == name)
+
+    def trials(self) -> list[Trial]:
+        """Execution order: interleaved ABAB..., blocked AAA...BBB..., or a seeded shuffle
+        of the interleaved order (the seed is in the profile or chosen and recorded)."""
+        names = [v.name for v in self.variants]
+        if self.order == "blocked":
+            pairs = [(name, rep) for name in names for rep in range(1, self.repeat + 1)]
+        else:
+            pairs = [(name, rep) for rep in range(1, self.repeat + 1) for name in names]
+            if self.order == "randomized":
+                random.Random(self.seed).shuffle(pairs)
+        return [Trial(i, name, rep) for i, (name, rep) in enumerate(pairs, start=1)]
+
+
+def load_profile(path: str | Path) -> Profile:
+    """Read, resolve and validate a profile; every problem is reported at once."""
+    document = _resolve_extends(Path(path), [])
+    check = Checker(document.location)
+    check.keys(document, "", TOP_KEYS, required=("hosts", "workload"))
+    roles = _roles(check, document)
+    base = clone(document)
+    for key in ("variants", "baseline", "extends", "matrix"):
+        base.pop(key, None)
+    arms = _arms(check, document)
+    names = [arm[0] for arm in arms]
+    for name in {n for n in names if names.count(n) > 1}:
+        check.error(document.where("matrix"), "matrix", f"two variants are named {name!r}; "
+                    "make matrix.name tell them apart")
+    baseline = check.get(document, "baseline", "", str)
+    if baseline is not None and baseline not in names:
+        check.error(document.where("baseline"), "baseline", f"no variant named {baseline!r}"
+                    f"{suggest(baseline, names)}")
+        baseline = None
+    variants = []
+    for name, overlay, values in arms:
+        merged = deep_merge(_without_other_tool(base, overlay),
+                            Node({k: v for k, v in overlay.items() if k != "description"}))
+        merged = substitute(merged, values)
+        _unknown_placeholders(check, merged, values)
+        variant = _variant(check, name, merged, overlay, roles, values)
+        if variant is not None:
+            variants.append(variant)
+    if baseline is not None:
+        variants.sort(key=lambda v: v.name != baseline)
+    report = check.mapping(document.get("report"), document.where("report"), "report") or Node()
+    check.keys(report, "report", ("table",))
+    table = parse_table(check, report.get("table"), report.where("table"), "report.table", roles)
+    profile_fields = _top_level(check, document)
+    _dedupe(check)
+    check.raise_if_any()
+    resolved = plain(document)
+    digest = hashlib.sha256(json.dumps(resolved, sort_keys=True).encode()).hexdigest()
+    return Profile(
+        name=str(document.get("name") or Path(path).stem), path=str(path),
+        description=str(document.get("description") or ""), roles=roles,
+        variants=tuple(variants), table=tuple(table), document=resolved, digest=digest,
+        **profile_fields,
+    )
+
+
+def _resolve_extends(path: Path, chain: list[Path]) -> Node:
+    resolved = path.resolve()
+    if resolved in chain:
+        cycle = " -> ".join(str(p) for p in [*chain, resolved])
+        raise InputError([Problem(None, "extends", f"cycle: {cycle}")])
+    document = load_file(path)
+    if not isinstance(document, Node):
+        raise InputError([Problem(Location(str(path), 1, 1), "",
+                                  "a profile is a YAML mapping of keys (name, hosts, ...)")])
+    parents = document.get("extends")
+    if parents is None:
+        return document
+    parent_list = [parents] if isinstance(parents, str) else parents
+    if not isinstance(parent_list, list) or not all(isinstance(p, str) for p in parent_list):
+        raise InputError([Problem(document.where("extends"), "extends",
+                                  "expected a file name or a list of file names")])
+    merged = Node()
+    for parent in parent_list:
+        parent_path = (path.parent / parent)
+        if not parent_path.exists():
+            raise InputError([Problem(document.where("extends"), "extends",
+                                      f"{parent}: no such file (looked in {path.parent})")])
+        merged = deep_merge(merged, _resolve_extends(parent_path, [*chain, resolved]))
+    child = clone(document)
+    child.pop("extends")
+    result: Node = deep_merge(merged, child)
+    result.location = document.location
+    return result
+
+
+def _arms(check: Checker, document: Node) -> list[tuple[str, Node, dict[str, Any]]]:
+    """(name, overlay, matrix values) of every variant: the explicit ones, each crossed
+    with the matrix combinations when there is a matrix."""
+    variants_node = check.mapping(document.get("variants"), document.where("variants"),
+                                  "variants") or Node()
+    overlays: list[tuple[str, Node]] = []
+    for name, raw in variants_node.items():
+        overlay = check.mapping(raw, variants_node.where(name), join("variants", name))
+        check_name(check, name, variants_node.key_locations.get(name), join("variants", name))
+        if overlay is not None:
+            check.keys(overlay, join("variants", name), VARIANT_KEYS)
+            overlays.append((name, overlay))
+    matrix = check.mapping(document.get("matrix"), document.where("matrix"), "matrix")
+    if not matrix:
+        return [(name, overlay, {}) for name, overlay in overlays] or [
+            ("default", Node(), {})]
+    spec = parse_matrix(check, matrix)
+    names = [n for n, _ in overlays]
+    crossed = spec.variants if spec.variants is not None else names
+    for wanted in crossed:
+        if wanted not in names:
+            check.error(matrix.where("variants"), "matrix.variants", f"no variant {wanted!r}"
+                        f"{suggest(wanted, names)}")
+    used = placeholders({k: v for k, v in plain(document).items() if k != "matrix"})
+    params_node = matrix.get("parameters", matrix)
+    for param in spec.parameters:
+        if param not in used:
+            check.error(params_node.key_locations.get(param) if isinstance(params_node, Node)
+                        else None, f"matrix.{param}",
+                        f"parameter never used: write ${{{param}}} where its value goes")
+    arms: list[tuple[str, Node, dict[str, Any]]] = []
+    implicit: list[tuple[str | None, Node]] = [(None, Node())]
+    for arm, overlay in overlays or implicit:
+        if arm is not None and arm not in crossed:
+            arms.append((arm, overlay, {}))
+            continue
+        for combo in combinations(spec.parameters, spec.template, spec.excludes, arm):
+            check_name(check, combo.name, matrix.location, "matrix.name")
+            arms.append((combo.name, overlay, combo.values))
+    if not arms:
+        check.error(matrix.location, "matrix", "every combination is excluded")
+    return arms
+
+
+def _without_other_tool(base: Node, overlay: Node) -> Node:
+    """A variant that names another tool gets a fresh workload, not the base's args
+    merged into its own."""
+    workload = overlay.get("workload")
+    base_workload = base.get("workload")
+    if (isinstance(workload, Node) and isinstance(base_workload, Node)
+            and "tool" in workload and workload["tool"] != base_workload.get("tool")):
+        stripped: Node = clone(base)
+        stripped.pop("workload")
+        return stripped
+    return base
+
+
+def _unknown_placeholders(check: Checker, document: Node, values: dict[str, Any]) -> None:
+    for name in sorted(placeholders(plain(document)) - set(RESERVED) - set(values)):
+        check.error(document.location, "", f"unknown placeholder ${{{name}}}; matrix "
+                    f"parameters are {sorted(values)}{suggest(name, values)}")
+
+
+def _roles(check: Checker, document: Node) -> dict[str, RoleSpec]:
+    hosts = check.mapping(document.get("hosts"), document.where("hosts"), "hosts")
+    roles = {}
+    for role, raw in (hosts or Node()).items():
+        assert hosts is not None
+        path = join("hosts", role)
+        if isinstance(raw, str):
+            roles[role] = RoleSpec(role, raw, where=hosts.where(role))
+            continue
+        node = check.mapping(raw, hosts.where(role), path)
+        if node is None:
+            continue
+        check.keys(node, path, ("host", "iface"), required=("host",))
+        host = check.get(node, "host", path, str)
+        iface = check.get(node, "iface", path, str)
+        if iface is not None:
+            try:
+                knobs.check_iface(iface)
+            except knobs.KnobValueError as exc:
+                check.error(node.where("iface"), join(path, "iface"), str(exc))
+        if host:
+            roles[role] = RoleSpec(role, host, iface, where=node.where("host"))
+    if hosts is not None and not hosts:
+        check.error(document.where("hosts"), "hosts", "no roles defined")
+    return roles
+
+
+def _variant(check: Checker, name: str, doc: Node, overlay: Node,
+             roles: dict[str, RoleSpec], values: dict[str, Any]) -> Variant | None:
+    setup = check.mapping(doc.get("setup"), doc.where("setup"), "setup") or Node()
+    settings = parse_setup(check, setup, "setup", roles)
+    workload_node = check.mapping(doc.get("workload"), doc.where("workload"), "workload")
+    workload = parse_workload(check, workload_node, "workload", roles) \
+        if workload_node is not None and "workload" in doc else None
+    collect_node = check.mapping(doc.get("collect"), doc.where("collect"), "collect") or Node()
+    collect = parse_collect(check, collect_node, "collect", roles)
+    description = str(overlay.get("description") or "")
+    if values:
+        swept = ", ".join(f"{k}={v}" for k, v in values.items())
+        description = f"{description} ({swept})" if description else swept
+    if workload is None:
+        return None
+    return Variant(name, description, tuple(settings), workload, tuple(collect), values)
+
+
+def _top_level(check: Checker, document: Node) -> dict[str, Any]:
+    seed = check.number(document, "seed", "", integer=True, minimum=0)
+    order = check.choice(document, "order", "", ORDERS, default="interleaved")
+    if order == "randomized" and seed is None:
+        seed = random.SystemRandom().randrange(2**31)  # recorded in the manifest
+    for key in ("name", "description"):
+        check.get(document, key, "", str)
+    return {
+        "repeat": check.number(document, "repeat", "", integer=True, minimum=1, maximum=10000,
+                               default=1),
+        "order": order,
+        "seed": seed,
+        "cooldown": float(check.number(document, "cooldown", "", minimum=0, maximum=3600,
+                                       default=0)),
+        "on_mismatch": check.choice(document, "on_mismatch", "", ("fail", "warn"),
+                                    default="fail"),
+        "warmup_trials": check.number(document, "warmup_trials", "", integer=True, minimum=0,
+                                      maximum=100, default=0),
+        "metrics": _metrics(check, document),
+    }
+
+
+def _metrics(check: Checker, document: Node) -> dict[str, MetricPolicy]:
+    """`metrics: {latency_p99: {direction: lower, min_effect: 2%, max_regression: 5%}}`;
+    keys are a metric name or `source.metric`; percentages may be written 5 or "5%"."""
+    node = check.mapping(document.get("metrics"), document.where("metrics"), "metrics")
+    out: dict[str, MetricPolicy] = {}
+    for name, raw in (node or Node()).items():
+        assert node is not None
+        path = join("metrics", name)
+        spec = check.mapping(raw, node.where(name), path)
+        if spec is None:
+            continue
+        check.keys(spec, path, ("direction", "min_effect", "max_regression"))
+        out[name] = MetricPolicy(
+            direction=check.choice(spec, "direction", path, ("lower", "higher")),
+            min_effect=_percent(check, spec, "min_effect", path),
+            max_regression=_percent(check, spec, "max_regression", path),
+        )
+    return out
+
+
+def _percent(check: Checker, node: Node, key: str, path: str) -> float | None:
+    if key not in node:
+        return None
+    value = node[key]
+    text = value.strip().removesuffix("%") if isinstance(value, str) else value
+    try:
+        number = float(text) if not isinstance(text, bool) else None
+    except (TypeError, ValueError):
+        number = None
+    if number is None or not 0 <= number <= 1000:
+        check.error(node.where(key), join(path, key),
+                    f"expected a percentage like 5 or '5%', got {value!r}")
+        return None
+    return number
+
+
+def _dedupe(check: Checker) -> None:
+    """Variants re-parse the base document: report each base problem once."""
+    seen = set()
+    unique = []
+    for problem in check.problems:
+        key = (problem.location, problem.key_path, problem.message)
+        if key not in seen:
+            seen.add(key)
+            unique.append(problem)
+    check.problems = unique

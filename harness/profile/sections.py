@@ -1,0 +1,240 @@
+"""Parsers of a profile's sections (setup, workload, collect, report) into frozen specs.
+
+Each parser reads one located YAML mapping with a `Checker`, records every problem it
+finds and returns what it could build; `harness.profile.profile` raises them all at once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.profile import cpus, knobs
+from harness.profile.schema import Checker, join, suggest, type_name
+from harness.profile.yamlsrc import Node, Seq
+from runners.collectors.collector import COLLECTORS
+from runners.registry import TOOLS
+from runners.workloads.workload import ArgSpec
+
+PLACEHOLDER = re.compile(r"\$\{([a-z_][a-z0-9_]*)\}")
+# Collector-specific options and their kind: regex, names (a list of words), patterns
+# (name -> regex), functions (kernel function names).
+COLLECTOR_OPTIONS: dict[str, dict[str, str]] = {
+    "interrupts": {"irqs": "regex"}, "softirqs": {"names": "names"},
+    "dmesg": {"patterns": "patterns"}, "kprobes": {"functions": "functions"},
+    "napi_threads": {"match": "regex"},
+}
+_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,100}$")
+_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class ProcessSpec:
+    role: str
+    cpus: str | None = None
+    args: Mapping[str, Any] = field(default_factory=dict)
+    wrapper: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    tool: str
+    duration: float
+    timeout: float
+    client: ProcessSpec
+    server: ProcessSpec
+    idle: float = 0.0  # seconds of counters measured with no load, before it
+    warmup: float = 0.0  # seconds of unmeasured load before the measured window
+
+    @property
+    def source(self) -> str:
+        """The `source` column of the tool's rows: `neper.tcp_rr` -> `neper`."""
+        return self.tool.split(".")[0]
+
+
+@dataclass(frozen=True)
+class CollectSpec:
+    name: str
+    roles: tuple[str, ...]
+    cpus: tuple[int, ...] | None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TableRow:
+    label: str
+    source: str
+    metric: str
+    role: str | None = None
+
+
+def cpu_text(check: Checker, node: Node, key: str, path: str) -> str | None:
+    value = node.get(key)
+    if value is None:
+        return None
+    try:
+        return knobs.cpu_list(value)
+    except knobs.KnobValueError as exc:
+        check.error(node.where(key), join(path, key), str(exc))
+        return None
+
+
+def parse_workload(check: Checker, node: Node, path: str,
+                   roles: Mapping[str, Any]) -> WorkloadSpec | None:
+    check.keys(node, path, ("tool", "duration", "timeout", "client", "server", "idle",
+                            "warmup"), required=("tool", "client"))
+    tool_name = check.choice(node, "tool", path, TOOLS)
+    duration = check.number(node, "duration", path, minimum=0.1, maximum=86400, default=10)
+    timeout = check.number(node, "timeout", path, minimum=1, maximum=172800,
+                           default=duration * 2 + 30)
+    tool = TOOLS.get(tool_name) if tool_name else None
+    sides = {}
+    for side in ("client", "server"):
+        spec_node = check.mapping(node.get(side), node.where(side), join(path, side))
+        allowed_args = (tool.client_args if side == "client" else tool.server_args) if tool \
+            else None
+        if spec_node is not None and (side in node or side == "client"):
+            sides[side] = _process(check, spec_node, join(path, side), roles, allowed_args)
+    if tool_name is None or "client" not in sides or sides["client"] is None:
+        return None
+    server = sides.get("server") or ProcessSpec(role=sides["client"].role)
+    idle = check.number(node, "idle", path, minimum=0, maximum=3600, default=0)
+    warmup = check.number(node, "warmup", path, minimum=0, maximum=3600, default=0)
+    return WorkloadSpec(tool_name, float(duration), float(timeout), sides["client"], server,
+                        float(idle), float(warmup))
+
+
+def _process(check: Checker, node: Node, path: str, roles: Mapping[str, Any],
+             allowed_args: Mapping[str, ArgSpec] | None) -> ProcessSpec | None:
+    check.keys(node, path, ("role", "cpus", "args", "wrapper", "env"), required=("role",))
+    role = check.get(node, "role", path, str)
+    if role is not None and role not in roles:
+        check.error(node.where("role"), join(path, "role"),
+                    f"no such role; roles are {sorted(roles)}{suggest(role, roles)}")
+        role = None
+    cpu_list = cpu_text(check, node, "cpus", path)
+    args = check.mapping(node.get("args"), node.where("args"), join(path, "args")) or Node()
+    if allowed_args is not None:
+        _check_args(check, args, join(path, "args"), allowed_args)
+    wrapper = check.string_list(node, "wrapper", path) or []
+    env = check.mapping(node.get("env"), node.where("env"), join(path, "env")) or Node()
+    for name, value in env.items():
+        if not _ENV.match(name):
+            check.error(env.key_locations.get(name), join(path, f"env.{name}"),
+                        "not a valid environment variable name")
+        if not isinstance(value, str | int | float) or isinstance(value, bool):
+            check.error(env.where(name), join(path, f"env.{name}"),
+                        f"expected a string or number, got {type_name(value)}")
+    if role is None:
+        return None
+    return ProcessSpec(role, cpu_list, dict(args), tuple(wrapper),
+                       {k: str(v) for k, v in env.items()})
+
+
+def _check_args(check: Checker, args: Node, path: str, allowed: Mapping[str, ArgSpec]) -> None:
+    for key, value in args.items():
+        spec = allowed.get(key)
+        if spec is None:
+            check.error(args.key_locations.get(key), join(path, key),
+                        f"unknown argument; expected one of {sorted(allowed)}"
+                        f"{suggest(key, allowed)}")
+            continue
+        kinds = spec.kind if isinstance(spec.kind, tuple) else (spec.kind,)
+        if isinstance(value, str) and PLACEHOLDER.search(value):
+            continue
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            names = " or ".join(k.__name__ for k in kinds)
+            check.error(args.where(key), join(path, key),
+                        f"expected {names}, got {type_name(value)} {value!r}")
+        elif spec.choices and str(value) not in spec.choices:
+            check.error(args.where(key), join(path, key), f"{value!r} is not one of "
+                        f"{list(spec.choices)}{suggest(str(value), spec.choices)}")
+
+
+def parse_collect(check: Checker, node: Node, path: str,
+                  roles: Mapping[str, Any]) -> list[CollectSpec]:
+    out = []
+    for name, raw in node.items():
+        cpath = join(path, name)
+        if name not in COLLECTORS:
+            check.error(node.key_locations.get(name), cpath, f"unknown collector; expected one "
+                        f"of {sorted(COLLECTORS)}{suggest(name, COLLECTORS)}")
+            continue
+        options = check.mapping(raw, node.where(name), cpath)
+        if options is None:
+            continue
+        check.keys(options, cpath, ("roles", "cpus", *COLLECTOR_OPTIONS.get(name, {})))
+        chosen = check.string_list(options, "roles", cpath) or list(roles)
+        for role in chosen:
+            if role not in roles:
+                check.error(options.where("roles"), join(cpath, "roles"),
+                            f"no such role {role!r}; roles are {sorted(roles)}"
+                            f"{suggest(role, roles)}")
+        cpu_list = cpu_text(check, options, "cpus", cpath)
+        extra = {key: _option(check, options, key, kind, join(cpath, key))
+                 for key, kind in COLLECTOR_OPTIONS.get(name, {}).items() if key in options}
+        out.append(CollectSpec(name, tuple(r for r in chosen if r in roles),
+                               cpus.parse_list(cpu_list) if cpu_list is not None else None,
+                               extra))
+    return out
+
+
+def _option(check: Checker, node: Node, key: str, kind: str, path: str) -> Any:
+    value, where = node[key], node.where(key)
+
+    def regex(text: Any, at: str) -> bool:
+        try:
+            re.compile(str(text))
+            return isinstance(text, str)
+        except re.error as exc:
+            check.error(where, at, f"bad regex: {exc}")
+            return False
+
+    if kind == "regex":
+        return value if regex(value, path) else None
+    if kind == "patterns":
+        if not isinstance(value, dict) or not value:
+            check.error(where, path, "expected a mapping of metric name -> regex")
+            return {}
+        for metric, pattern in value.items():
+            if not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", metric):
+                check.error(where, join(path, metric), "metric names are snake_case")
+            regex(pattern, join(path, metric))
+        return dict(value)
+    words = [value] if isinstance(value, str) else value
+    if not isinstance(words, list) or not words or not all(
+            isinstance(w, str) and _WORD.match(w) for w in words):
+        what = "kernel function names" if kind == "functions" else "names"
+        check.error(where, path, f"expected a list of {what}, got {value!r}")
+        return []
+    return list(words)
+
+
+def parse_table(check: Checker, value: Any, where: Any, path: str,
+                roles: Mapping[str, Any]) -> list[TableRow]:
+    if value is None:
+        return []
+    if not isinstance(value, Seq):
+        check.error(where, path, f"expected a list of rows, got {type_name(value)}")
+        return []
+    rows = []
+    for i, raw in enumerate(value):
+        rpath = join(path, i)
+        row = check.mapping(raw, value.item_locations[i], rpath)
+        if row is None:
+            continue
+        check.keys(row, rpath, ("label", "source", "metric", "role"),
+                   required=("source", "metric"))
+        source = check.get(row, "source", rpath, str)
+        metric = check.get(row, "metric", rpath, str)
+        role = check.get(row, "role", rpath, str)
+        if role is not None and role not in roles:
+            check.error(row.where("role"), join(rpath, "role"),
+                        f"no such role; roles are {sorted(roles)}{suggest(role, roles)}")
+        if source and metric:
+            label = check.get(row, "label", rpath, str) or f"{source} {metric}"
+            rows.append(TableRow(label, source, metric, role))
+    return rows

@@ -1,0 +1,1 @@
+"""The statistics behind every verdict: pure, numpy and scipy only, no I/O."""

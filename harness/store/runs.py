@@ -1,0 +1,72 @@
+"""Starting a run's record and reopening it: the manifest written before the first
+trial, and the checks `--resume` makes before it continues an interrupted run."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from harness import __version__
+from harness.errors import InputError
+from harness.profile.plan import Plan
+from harness.store.store import RunStore
+
+
+def git_sha() -> str | None:
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return None
+    try:
+        proc = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                              text=True, timeout=5, check=False)
+    except OSError:
+        return None
+    return proc.stdout.strip() or None
+
+
+def inventory_digest(plan: Plan) -> str:
+    hosts = {name: host.public() for name, host in sorted(plan.hosts.items())}
+    roles = {role: host.name for role, host in sorted(plan.role_hosts.items())}
+    text = json.dumps({"hosts": hosts, "roles": roles}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def new_manifest(plan: Plan) -> dict[str, Any]:
+    profile = plan.profile
+    return {
+        "profile": {"name": profile.name, "path": profile.path, "digest": profile.digest,
+                    "description": profile.description, "repeat": profile.repeat,
+                    "order": profile.order, "seed": profile.seed, "document": profile.document},
+        "variants": [v.name for v in profile.variants], "baseline": profile.baseline,
+        "metrics": {name: asdict(policy) for name, policy in profile.metrics.items()},
+        "workload_source": profile.variants[0].workload.source,
+        "inventory": {"path": plan.inventory.path, "digest": inventory_digest(plan),
+                      "hosts": {n: h.public() for n, h in plan.hosts.items()}},
+        "napilab": {"version": __version__, "git_sha": git_sha()},
+        "argv": sys.argv, "pid": os.getpid(),
+    }
+
+
+def open_for_resume(plan: Plan, run_dir: str | Path) -> RunStore:
+    """The interrupted run at `run_dir`, if it is the same profile on the same hosts."""
+    store = RunStore.open(run_dir)
+    manifest = store.manifest
+    problems = []
+    if manifest.get("status") == "complete":
+        problems.append(f"{run_dir} is complete: nothing to resume")
+    if manifest["profile"].get("digest") != plan.profile.digest:
+        problems.append(f"the profile changed since {run_dir} started (resolved document "
+                        "differs); start a new run")
+    if manifest.get("inventory", {}).get("digest") != inventory_digest(plan):
+        problems.append(f"the inventory or --transport changed since {run_dir} started; "
+                        "start a new run")
+    if problems:
+        raise InputError("; ".join(problems))
+    manifest["argv_resume"] = sys.argv
+    return store

@@ -1,0 +1,271 @@
+"""The SSH transport: paramiko, key auth, known_hosts verification, one connection per
+host reused for every command of a run, reconnect with backoff when it drops."""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import paramiko
+
+from harness.errors import HostError
+from harness.profile.inventory import Host
+from harness.transport import ssh_config as sshconfig
+from harness.transport.ssh_shell import PersistentShell
+from harness.transport.transport import CommandResult, command_line
+
+# Starts a server so that its PID is known before it runs: the constant script prints
+# the shell's PID and execs the real argv, passed as positional parameters (never
+# interpolated into the script).
+_PID_WRAPPER = ["sh", "-c", 'echo "napilab-pid $$" >&2 && exec "$@"', "napilab-server"]
+
+
+class _Reader:
+    """Drains one stream of a channel in a thread (stdout and stderr separately, so a
+    chatty stderr never blocks stdout). `recv` blocks until data or EOF (b"")."""
+
+    def __init__(self, channel: paramiko.Channel, *, stderr: bool) -> None:
+        self.chunks: list[bytes] = []
+        self._recv = channel.recv_stderr if stderr else channel.recv
+        self.thread = threading.Thread(target=self._pump, daemon=True)
+        self.thread.start()
+
+    def _pump(self) -> None:
+        try:
+            while data := self._recv(65536):
+                self.chunks.append(data)
+        except (OSError, EOFError, paramiko.SSHException):
+            pass
+
+    def text(self) -> str:
+        return b"".join(self.chunks).decode(errors="replace")
+
+
+def _readers(channel: paramiko.Channel) -> tuple[_Reader, _Reader]:
+    return _Reader(channel, stderr=False), _Reader(channel, stderr=True)
+
+
+class SSHProcess:
+    def __init__(self, transport: SSHTransport, argv: tuple[str, ...],
+                 channel: paramiko.Channel) -> None:
+        self.argv = argv
+        self._transport = transport
+        self._channel = channel
+        self._start = time.time()
+        self._out, self._err = _readers(channel)
+        self.pid = self._read_pid()
+
+    def _read_pid(self) -> int | None:
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            first, sep, _ = self._err.text().partition("\n")
+            if sep and first.startswith("napilab-pid "):
+                return int(first.split()[1])
+            if self._channel.exit_status_ready():
+                break
+            time.sleep(0.005)
+        return None
+
+    def poll(self) -> int | None:
+        if self._channel.exit_status_ready():
+            return self._channel.recv_exit_status()
+        return None
+
+    def output(self) -> tuple[str, str]:
+        err = self._err.text()
+        if err.startswith("napilab-pid "):
+            err = err.partition("\n")[2]
+        return self._out.text(), err
+
+    def signal(self, name: str) -> None:
+        if self.pid is None or self.poll() is not None:
+            return
+        self._transport.run(["kill", "-s", name, str(self.pid)], check=False, timeout=15)
+
+    def wait(self, timeout: float) -> CommandResult:
+        if not self._channel.status_event.wait(timeout):
+            raise HostError(f"{self._transport.host.name}: {self.argv[-1]!r} still running after "
+                            f"{timeout:.0f}s")
+        code = self._channel.recv_exit_status()
+        self._out.thread.join(5)
+        self._err.thread.join(5)
+        self._channel.close()
+        out, err = self.output()
+        return CommandResult(self._transport.host.name, self.argv, code, out, err, self._start,
+                             time.time() - self._start)
+
+
+class SSHTransport:
+    """One paramiko connection to `host`, opened on first use and kept for the run."""
+
+    def __init__(self, host: Host, *, connect_timeout: float = 10.0,
+                 reconnect_attempts: int = 5) -> None:
+        self.host = host
+        self.connect_timeout = connect_timeout
+        self.reconnect_attempts = reconnect_attempts
+        self._client: paramiko.SSHClient | None = None
+        self._jumps: list[paramiko.SSHClient] = []
+        self._lock = threading.Lock()
+        self._run_lock = threading.Lock()
+        self._sh: PersistentShell | None = None
+
+    # -- connection ------------------------------------------------------------------
+
+    def _connect_once(self) -> paramiko.SSHClient:
+        endpoint = sshconfig.resolve(self.host, sshconfig.load_config(self.host.ssh_config))
+        return self._open(endpoint)
+
+    def _open(self, endpoint: sshconfig.Endpoint) -> paramiko.SSHClient:
+        """A client connected to `endpoint`, through its ProxyJump hops if any (the jump
+        connections are kept open for as long as the target's)."""
+        host = self.host
+        sock: Any = None
+        if endpoint.jump is not None:
+            jump = self._open(endpoint.jump)
+            self._jumps.append(jump)
+            jump_transport = jump.get_transport()
+            assert jump_transport is not None
+            try:
+                sock = jump_transport.open_channel("direct-tcpip", (endpoint.hostname,
+                                                                    endpoint.port), ("", 0),
+                                                   timeout=self.connect_timeout)
+            except (paramiko.SSHException, OSError) as exc:
+                raise HostError(f"{host.name}: jump host {endpoint.jump.describe()} cannot "
+                                f"reach {endpoint.hostname}:{endpoint.port}: {exc}") from None
+        client = paramiko.SSHClient()
+        if host.known_hosts:
+            with contextlib.suppress(FileNotFoundError):
+                client.load_host_keys(host.known_hosts)
+        else:
+            client.load_system_host_keys()
+        policy: Any = (paramiko.AutoAddPolicy() if host.host_key_policy == "accept-new"
+                       else paramiko.RejectPolicy())
+        client.set_missing_host_key_policy(policy)
+        keys: Any = list(endpoint.key_files) or None  # paramiko takes a str or a list
+        try:
+            client.connect(
+                hostname=endpoint.hostname, port=endpoint.port, username=endpoint.user,
+                key_filename=keys, look_for_keys=keys is None, allow_agent=keys is None,
+                timeout=self.connect_timeout, banner_timeout=self.connect_timeout,
+                auth_timeout=self.connect_timeout, sock=sock,
+            )
+        except paramiko.BadHostKeyException as exc:
+            raise HostError(f"{host.name}: host key of {exc.hostname} does not match "
+                            "known_hosts", hint="someone may be intercepting the connection, "
+                            "or the host was reinstalled; check and update known_hosts") from None
+        except paramiko.AuthenticationException as exc:
+            raise HostError(f"{host.name}: SSH authentication as {endpoint.user} failed: {exc}",
+                            hint="check `user` and `key` in the inventory (or ssh_config)"
+                            ) from None
+        except paramiko.SSHException as exc:
+            if "not found in known_hosts" in str(exc):
+                raise HostError(f"{host.name}: unknown host key ({exc})",
+                                hint="add it to known_hosts, or set host_key_policy: accept-new "
+                                "in the inventory") from None
+            raise HostError(f"{host.name}: SSH failed: {exc}") from None
+        except (TimeoutError, OSError) as exc:
+            raise HostError(f"{host.name}: cannot connect to {endpoint.describe()}: "
+                            f"{exc}") from None
+        if host.host_key_policy == "accept-new" and host.known_hosts:
+            client.save_host_keys(host.known_hosts)
+        transport = client.get_transport()
+        if transport is not None:
+            transport.set_keepalive(5)
+        return client
+
+    def _session(self) -> paramiko.SSHClient:
+        """The live connection, reconnecting with backoff if it dropped."""
+        with self._lock:
+            if self._client is not None:
+                transport = self._client.get_transport()
+                if transport is not None and transport.is_active():
+                    return self._client
+                self._client.close()
+                self._client = None
+            delay = 0.2
+            for attempt in range(self.reconnect_attempts):
+                try:
+                    self._client = self._connect_once()
+                    return self._client
+                except HostError:
+                    if attempt == self.reconnect_attempts - 1:
+                        raise
+                    time.sleep(delay)
+                    delay = min(delay * 2, 5.0)
+            raise AssertionError("unreachable")
+
+    def _channel(self, final: Sequence[str] | str) -> paramiko.Channel:
+        command = final if isinstance(final, str) else shlex.join(final)
+        for attempt in (1, 2):
+            client = self._session()
+            try:
+                transport = client.get_transport()
+                assert transport is not None
+                channel = transport.open_session(timeout=self.connect_timeout)
+                channel.exec_command(command)
+                return channel
+            except (paramiko.SSHException, EOFError, OSError) as exc:
+                if attempt == 2:
+                    raise HostError(f"{self.host.name}: SSH channel failed: {exc}") from None
+                with self._lock:  # the connection is dead: force a reconnect
+                    if self._client is not None:
+                        self._client.close()
+                        self._client = None
+        raise AssertionError("unreachable")
+
+    # -- Transport protocol -------------------------------------------------------------
+
+    def _shell(self) -> PersistentShell:
+        if self._sh is None or self._sh.broken or self._sh.channel.closed or not self._alive():
+            if self._sh is not None:
+                self._sh.close()
+            self._sh = PersistentShell(self._channel("exec /bin/sh"), self.host.name)
+        return self._sh
+
+    def run(self, argv: Sequence[str], *, timeout: float = 60.0,
+            env: Mapping[str, str] | None = None, stdin: str | None = None,
+            check: bool = True) -> CommandResult:
+        final = tuple(command_line(self.host, argv, env, transport="ssh"))
+        start = time.time()
+        with self._run_lock:  # one command at a time on the host's shell
+            code, out, err = self._shell().run(shlex.join(final), stdin, timeout)
+        result = CommandResult(self.host.name, final, code, out, err, start,
+                               time.time() - start)
+        return result.check() if check else result
+
+    def start(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> SSHProcess:
+        final = tuple(command_line(self.host, argv, env, transport="ssh"))
+        if final[:3] == ("sudo", "-n", "--"):
+            wrapped = (*final[:3], *_PID_WRAPPER, *final[3:])
+        else:
+            wrapped = (*_PID_WRAPPER, *final)
+        channel = self._channel(wrapped)
+        channel.shutdown_write()
+        return SSHProcess(self, final, channel)
+
+    def read_file(self, path: str) -> str:
+        return self.run(["cat", "--", path]).stdout
+
+    def write_file(self, path: str, data: str) -> None:
+        self.run(["tee", "--", path], stdin=data)
+
+    def _alive(self) -> bool:
+        client = self._client
+        transport = client.get_transport() if client is not None else None
+        return transport is not None and transport.is_active()
+
+    def close(self) -> None:
+        if self._sh is not None:
+            self._sh.close()
+            self._sh = None
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+            for jump in self._jumps:
+                jump.close()
+            self._jumps = []

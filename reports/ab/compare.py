@@ -1,0 +1,217 @@
+"""The A/B table: one line per metric, one cell per variant, from stored data only.
+
+Lines come from the profile's `report.table` (the shape of a cover letter's table) or,
+without one, from every run-level metric of the workload and the collectors' totals;
+where the tool stored per-transaction latencies (`latency/<trial>.parquet`), pooled
+percentile lines follow. A cell holds the per-repetition values of its variant; every
+non-baseline variant is compared with the baseline (reports.ab.line_stats: relative change
+with bootstrap CI, Mann-Whitney p Holm-adjusted across the table, verdict).
+Across two runs, reports.ab.cross_run builds the same table with `A:`/`B:` columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pandas as pd
+
+from harness.stats.pool import DEFAULT_PERCENTILES, pooled_percentiles
+from harness.store.store import load_manifest, load_samples
+from reports.ab.line_stats import with_stats
+from reports.ab.model import Cell, Line, Table, format_number
+
+__all__ = ["DEFAULT_COLLECTOR_METRICS", "Cell", "Column", "Line", "RunData", "Spec", "Table",
+           "build_table", "column", "format_number", "line_specs", "load_run", "table"]
+
+# Default lines when a profile has no report.table: the collectors' headline counters.
+DEFAULT_COLLECTOR_METRICS = {
+    "proc_stat": ("hardirq", "softirq"),
+    "softnet_stat": ("processed", "dropped", "time_squeeze", "received_rps"),
+    "interrupts": ("function_call_interrupts", "rescheduling_interrupts"),
+}
+POOLED_SOURCE = "pooled"  # the `source` of pooled per-transaction percentile lines
+
+
+@dataclass(frozen=True)
+class RunData:
+    directory: Path
+    manifest: dict[str, Any]
+    samples: pd.DataFrame
+
+    @property
+    def variants(self) -> list[str]:
+        """Variants in profile order (baseline first), as the manifest lists trials."""
+        seen: dict[str, None] = {}
+        for trial in sorted(self.manifest.get("trials", []), key=lambda t: (t["variant"] !=
+                                                                           self.baseline)):
+            seen.setdefault(trial["variant"], None)
+        return [v for v in self.manifest.get("variants", list(seen)) if v in seen]
+
+    @property
+    def baseline(self) -> str:
+        return str(self.manifest.get("baseline", ""))
+
+    @property
+    def policies(self) -> dict[str, Any]:
+        return dict(self.manifest.get("metrics") or {})
+
+    def latency_files(self, variant: str) -> list[tuple[int, Path]]:
+        """(trial index, path) of the stored per-transaction latencies of `variant`."""
+        out = []
+        for trial in self.manifest.get("trials", []):
+            path = self.directory / "latency" / f"{trial['id']}.parquet"
+            if trial["variant"] == variant and trial.get("status") == "ok" and path.exists():
+                out.append((int(trial["index"]), path))
+        return out
+
+
+def load_run(directory: str | Path) -> RunData:
+    directory = Path(directory)
+    return RunData(directory, load_manifest(directory), load_samples(directory))
+
+
+class Spec(NamedTuple):
+    label: str
+    source: str
+    metric: str
+    role: str | None
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the table: a variant of a run, under the name the table shows."""
+
+    name: str
+    frame: pd.DataFrame  # the variant's run-level rows (cpu null)
+    latency: tuple[tuple[int, Path], ...]  # (trial index, latency parquet), trial order
+
+
+def column(run: RunData, variant: str, name: str | None = None) -> Column:
+    frame = _totals(run.samples)
+    if len(frame):
+        frame = frame[frame["variant"] == variant]
+    return Column(name or variant, frame, tuple(run.latency_files(variant)))
+
+
+def table(run: RunData) -> Table:
+    columns = [column(run, v) for v in run.variants]
+    pairs = tuple((run.baseline, v) for v in run.variants if v != run.baseline)
+    return build_table(line_specs(run), columns, pairs, run.policies, run.baseline)
+
+
+def build_table(specs: Sequence[Spec], columns: Sequence[Column],
+                pairs: Sequence[tuple[str, str]], policies: Mapping[str, Any],
+                baseline: str, *, stats: bool = True) -> Table:
+    """The table of `specs` over `columns`; with `stats`, each pair compared."""
+    indexed = [_ColumnIndex.of(col.frame) for col in columns]
+    lines = [_line(columns, indexed, spec) for spec in specs] + pooled_lines(columns)
+    family = 0
+    if stats:
+        lines, family = with_stats(lines, pairs, policies)
+    return Table([c.name for c in columns], baseline, lines, tuple(pairs), "holm", family)
+
+
+def _totals(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame[frame["cpu"].isna()] if len(frame) else frame
+
+
+def line_specs(run: RunData) -> list[Spec]:
+    rows = run.manifest.get("profile", {}).get("document", {}).get("report", {}).get("table")
+    if rows:
+        return [Spec(r.get("label") or f"{r['source']} {r['metric']}", r["source"],
+                     r["metric"], r.get("role")) for r in rows]
+    frame = _totals(run.samples)
+    workload = run.manifest.get("workload_source")
+    specs: list[Spec] = []
+    if len(frame):
+        for key, _ in frame.groupby(["source", "metric", "role"], sort=False):
+            source, metric, role = (str(k) for k in key)
+            wanted = source == workload or metric in DEFAULT_COLLECTOR_METRICS.get(source, ())
+            if wanted:
+                specs.append(Spec(f"{metric} ({role})" if source == workload else
+                                  f"{source} {metric} ({role})", source, metric, role))
+    return specs
+
+
+class _ColumnIndex(NamedTuple):
+    """A column's values summed per (source, metric, role, trial), and the first unit of
+    each (source, metric, role) and (source, metric): grouped once per column, so a
+    table of 30 lines x 50 variants filters no frame 1,500 times."""
+
+    sums: pd.Series
+    units: dict[tuple[str, ...], str]
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame) -> _ColumnIndex:
+        if not len(frame):
+            return cls(pd.Series(dtype="float64"), {})
+        sums = frame.groupby(["source", "metric", "role", "trial"], sort=True)["value"].sum()
+        units: dict[tuple[str, ...], str] = {}
+        for source, metric, role, unit in zip(frame["source"], frame["metric"], frame["role"],
+                                              frame["unit"], strict=True):
+            units.setdefault((source, metric, role), str(unit))
+            units.setdefault((source, metric), str(unit))
+        return cls(sums, units)
+
+    def per_trial(self, spec: Spec) -> pd.Series:
+        """One value per trial (a metric of several hosts of one role is summed; without
+        a role, of every role), in trial order."""
+        key = (spec.source, spec.metric) if spec.role is None else \
+            (spec.source, spec.metric, spec.role)
+        if self.sums.empty:
+            return pd.Series(dtype="float64")
+        try:
+            found = self.sums.loc[key]
+        except KeyError:
+            return pd.Series(dtype="float64")
+        if spec.role is None:
+            found = found.groupby(level="trial").sum()
+        ordered: pd.Series = found.sort_index()
+        return ordered
+
+
+def _line(columns: Sequence[Column], indexed: Sequence[_ColumnIndex], spec: Spec) -> Line:
+    cells = {}
+    unit = ""
+    key = (spec.source, spec.metric) if spec.role is None else \
+        (spec.source, spec.metric, spec.role)
+    for col, index in zip(columns, indexed, strict=True):
+        if not unit:
+            unit = index.units.get(key, "")
+        # One value per trial, in execution order: the drift test reads the order.
+        per_trial = index.per_trial(spec)
+        cells[col.name] = Cell(tuple(float(v) for v in per_trial.to_numpy()),
+                               tuple(int(t) for t in per_trial.index))
+    return Line(spec.label, spec.source, spec.metric, spec.role, unit, cells)
+
+
+def pooled_lines(columns: Sequence[Column],
+                 percentiles: Sequence[float] = DEFAULT_PERCENTILES) -> list[Line]:
+    """One line per percentile of the per-transaction latencies pooled over repetitions
+    (cluster-bootstrap CI per column); cells hold the per-repetition percentiles, which
+    are what the comparison tests (one value per repetition, like every other line)."""
+    if not any(c.latency for c in columns):
+        return []
+    per_column = {}
+    for col in columns:
+        if col.latency:
+            reps = [pd.read_parquet(path, columns=["latency_us"])["latency_us"].to_numpy()
+                    for _, path in col.latency]
+            per_column[col.name] = (pooled_percentiles(reps, percentiles),
+                                    tuple(i for i, _ in col.latency))
+    lines = []
+    for k, q in enumerate(percentiles):
+        cells = {}
+        for col in columns:
+            if col.name not in per_column:
+                cells[col.name] = Cell(())
+                continue
+            pooled, trials = per_column[col.name]
+            row = pooled.percentiles[k]
+            cells[col.name] = Cell(row.per_repetition, trials, pooled=row)
+        lines.append(Line(f"latency p{q:g} (pooled)", POOLED_SOURCE, f"latency_p{q:g}", None,
+                          "us", cells))
+    return lines

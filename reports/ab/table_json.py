@@ -1,0 +1,69 @@
+"""The A/B table as JSON for machines (`napilab compare --format json`): every number
+the text and HTML show, unrounded, plus the reasons behind each verdict."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from harness.stats.stats import Comparison, Summary
+from reports.ab.model import Cell, Line, Table
+
+
+def summary_doc(summary: Summary | None) -> dict[str, Any] | None:
+    if summary is None:
+        return None
+    ci = summary.median_ci
+    return {"n": summary.n, "median": summary.median, "mean": summary.mean,
+            "min": summary.minimum, "max": summary.maximum, "cv": summary.cv,
+            "median_ci": None if ci is None else [ci.low, ci.high],
+            "median_ci_coverage": None if ci is None else ci.coverage,
+            "note": summary.note}
+
+
+def cell_doc(cell: Cell) -> dict[str, Any]:
+    doc: dict[str, Any] = {"values": list(cell.values), "trials": list(cell.trials),
+                           "value": cell.value, "summary": summary_doc(cell.summary)}
+    if cell.drift is not None:
+        doc["drift"] = {"tau": cell.drift.tau, "p": cell.drift.p_value,
+                        "slope_per_trial": cell.drift.slope_per_trial,
+                        "testable": cell.drift.testable, "significant": cell.drift.significant}
+    if cell.pooled is not None:
+        doc["pooled"] = {"percentile": cell.pooled.percentile, "value": cell.pooled.value,
+                         "ci": None if cell.pooled.ci is None else list(cell.pooled.ci),
+                         "per_repetition": list(cell.pooled.per_repetition)}
+    return doc
+
+
+def _bound(value: float) -> float | None:
+    """JSON has no infinity: an unbounded CI side is null."""
+    return value if math.isfinite(value) else None
+
+
+def comparison_doc(found: Comparison) -> dict[str, Any]:
+    return {"verdict": found.verdict.value, "change": found.change,
+            "change_ci": [_bound(v) for v in found.change_ci], "confidence": found.confidence,
+            "p": found.p_value, "p_adjusted": found.p_adjusted, "adjust": found.adjust.value,
+            "test": found.test_method, "alpha": found.alpha, "min_effect": found.min_effect,
+            "detectable_change": found.mde, "n_needed": found.n_needed,
+            "n_baseline": found.baseline.n, "n_variant": found.variant.n,
+            "reason": found.reason}
+
+
+def line_doc(line: Line) -> dict[str, Any]:
+    return {"label": line.label, "source": line.source, "metric": line.metric,
+            "role": line.role, "unit": line.unit, "direction": line.direction,
+            "direction_origin": line.direction_origin,
+            "cells": {name: cell_doc(cell) for name, cell in line.cells.items()},
+            "comparisons": {name: {**comparison_doc(found),
+                                   "noise": {"exceeds": line.noise[name].exceeds,
+                                             "reason": line.noise[name].reason}
+                                   if name in line.noise else None}
+                            for name, found in line.comparisons.items()},
+            "notes": dict(line.notes)}
+
+
+def table_doc(tab: Table) -> dict[str, Any]:
+    return {"columns": list(tab.variants), "baseline": tab.baseline,
+            "pairs": [list(p) for p in tab.pairs], "adjust": tab.adjust,
+            "family": tab.family, "lines": [line_doc(ln) for ln in tab.lines]}

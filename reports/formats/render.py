@@ -1,0 +1,183 @@
+"""Renderers of a stored run: self-contained HTML, cover-letter text, Markdown for pull
+requests, JSON and JUnit for machines (`napilab report RUN_DIR --format ...`).
+
+Everything comes from RUN_DIR (manifest.json, samples.parquet, latency/, raw/); nothing
+is re-measured. HTML is rendered with Jinja2 autoescaping on, plots are inline SVG
+checked by reports.plots.svg, the page has a CSP that forbids scripts and fetches, and links
+to raw outputs are relative (they work next to the run's raw/ directory).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import posixpath
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import jinja2
+
+from harness.store.store import atomic_write
+from reports.ab.compare import RunData, Table, load_run, table
+from reports.ab.model import format_ci, format_number, format_p, format_pct
+from reports.formats import markdown, report_json, run_facts, sections, table_junit
+from reports.formats.text_stats import stats_block
+
+FORMATS = ("html", "text", "md", "json", "junit")
+FILES = {"html": "report.html", "text": "report.txt", "md": "report.md",
+         "json": "report.json", "junit": "report.junit.xml"}
+
+
+def relurl(path: str) -> str:
+    """A path relative to the page as an href: every segment percent-quoted, so a host or
+    file name can be neither a scheme (`javascript:`) nor a query or fragment."""
+    parts = [p for p in path.split("/") if p not in ("", ".", "..")]
+    return "/".join(quote(p, safe="") for p in parts)
+
+
+def _when(t: object) -> str:
+    if isinstance(t, int | float) and not isinstance(t, bool):
+        return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return "-"
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("reports.formats", "templates"),
+        autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update({
+        "num": format_number, "pct": format_pct, "ci": format_ci, "pval": format_p,
+        # "~" is no CSS class name a stylesheet can select; the other verdicts are
+        "vclass": lambda verdict: "same" if verdict == "~" else verdict,
+        "cssname": lambda text: re.sub(r"[^a-z0-9-]", "-", str(text).lower()),
+        "when": _when, "relurl": relurl, "basename": posixpath.basename,
+    })
+    return env
+
+
+_ENV = environment()
+
+
+def html(run: RunData, tab: Table | None = None) -> str:
+    tab = tab if tab is not None else table(run)
+    return _ENV.get_template("report.html.j2").render(
+        manifest=_manifest_view(run.manifest), status=run_facts.run_status(run.manifest),
+        sections=sections.build(run, tab))
+
+
+def _manifest_view(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The manifest with the keys the page header reads, defaulted: a run that failed
+    before its first trial still renders."""
+    profile = {"name": "?", "repeat": "?", "order": "?", "seed": None, "description": "",
+               **(manifest.get("profile") or {})}
+    napilab = {"version": "?", "git_sha": None, **(manifest.get("napilab") or {})}
+    return {"started": None, "ended": None, "status": "unknown", "run_id": "?", **manifest,
+            "profile": profile, "napilab": napilab}
+
+
+def text(run: RunData, width: int = 80, tab: Table | None = None) -> str:
+    """A fixed-width table in the style of a patch cover letter (seed 001), the
+    statistics under it; a line on the run's status when it is not complete."""
+    tab = tab if tab is not None else table(run)
+    out = text_table(tab, width, run_facts.absent_functions(run.manifest))
+    status = run_facts.run_status(run.manifest)
+    if not status.complete:
+        out += (f"\n  {status.status} run: {status.ok} of {status.total} trials completed"
+                + (f", {status.failed} failed" if status.failed else "") + "\n")
+    return out
+
+
+LABEL_MIN = 24  # a label is cut to no less than this before variants wrap into blocks
+
+
+def _blocks(widths: list[int], label_width: int, width: int) -> list[list[int]]:
+    """Column indices split into blocks that fit in `width` next to the label column
+    (each block repeats it): 50 variants still print in 80 columns."""
+    blocks: list[list[int]] = [[]]
+    used = 2 + label_width
+    for i, col in enumerate(widths):
+        if blocks[-1] and used + 2 + col > width:
+            blocks.append([])
+            used = 2 + label_width
+        blocks[-1].append(i)
+        used += 2 + col
+    return blocks
+
+
+def text_table(tab: Table, width: int = 80,
+               absent: Mapping[str, frozenset[str]] | None = None) -> str:
+    """Labels left, one right-aligned column per variant (all as wide as the widest
+    name or number), at most `width` columns: labels are cut to fit all variants in one
+    block when that leaves them LABEL_MIN characters, else the variants wrap."""
+    absent = absent or {}
+    cells = [[run_facts.cell_text(ln, v, absent) for v in tab.variants] for ln in tab.lines]
+    # One width for every column, as a cover letter's table has (seed 001).
+    col = max([len(v) for v in tab.variants] + [len(c) for row in cells for c in row] + [8])
+    widths = [min(width - 4 - LABEL_MIN, col)] * len(tab.variants)
+    longest = max([len(ln.label) for ln in tab.lines] + [10])
+    room = width - 2 - sum(2 + w for w in widths)
+    if room < LABEL_MIN:  # wrapping: as many columns per block as LABEL_MIN leaves room for
+        per_block = max(1, (width - 2 - LABEL_MIN) // (2 + widths[0]))
+        room = width - 2 - per_block * (2 + widths[0])
+    label_width = min(longest, max(room, LABEL_MIN))
+    out: list[str] = []
+    for block in _blocks(widths, label_width, width):
+        if out:
+            out.append("")
+        header = "  " + " " * label_width + "".join(
+            f"  {tab.variants[i][-widths[i]:]:>{widths[i]}}" for i in block)
+        out.append(header.rstrip())
+        for line, row in zip(tab.lines, cells, strict=True):
+            out.append("  " + f"{line.label[:label_width]:<{label_width}}"
+                       + "".join(f"  {row[i]:>{widths[i]}}" for i in block))
+    values = "\n".join(out) + "\n"
+    stats = stats_block(tab, width)
+    # The cover letter's table first, unchanged in shape; the evidence under it.
+    return values + ("\n" + stats if stats else "")
+
+
+def render(run: RunData, fmt: str, tab: Table | None = None) -> str:
+    """One format of the report, as text."""
+    tab = tab if tab is not None else table(run)
+    if fmt == "html":
+        return html(run, tab)
+    if fmt == "text":
+        return text(run, tab=tab)
+    if fmt == "md":
+        return markdown.markdown(run, tab)
+    if fmt == "json":
+        return report_json.report_json(run, tab)
+    if fmt == "junit":
+        return table_junit.junit_xml(run, tab)
+    raise ValueError(f"unknown report format {fmt!r}; expected one of {', '.join(FORMATS)}")
+
+
+def report_files(directory: str | Path, formats: list[str], *, print_text: bool = True
+                 ) -> tuple[list[Path], str | None]:
+    """`napilab report`: the chosen formats written as RUN_DIR/report.{html,txt,md,json,
+    junit.xml}, except text when `print_text` (returned, for stdout, as the command has
+    always printed it). The table and its statistics are computed once for all."""
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown:
+        raise ValueError(f"unknown report format(s) {unknown}; expected {', '.join(FORMATS)}")
+    run = load_run(directory)
+    tab = table(run)
+    written = []
+    for fmt in formats:
+        if fmt == "text" and print_text:
+            continue
+        path = run.directory / FILES[fmt]
+        atomic_write(path, render(run, fmt, tab))
+        written.append(path)
+    return written, render(run, "text", tab) if print_text and "text" in formats else None
+
+
+def write_reports(directory: str | Path, formats: list[str]) -> list[Path]:
+    """Every chosen format written to RUN_DIR (after `napilab run`)."""
+    return report_files(directory, formats, print_text=False)[0]

@@ -1,0 +1,62 @@
+"""The report as one JSON document (`napilab report RUN_DIR --format json`): the run's
+status, verdict summary, the A/B table (reports.ab.table_json: every number unrounded),
+kprobe functions absent, settings with their read-back state, hosts, confounders,
+failed trials and commands. Strict JSON: an infinite CI side or NaN is null."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict
+from typing import Any
+
+from reports.ab import verdicts
+from reports.ab.compare import RunData
+from reports.ab.model import Table
+from reports.ab.table_json import table_doc
+from reports.formats import run_facts
+
+SCHEMA = "napilab.report/1"
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def report_doc(run: RunData, tab: Table) -> dict[str, Any]:
+    manifest = run.manifest
+    profile = manifest.get("profile") or {}
+    summary = verdicts.summary(tab)
+    settings = run_facts.settings_rows(manifest)
+    absent = run_facts.absent_functions(manifest)
+    doc = table_doc(tab)
+    for line, line_doc in zip(tab.lines, doc["lines"], strict=True):
+        line_doc["absent"] = [c for c in tab.variants if run_facts.is_absent(line, c, absent)]
+    return {
+        "schema": SCHEMA,
+        "run": {"id": manifest.get("run_id"), "dir": str(run.directory),
+                "profile": profile.get("name"), "description": profile.get("description"),
+                "started": manifest.get("started"), "ended": manifest.get("ended"),
+                "napilab": manifest.get("napilab")},
+        "status": asdict(run_facts.run_status(manifest)),
+        "verdicts": {"counts": summary.counts, "total": summary.total,
+                     "findings": summary.findings, "warnings": summary.warnings},
+        "table": doc,
+        "absent": {v: sorted(names) for v, names in absent.items()},
+        "settings": [asdict(s) for s in settings],
+        "hosts": [asdict(h) for h in run_facts.hosts(manifest)],
+        "confounders": run_facts.confounders(manifest, settings),
+        "failures": [asdict(f) for f in run_facts.failures(run)],
+        "commands": [{**asdict(c), "shell": c.shell} for c in run_facts.commands(run)],
+    }
+
+
+def report_json(run: RunData, tab: Table) -> str:
+    return json.dumps(_finite(report_doc(run, tab)), indent=1, allow_nan=False,
+                      default=str) + "\n"

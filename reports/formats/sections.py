@@ -1,0 +1,108 @@
+"""The sections of report.html, registered in SECTIONS in the order the page shows them.
+
+Each entry is name -> (title, function(context) -> data); the page renders
+`templates/section_<name>.html.j2` with that data as `data` (Jinja2 autoescape on: every
+string from a host, tool or profile is text, never markup). The verdict summary comes
+first: it is what a reader of a published report looks for.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from reports.ab import verdicts
+from reports.ab.compare import RunData
+from reports.ab.model import Table
+from reports.formats import run_facts
+from reports.plots import plots
+
+MAX_FINDINGS = 25  # significant comparisons listed in the summary; the table has them all
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every section may read: the run, its A/B table, and facts used twice."""
+
+    run: RunData
+    table: Table
+    absent: dict[str, frozenset[str]]
+    settings: list[run_facts.SettingRow]
+    status: run_facts.RunStatus
+
+
+def context(run: RunData, table: Table) -> Context:
+    return Context(run, table, run_facts.absent_functions(run.manifest),
+                   run_facts.settings_rows(run.manifest), run_facts.run_status(run.manifest))
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    title: str
+    data: Mapping[str, Any]
+
+
+def verdict_summary(ctx: Context) -> dict[str, Any]:
+    summary = verdicts.summary(ctx.table)
+    return {"summary": summary, "findings": summary.findings[:MAX_FINDINGS],
+            "more": max(0, len(summary.findings) - MAX_FINDINGS),
+            "one_variant": not ctx.table.pairs, "status": ctx.status}
+
+
+def ab_table(ctx: Context) -> dict[str, Any]:
+    absent = {(i, column) for i, line in enumerate(ctx.table.lines)
+              for column in ctx.table.variants if run_facts.is_absent(line, column, ctx.absent)}
+    return {"table": ctx.table, "absent": absent}
+
+
+def plot_figures(ctx: Context) -> dict[str, Any]:
+    rendered = plots.render_all(ctx.run, ctx.table)
+    return {"figures": [p for p in rendered if isinstance(p, plots.Plot)],
+            "omitted": [p for p in rendered if isinstance(p, plots.Omitted)]}
+
+
+def settings(ctx: Context) -> dict[str, Any]:
+    flagged = [s for s in ctx.settings if s.state in ("mismatch", "unread")]
+    return {"rows": ctx.settings, "flagged": len(flagged),
+            "absent": [s for s in ctx.settings if s.state == "absent"]}
+
+
+def hosts(ctx: Context) -> dict[str, Any]:
+    return {"hosts": run_facts.hosts(ctx.run.manifest),
+            "confounders": run_facts.confounders(ctx.run.manifest, ctx.settings)}
+
+
+def commands(ctx: Context) -> dict[str, Any]:
+    return {"commands": run_facts.commands(ctx.run)}
+
+
+def trials(ctx: Context) -> dict[str, Any]:
+    raw = {t.trial: t for t in run_facts.raw_outputs(ctx.run)}
+    return {"status": ctx.status, "failures": run_facts.failures(ctx.run),
+            "trials": ctx.run.manifest.get("trials") or [], "raw": raw,
+            "absent": ctx.absent}
+
+
+def profile(ctx: Context) -> dict[str, Any]:
+    document = (ctx.run.manifest.get("profile") or {}).get("document") or {}
+    return {"text": json.dumps(document, indent=1, default=str)}
+
+
+SECTIONS: dict[str, tuple[str, Callable[[Context], Mapping[str, Any]]]] = {
+    "verdicts": ("Verdicts", verdict_summary),
+    "ab_table": ("A/B table", ab_table),
+    "plots": ("Plots", plot_figures),
+    "settings": ("Settings requested and read back", settings),
+    "hosts": ("Hosts and confounders", hosts),
+    "commands": ("Commands", commands),
+    "trials": ("Trials and raw outputs", trials),
+    "profile": ("Profile (resolved)", profile),
+}
+
+
+def build(run: RunData, table: Table) -> list[Section]:
+    ctx = context(run, table)
+    return [Section(name, title, function(ctx)) for name, (title, function) in SECTIONS.items()]

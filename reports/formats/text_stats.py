@@ -1,0 +1,66 @@
+"""The statistics under the cover-letter table, in 80 columns: one compact table per
+compared column (change, CI, p, verdict) and notes grouped by reason (noise, drift,
+assumed directions, lines without a comparison)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from harness.stats.stats import Comparison
+from reports.ab import verdicts
+from reports.ab.model import Table, format_ci, format_p, format_pct, verdict_text
+
+LEGEND = ("better/worse: significant after Holm, CI excludes 0, beyond the metric's "
+          "min_effect; ~: no significant change; need n=K: not-enough-data, about K "
+          "repetitions per variant would detect the change (docs/statistics.md).")
+
+# label, change, CI, p, verdict: 2+26 + 2+8 + 2+17 + 2+5 + 2+12 = 78 columns
+_WIDTHS = (26, 8, 17, 5, 12)
+_ALIGN = ("<", ">", ">", ">", "<")
+
+
+def _row(cells: tuple[str, str, str, str, str]) -> str:
+    out = ""
+    for text, width, align in zip(cells, _WIDTHS, _ALIGN, strict=True):
+        out += f"  {text[:width] if align == '<' else text:{align}{width}}"
+    return out.rstrip()
+
+
+def _verdict(comparison: Comparison) -> str:
+    """not-enough-data prints as "need n=K" (K repetitions per variant would detect the
+    change) so the n needed fits in 80 columns; the legend under the table says so."""
+    verdict, need = verdict_text(comparison)
+    if verdict == "not-enough-data":
+        return f"need {need}" if need else "need more n"
+    return verdict
+
+
+def stats_block(tab: Table, width: int = 80) -> str:
+    """"" when the table compares nothing (one variant)."""
+    if not tab.pairs:
+        return ""
+    out = []
+    for base, other in tab.pairs:
+        # Long variant names would push this line past `width`: wrapped only then, so a
+        # table that fits keeps its familiar two-line heading.
+        out.extend(textwrap.wrap(f"{other} vs {base} (baseline): median change, 95% "
+                                 "bootstrap CI,", width, initial_indent="  ",
+                                 subsequent_indent="  ", break_on_hyphens=False))
+        out.append(f"  Mann-Whitney p Holm-adjusted over {tab.family} comparison(s)")
+        out.append(_row(("", "change", "95% CI", "p", "verdict")))
+        for line in tab.lines:
+            found = line.comparisons.get(other)
+            if found is None:
+                out.append(_row((line.label, "-", "-", "-", "n/a")))
+                continue
+            out.append(_row((line.label, format_pct(found.change), format_ci(found.change_ci),
+                             format_p(found.p_adjusted), _verdict(found))))
+        out.append("")
+    notes = verdicts.notes(tab)
+    if notes:
+        out.append("  notes:")
+        for note in notes:
+            out.extend(textwrap.wrap(note, width, initial_indent="  - ", break_on_hyphens=False,
+                                     subsequent_indent="    "))
+    out.extend(textwrap.wrap(LEGEND, width, initial_indent="  ", subsequent_indent="  "))
+    return "\n".join(out) + "\n"

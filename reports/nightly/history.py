@@ -1,0 +1,276 @@
+"""Trends across the runs of one profile (`napilab history RESULTS --profile NAME`):
+one row per run (time, run id, status, kernel) with the median over repetitions of
+each chosen metric per variant.
+
+The medians come from one DuckDB query over every run's samples.parquet (read_parquet
+over the list of files, union_by_name: runs written by older napilab versions may lack
+a column), the rest from each run's manifest.json. A metric is `metric` or
+`source.metric`; as in the A/B table, a metric of several hosts of one role is summed
+per trial, then the median over the trials of a variant is taken. Only run-level
+values (cpu null) are used; the pooled per-transaction percentiles of a report need
+its latency files and are not part of the trend.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from harness.errors import InputError
+from reports.ab.model import format_number
+from reports.nightly.check import CHECK_FILE
+
+DEFAULT_METRICS = 4  # metrics shown when none are asked for
+_PREFERRED = ("latency_p99", "latency_p50", "rtt_avg", "latency_mean", "throughput",
+              "message_rate", "received_per_second")
+
+_QUERY = """
+SELECT filename, role, source, metric, variant, median(v) AS median, count(*) AS n,
+       any_value(unit) AS unit
+FROM (
+    SELECT filename, trial, role, source, metric, variant, sum(value) AS v,
+           any_value(unit) AS unit
+    FROM read_parquet($files, union_by_name = true, filename = true)
+    WHERE cpu IS NULL AND (list_contains($names, metric)
+                           OR list_contains($names, source || '.' || metric))
+          AND ($host IS NULL OR host = $host)
+    GROUP BY filename, trial, role, source, metric, variant
+)
+GROUP BY filename, role, source, metric, variant
+"""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    directory: Path
+    run_id: str
+    profile: str
+    description: str
+    started: float | None
+    status: str
+    kernels: dict[str, str]  # host -> kernel release
+    variants: tuple[str, ...]
+    trials: int
+    trials_ok: int
+    check: dict[str, Any] | None  # RUN_DIR/check.json, when `napilab check` ran on it
+
+    def kernel(self, host: str | None = None) -> str:
+        """The host's kernel release, or every distinct one in host order."""
+        if host is not None:
+            return self.kernels.get(host, "-")
+        return ",".join(dict.fromkeys(self.kernels.values())) or "-"
+
+    @property
+    def when(self) -> str:
+        if self.started is None:
+            return "-"
+        return dt.datetime.fromtimestamp(self.started, dt.UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def _run_info(directory: Path) -> RunInfo | None:
+    try:
+        manifest = json.loads((directory / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return None  # half-written or not a napilab run: not part of any trend
+    if not isinstance(manifest, dict):
+        return None
+    profile = manifest.get("profile") or {}
+    trials = manifest.get("trials") or []
+    facts = manifest.get("host_facts") or {}
+    check = None
+    with contextlib.suppress(OSError, ValueError):  # no check ran, or it was cut short
+        check = json.loads((directory / CHECK_FILE).read_text())
+    started = manifest.get("started")
+    return RunInfo(directory, str(manifest.get("run_id", directory.name)),
+                   str(profile.get("name", directory.parent.name)),
+                   str(profile.get("description") or ""),
+                   float(started) if isinstance(started, int | float) else None,
+                   str(manifest.get("status", "unknown")),
+                   {str(h): str((f or {}).get("kernel_release", "-")) for h, f in facts.items()},
+                   tuple(str(v) for v in manifest.get("variants") or []), len(trials),
+                   sum(1 for t in trials if t.get("status") == "ok"),
+                   check if isinstance(check, dict) else None)
+
+
+def find_runs(results: str | Path, profile: str | None = None) -> list[RunInfo]:
+    """Runs under RESULTS/<profile>/ (every profile when None), oldest first."""
+    results = Path(results)
+    if not results.is_dir():
+        raise InputError(f"{results}: no such results directory")
+    pattern = f"{profile}/*/manifest.json" if profile else "*/*/manifest.json"
+    runs = [info for path in results.glob(pattern) if (info := _run_info(path.parent))]
+    if profile:
+        runs = [r for r in runs if r.profile == profile]
+    return sorted(runs, key=lambda r: (r.started or 0.0, r.directory.name))
+
+
+def medians(runs: Sequence[RunInfo], metrics: Sequence[str], host: str | None = None
+            ) -> pd.DataFrame:
+    """Columns run (directory name), role, source, metric, variant, median, n, unit."""
+    files = [str(r.directory / "samples.parquet") for r in runs
+             if (r.directory / "samples.parquet").exists()]
+    columns = ["run", "role", "source", "metric", "variant", "median", "n", "unit"]
+    if not files or not metrics:
+        return pd.DataFrame({c: [] for c in columns})
+    with duckdb.connect() as con:
+        frame = con.execute(_QUERY, {"files": files, "names": list(metrics),
+                                     "host": host}).df()
+    frame["run"] = [Path(f).parent.name for f in frame.pop("filename")]
+    return frame[columns]
+
+
+def default_metrics(runs: Sequence[RunInfo]) -> list[str]:
+    """The newest run's `report.table` metrics, else its workload's headline metrics."""
+    for run in reversed(runs):
+        try:
+            manifest = json.loads((run.directory / "manifest.json").read_text())
+        except (OSError, ValueError):
+            continue
+        rows = ((manifest.get("profile") or {}).get("document") or {}).get("report", {}) \
+            .get("table") or []
+        wanted = [f"{r['source']}.{r['metric']}" for r in rows if "source" in r]
+        if wanted:
+            return list(dict.fromkeys(wanted))[:DEFAULT_METRICS]
+        source = manifest.get("workload_source")
+        path = run.directory / "samples.parquet"
+        if source and path.exists():
+            names = set(pd.read_parquet(path, columns=["source", "metric"]).query(
+                "source == @source")["metric"])
+            found = [f"{source}.{m}" for m in _PREFERRED if m in names]
+            return found[:DEFAULT_METRICS] or [f"{source}.{m}" for m in sorted(names)][:2]
+    return []
+
+
+@dataclass(frozen=True)
+class History:
+    profile: str
+    host: str | None
+    metrics: tuple[tuple[str, str], ...]  # (key as shown, unit)
+    variants: tuple[str, ...]
+    runs: tuple[RunInfo, ...]
+    values: dict[tuple[str, str, str], tuple[float, int]]  # (run, key, variant) -> (median, n)
+
+
+def _keys(frame: pd.DataFrame) -> pd.Series:
+    """`source.metric`, with `[role]` when a metric comes from several roles."""
+    base = frame["source"] + "." + frame["metric"]
+    roles = frame.groupby(base)["role"].transform("nunique")
+    return base.where(roles <= 1, base + "[" + frame["role"] + "]")
+
+
+def history(results: str | Path, profile: str, metrics: Sequence[str] = (),
+            host: str | None = None) -> History:
+    runs = find_runs(results, profile)
+    if not runs:
+        raise InputError(f"no run of profile {profile!r} under {results}",
+                         hint=f"runs are stored as RESULTS/{profile}/<time>-<id>/")
+    wanted = list(metrics) or default_metrics(runs)
+    frame = medians(runs, wanted, host)
+    if metrics:
+        found = set(frame["metric"]) | set(frame["source"] + "." + frame["metric"])
+        missing = [m for m in metrics if m not in found]
+        if missing:
+            raise InputError(f"--metric {', '.join(missing)}: not in any run of {profile!r}"
+                             + (f" on host {host}" if host else ""))
+    frame["key"] = _keys(frame) if len(frame) else frame["metric"]
+    order = {m: i for i, m in enumerate(wanted)}
+    # The unit of a key: any run's (an older samples schema may have none).
+    units = frame.dropna(subset=["unit"]).groupby("key")["unit"].first().to_dict() \
+        if len(frame) else {}
+    keys = sorted(dict.fromkeys(zip(frame["key"], frame["source"] + "." + frame["metric"],
+                                    frame["metric"], strict=True)),
+                  key=lambda k: (order.get(k[1], order.get(k[2], len(order))), k[0]))
+    variants: dict[str, None] = {}
+    for run in runs:
+        variants.update(dict.fromkeys(run.variants))
+    values = {(str(run), str(key), str(variant)): (float(median), int(n))
+              for run, key, variant, median, n in zip(
+                  frame["run"], frame["key"], frame["variant"], frame["median"].astype(float),
+                  frame["n"].astype(int), strict=True)}
+    present = {v for _, _, v in values}
+    return History(profile, host, tuple((k[0], str(units.get(k[0], ""))) for k in keys),
+                   tuple(v for v in variants if v in present), tuple(runs), values)
+
+
+def _cell(value: tuple[float, int] | None) -> str:
+    return "-" if value is None else format_number(value[0])
+
+
+LEFT: tuple[tuple[str, int], ...] = (("time", 16), ("run", 8), ("status", 11), ("kernel", 18))
+LEFT_AGAIN = LEFT[:2]  # further blocks of variants repeat only time and run
+
+
+def _left(run: RunInfo, columns: Sequence[tuple[str, int]], host: str | None) -> list[str]:
+    values = {"time": run.when, "run": run.run_id, "status": run.status,
+              "kernel": run.kernel(host)}
+    return [values[name][:width] for name, width in columns]
+
+
+def history_text(found: History, width: int = 80) -> str:
+    """One block per metric: a row per run, a column per variant, at most `width`
+    columns (variants wrap into further blocks that repeat time and run)."""
+    where = f" on host {found.host}" if found.host else ""
+    out = textwrap.wrap(f"{found.profile}{where}: {len(found.runs)} run(s), median over "
+                        "repetitions per variant", width, break_on_hyphens=False)
+    if not found.metrics:
+        return "\n".join([*out, "  no metric to show (no samples stored)"]) + "\n"
+    for key, unit in found.metrics:
+        cells = {(r.directory.name, v): _cell(found.values.get((r.directory.name, key, v)))
+                 for r in found.runs for v in found.variants}
+        col = {v: max([len(v), 8] + [len(cells[(r.directory.name, v)]) for r in found.runs])
+               for v in found.variants}
+        out += ["", f"{key}" + (f" ({unit})" if unit else "")]
+        variants = list(found.variants)
+        left = LEFT
+        while True:
+            used = sum(w + 2 for _, w in left)
+            block: list[str] = []
+            for v in variants:
+                if block and used + 2 + min(col[v], 24) > width:
+                    break
+                block.append(v)
+                used += 2 + min(col[v], 24)
+            out.append(("  " + "  ".join(f"{n:<{w}}" for n, w in left) + "".join(
+                f"  {v[-min(col[v], 24):]:>{min(col[v], 24)}}" for v in block)).rstrip())
+            for run in reversed(found.runs):  # newest first
+                row = "  ".join(f"{t:<{w}}" for t, (_, w) in
+                                zip(_left(run, left, found.host), left, strict=True))
+                out.append(("  " + row + "".join(
+                    f"  {cells[(run.directory.name, v)]:>{min(col[v], 24)}}"
+                    for v in block)).rstrip())
+            variants = variants[len(block):]
+            if not variants:
+                break
+            out.append("")
+            left = LEFT_AGAIN
+    return "\n".join(out) + "\n"
+
+
+def history_doc(found: History) -> dict[str, Any]:
+    return {
+        "profile": found.profile, "host": found.host,
+        "metrics": [{"key": k, "unit": u} for k, u in found.metrics],
+        "variants": list(found.variants),
+        "runs": [{"run_id": r.run_id, "dir": str(r.directory), "started": r.started,
+                  "time": r.when, "status": r.status, "kernel": r.kernels,
+                  "trials": r.trials, "trials_ok": r.trials_ok,
+                  "check": None if r.check is None else r.check.get("status"),
+                  "medians": {k: {v: found.values[(r.directory.name, k, v)][0]
+                                  for v in found.variants
+                                  if (r.directory.name, k, v) in found.values}
+                              for k, _ in found.metrics}}
+                 for r in reversed(found.runs)],
+    }
+
+
+def history_json(found: History) -> str:
+    return json.dumps(history_doc(found), indent=1) + "\n"

@@ -1,0 +1,46 @@
+"""JUnit XML of a gate (`napilab check --junit FILE`), as CI systems read it (Jenkins,
+GitLab, GitHub test reporters): one testcase per metric x variant; a regression is a
+<failure> whose message carries change, CI, adjusted p and threshold; not-enough-data
+and skipped cases are <skipped> so a gate that could not judge does not look green."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from reports.nightly.check import GateReport, case_message
+
+
+def junit_xml(report: GateReport) -> str:
+    counts = report.counts()
+    failures = counts.get("regression", 0)
+    skipped = counts.get("not-enough-data", 0) + counts.get("skipped", 0)
+    name = f"napilab check {report.profile}"
+    attrs = {"name": name, "tests": str(len(report.cases)), "failures": str(failures),
+             "errors": "0", "skipped": str(skipped), "time": "0"}
+    suites = ET.Element("testsuites", attrs)
+    suite = ET.SubElement(suites, "testsuite", attrs)
+    props = ET.SubElement(suite, "properties")
+    for key, value in (("candidate", str(report.candidate.directory)),
+                       ("baseline", str(report.baseline.directory)),
+                       ("candidate_run_id", str(report.candidate.manifest.get("run_id"))),
+                       ("baseline_run_id", str(report.baseline.manifest.get("run_id"))),
+                       ("adjust", f"holm over {report.family}")):
+        ET.SubElement(props, "property", {"name": key, "value": value})
+    for case in report.cases:
+        element = ET.SubElement(suite, "testcase", {
+            "classname": f"napilab.{report.profile}.{case.variant}", "name": case.name,
+            "time": "0"})
+        message = case_message(case)
+        if case.status == "regression":
+            failure = ET.SubElement(element, "failure", {"message": message,
+                                                         "type": "regression"})
+            failure.text = case.reason
+        elif case.status in ("not-enough-data", "skipped"):
+            ET.SubElement(element, "skipped", {"message": message})
+        else:
+            ET.SubElement(element, "system-out").text = message
+    if report.confounders.confounders:
+        ET.SubElement(suite, "system-err").text = "host or knob differences besides the " \
+            "intended ones:\n" + "\n".join(str(d) for d in report.confounders.confounders)
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, "unicode") + "\n"

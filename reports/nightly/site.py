@@ -1,0 +1,149 @@
+"""`napilab publish RESULTS SITE_DIR`: a static site of every run under RESULTS.
+
+    SITE_DIR/index.html                       runs per profile, newest first, with their
+                                              status, check result and kernel; trend
+                                              figures per profile and host (inline SVG)
+    SITE_DIR/runs/<profile>/<run>/report.html each run's report, copied (rendered into
+                                              the site when the run has none)
+    SITE_DIR/runs/<profile>/<run>/raw         the run's raw outputs, so the report's
+                                              relative links work: a symlink (default),
+                                              a copy (--raw copy, for uploading), or none
+    SITE_DIR/feed.xml                         Atom feed of the regressions `napilab check`
+                                              found (RUN_DIR/check.json)
+
+Publishing again updates the site: reports whose source did not change are not copied
+again. The index page has the report's safety properties: autoescaped text, checked
+SVG, a CSP without scripts or fetches, relative links only.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.store.store import atomic_write
+from reports.ab.compare import load_run
+from reports.formats.render import environment, html, relurl
+from reports.nightly import feed
+from reports.nightly.history import RunInfo, find_runs
+from reports.nightly.trends import hosts_of, trend
+from reports.plots.plots import Omitted, Plot
+
+RAW_MODES = ("link", "copy", "none")
+
+
+@dataclass(frozen=True)
+class Published:
+    run: RunInfo
+    href: str  # the report, relative to SITE_DIR
+    rendered: bool  # the run had no report.html: rendered into the site
+
+
+@dataclass(frozen=True)
+class ProfilePage:
+    name: str
+    description: str
+    runs: list[Published]  # newest first
+    trends: list[Plot | Omitted]
+
+
+@dataclass(frozen=True)
+class Site:
+    directory: Path
+    profiles: list[ProfilePage]
+    regressions: int  # feed entries
+
+    @property
+    def runs(self) -> int:
+        return sum(len(p.runs) for p in self.profiles)
+
+    @property
+    def rendered(self) -> int:
+        return sum(1 for p in self.profiles for r in p.runs if r.rendered)
+
+
+def _copy_report(run: RunInfo, target: Path) -> bool:
+    """report.html into the site; True when it had to be rendered (the run has none)."""
+    source = run.directory / "report.html"
+    if source.exists():
+        stat = source.stat()
+        current = target.stat() if target.exists() else None
+        if current is None or (current.st_size, int(current.st_mtime)) != \
+                (stat.st_size, int(stat.st_mtime)):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+        return False
+    if not target.exists() or target.stat().st_mtime < (run.directory /
+                                                        "manifest.json").stat().st_mtime:
+        atomic_write(target, html(load_run(run.directory)))
+    return True
+
+
+def _raw(run: RunInfo, target: Path, mode: str) -> None:
+    source = run.directory / "raw"
+    if mode == "none" or not source.is_dir():
+        return
+    if mode == "link":
+        if not target.exists() and not target.is_symlink():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(source.resolve(), target, target_is_directory=True)
+        return
+    if target.is_symlink():  # published with --raw link before
+        target.unlink()
+    if not target.exists():
+        shutil.copytree(source, target, symlinks=True)  # a link stays a link: no content
+        # from elsewhere on this machine is copied into a site meant for uploading
+
+
+def publish(results: str | Path, site: str | Path, *, raw: str = "link",
+            base_url: str | None = None) -> Site:
+    if raw not in RAW_MODES:
+        raise ValueError(f"raw must be one of {RAW_MODES}, got {raw!r}")
+    results, site = Path(results), Path(site)
+    runs = find_runs(results)
+    by_profile: dict[str, list[RunInfo]] = {}
+    for run in runs:
+        by_profile.setdefault(run.profile, []).append(run)
+    pages = []
+    entries = []
+    for name in sorted(by_profile):
+        published = []
+        for run in reversed(by_profile[name]):  # newest first
+            # Paths from the run's directory names, not from the manifest: a profile name
+            # is data, and "../x" must not place files outside the site.
+            folder, leaf = run.directory.parent.name, run.directory.name
+            href = f"runs/{relurl(folder)}/{relurl(leaf)}/report.html"
+            target = site / "runs" / folder / leaf
+            rendered = _copy_report(run, target / "report.html")
+            _raw(run, target / "raw", raw)
+            published.append(Published(run, href, rendered))
+            if run.check is not None:
+                checked = dt.datetime.fromtimestamp(
+                    (run.directory / "check.json").stat().st_mtime, dt.UTC)
+                entry = feed.regression_entry(run.run_id, name, run.check, href, checked)
+                if entry is not None:
+                    entries.append(entry)
+        description = next((r.description for r in reversed(by_profile[name])
+                            if r.description), "")
+        trends = [trend(name, host, by_profile[name]) for host in hosts_of(by_profile[name])]
+        pages.append(ProfilePage(name, description, published, trends))
+    now = dt.datetime.now(dt.UTC)
+    feed_id = (base_url.rstrip("/") + "/feed.xml" if base_url else "urn:napilab:site:" +
+               hashlib.sha256(str(results.resolve()).encode()).hexdigest()[:16])
+    atomic_write(site / "feed.xml", feed.atom(entries, title=f"napilab regressions: "
+                                              f"{results.resolve().name}", feed_id=feed_id,
+                                              updated=now, base_url=base_url))
+    out = Site(site, pages, len(entries))
+    atomic_write(site / "index.html", index_html(out, now, results.resolve().name))
+    return out
+
+
+def index_html(site: Site, now: dt.datetime, title: str) -> str:
+    return environment().get_template("site_index.html.j2").render(
+        site=site, profiles=site.profiles, generated=now.strftime("%Y-%m-%d %H:%M UTC"),
+        title=title)
+
