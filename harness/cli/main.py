@@ -249,7 +249,9 @@ cli.add_command(cli_analysis.calibrate)
 cli.add_command(cli_reports.history)
 cli.add_command(cli_reports.publish)
 cli.add_command(cli_setup.init)
+cli.add_command(cli_setup.schema)
 cli.add_command(cli_setup.init)
+cli.add_command(cli_setup.schema)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -98,3 +98,27 @@ def init(directory: str, inventory: str | None, server: str | None, client: str 
     variants = ", ".join(v.name for v in bound.profile.variants)
     click.echo(f"profile: {bound.profile.variants[0].workload.tool}, variants {variants}")
     click.echo(f"next: napilab plan {profile_path} -i {inventory_path}")
+
+
+@click.command()
+@click.argument("kind", type=click.Choice(["profile", "inventory"]))
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Write the schema to this file instead of stdout.")
+def schema(kind: str, output: str | None) -> None:
+    """Print the JSON Schema of a profile or an inventory, built from the definitions
+    the validator uses. Editors with the YAML language server read it from a first line
+    `# yaml-language-server: $schema=PATH` (the shipped profiles carry one).
+
+    \b
+    Examples:
+      napilab schema profile > ~/.config/napilab/profile.schema.json
+      napilab schema inventory -o inventory.schema.json
+    """
+    from harness.profile.json_schema import schema_text
+
+    text = schema_text(kind)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        Path(output).write_text(text)
+        click.echo(f"wrote {output}")

@@ -23,13 +23,17 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
-from harness.profile.schema import Checker, join
+from harness.profile.schema import Checker, Number, join
 from harness.profile.yamlsrc import Node, load_file
 
 TRANSPORTS = ("ssh", "local")
 HOST_KEY_POLICIES = ("reject", "accept-new")
 _HOST_KEYS = ("address", "port", "user", "key", "known_hosts", "become", "data_address",
               "netns", "iface", "transport", "host_key_policy", "cpus")
+INVENTORY_KEYS = ("transport", "host_key_policy", "hosts", "ssh_config")
+HOST_NUMBERS = {"port": Number(1, 65535, integer=True), "cpus": Number(1, 8192, integer=True)}
+BECOME = ("sudo",)
+HOSTNAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9-]{1,63})*")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _IFACE = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 _USER = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}\$?$")
@@ -95,8 +99,7 @@ def load_inventory(path: str | Path) -> Inventory:
                  for name, (node, key_path) in ansible_hosts(check, data).items()}
         check.raise_if_any()
         return Inventory(str(path), found)
-    check.keys(data, "", ("transport", "host_key_policy", "hosts", "ssh_config"),
-               required=("hosts",))
+    check.keys(data, "", INVENTORY_KEYS, required=("hosts",))
     defaults = {
         "transport": check.choice(data, "transport", "", TRANSPORTS, default="ssh"),
         "host_key_policy": check.choice(data, "host_key_policy", "", HOST_KEY_POLICIES,
@@ -127,11 +130,10 @@ def _host(check: Checker, name: str, node: Node, path: str, defaults: dict[str, 
                                   default=defaults["transport"]),
         "host_key_policy": check.choice(node, "host_key_policy", path, HOST_KEY_POLICIES,
                                         default=defaults["host_key_policy"]),
-        "port": check.number(node, "port", path, minimum=1, maximum=65535, integer=True,
-                             default=22),
+        "port": check.num(node, "port", path, HOST_NUMBERS["port"], default=22),
         "port_set": "port" in node,
-        "become": check.choice(node, "become", path, ("sudo",)),
-        "cpus": check.number(node, "cpus", path, minimum=1, maximum=8192, integer=True),
+        "become": check.choice(node, "become", path, BECOME),
+        "cpus": check.num(node, "cpus", path, HOST_NUMBERS["cpus"]),
         "ssh_config": (str(Path(defaults["ssh_config"]).expanduser())
                        if defaults.get("ssh_config") else None),
     }
@@ -161,4 +163,4 @@ def _valid_address(text: str) -> bool:
         ipaddress.ip_address(text)
         return True
     except ValueError:
-        return bool(re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9-]{1,63})*", text))
+        return bool(HOSTNAME.fullmatch(text))

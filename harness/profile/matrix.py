@@ -28,6 +28,7 @@ from harness.profile.yamlsrc import Node, Seq
 RESERVED = ("iface", "target", "bind", "duration", "workdir", "trial", "variant")
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=+-]{0,63}$")
+MATRIX_KEYS = ("parameters", "name", "exclude", "variants")
 
 
 @dataclass(frozen=True)
@@ -48,8 +49,7 @@ def parse_matrix(check: Checker, node: Node, path: str = "matrix") -> Matrix:
     """A `matrix:` mapping, short form (parameters only) or long form."""
     long_form = "parameters" in node
     if long_form:
-        check.keys(node, path, ("parameters", "name", "exclude", "variants"),
-                   required=("parameters",))
+        check.keys(node, path, MATRIX_KEYS, required=("parameters",))
         params_node = check.mapping(node["parameters"], node.where("parameters"),
                                     join(path, "parameters")) or Node()
         params_path = join(path, "parameters")

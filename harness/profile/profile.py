@@ -27,7 +27,7 @@ from harness.profile.matrix import (
     substitute,
 )
 from harness.profile.merge import clone, deep_merge, plain
-from harness.profile.schema import Checker, join, suggest
+from harness.profile.schema import Checker, Number, join, suggest
 from harness.profile.sections import (
     CollectSpec,
     TableRow,
@@ -44,6 +44,12 @@ TOP_KEYS = ("name", "description", "extends", "hosts", "setup", "workload", "col
             "on_mismatch", "metrics", "matrix", "warmup_trials")
 VARIANT_KEYS = ("description", "setup", "workload", "collect")
 ORDERS = ("interleaved", "randomized", "blocked")
+ON_MISMATCH = ("fail", "warn")
+ROLE_KEYS = ("host", "iface")
+METRIC_KEYS = ("direction", "min_effect", "max_regression")
+DIRECTIONS = ("lower", "higher")
+TOP_NUMBERS = {"repeat": Number(1, 10000, integer=True), "seed": Number(0, integer=True),
+               "cooldown": Number(0, 3600), "warmup_trials": Number(0, 100, integer=True)}
 
 
 @dataclass(frozen=True)
@@ -274,7 +280,7 @@ def _roles(check: Checker, document: Node) -> dict[str, RoleSpec]:
         node = check.mapping(raw, hosts.where(role), path)
         if node is None:
             continue
-        check.keys(node, path, ("host", "iface"), required=("host",))
+        check.keys(node, path, ROLE_KEYS, required=("host",))
         host = check.get(node, "host", path, str)
         iface = check.get(node, "iface", path, str)
         if iface is not None:
@@ -308,23 +314,21 @@ def _variant(check: Checker, name: str, doc: Node, overlay: Node,
 
 
 def _top_level(check: Checker, document: Node) -> dict[str, Any]:
-    seed = check.number(document, "seed", "", integer=True, minimum=0)
+    seed = check.num(document, "seed", "", TOP_NUMBERS["seed"])
     order = check.choice(document, "order", "", ORDERS, default="interleaved")
     if order == "randomized" and seed is None:
         seed = random.SystemRandom().randrange(2**31)  # recorded in the manifest
     for key in ("name", "description"):
         check.get(document, key, "", str)
     return {
-        "repeat": check.number(document, "repeat", "", integer=True, minimum=1, maximum=10000,
-                               default=1),
+        "repeat": check.num(document, "repeat", "", TOP_NUMBERS["repeat"], default=1),
         "order": order,
         "seed": seed,
-        "cooldown": float(check.number(document, "cooldown", "", minimum=0, maximum=3600,
-                                       default=0)),
-        "on_mismatch": check.choice(document, "on_mismatch", "", ("fail", "warn"),
-                                    default="fail"),
-        "warmup_trials": check.number(document, "warmup_trials", "", integer=True, minimum=0,
-                                      maximum=100, default=0),
+        "cooldown": float(check.num(document, "cooldown", "", TOP_NUMBERS["cooldown"],
+                                    default=0)),
+        "on_mismatch": check.choice(document, "on_mismatch", "", ON_MISMATCH, default="fail"),
+        "warmup_trials": check.num(document, "warmup_trials", "", TOP_NUMBERS["warmup_trials"],
+                                   default=0),
         "metrics": _metrics(check, document),
     }
 
@@ -340,9 +344,9 @@ def _metrics(check: Checker, document: Node) -> dict[str, MetricPolicy]:
         spec = check.mapping(raw, node.where(name), path)
         if spec is None:
             continue
-        check.keys(spec, path, ("direction", "min_effect", "max_regression"))
+        check.keys(spec, path, METRIC_KEYS)
         out[name] = MetricPolicy(
-            direction=check.choice(spec, "direction", path, ("lower", "higher")),
+            direction=check.choice(spec, "direction", path, DIRECTIONS),
             min_effect=_percent(check, spec, "min_effect", path),
             max_regression=_percent(check, spec, "max_regression", path),
         )

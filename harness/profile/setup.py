@@ -27,6 +27,12 @@ NAPI_ATTRS: dict[str, Any] = {
 }
 ETHTOOL_GROUPS = ("coalesce", "channels", "features")
 POLICIES = ("fifo", "rr", "other", "batch", "idle")
+QUEUE_KEYS = {"rps": ("cpus", "queues", "flow_cnt"), "xps": ("cpus", "queues")}
+IRQ_AFFINITY_KEYS = ("cpus", "match")
+NAPI_THREAD_KEYS = ("cpus", "policy", "priority")
+CPUFREQ_KEYS = ("cpus", "governor")
+IRQBALANCE = ("stopped", "running")
+RPS_FLOW_CNT = knobs.integer(0, 2**31)
 _ETHTOOL_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 _GOVERNOR = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 
@@ -127,7 +133,7 @@ def _queues_kind(kind: str) -> Any:
 
     def parse(check: Checker, node: Node, path: str, role: str) -> list[knobs.Setting]:
         out = []
-        allowed = ("cpus", "queues", "flow_cnt") if kind == "rps" else ("cpus", "queues")
+        allowed = QUEUE_KEYS[kind]
         for iface, spec, ipath in _interfaces(check, node, path, short=True):
             check.keys(spec, ipath, allowed)
             queues = check.string_list(spec, "queues", ipath) or [
@@ -144,7 +150,7 @@ def _queues_kind(kind: str) -> Any:
                 if value is not None:
                     out += [knobs.Setting(role, kind, f"{iface}/{q}", value) for q in queues]
             if "flow_cnt" in spec:
-                value = _value(check, spec, "flow_cnt", ipath, knobs.integer(0, 2**31))
+                value = _value(check, spec, "flow_cnt", ipath, RPS_FLOW_CNT)
                 if value is not None:
                     out += [knobs.Setting(role, "rps_flow_cnt", f"{iface}/{q}", value)
                             for q in queues]
@@ -212,7 +218,7 @@ def _irq_affinity(check: Checker, node: Node, path: str, role: str) -> list[knob
     every IRQ of the interface (or those whose /proc/interrupts name matches)."""
     out = []
     for iface, spec, ipath in _interfaces(check, node, path, short=True):
-        check.keys(spec, ipath, ("cpus", "match"), required=("cpus",))
+        check.keys(spec, ipath, IRQ_AFFINITY_KEYS, required=("cpus",))
         match = check.get(spec, "match", ipath, str)
         if match is not None:
             try:
@@ -234,7 +240,7 @@ def _napi_threads(check: Checker, node: Node, path: str, role: str) -> list[knob
     interface's napi/IFACE-ID kthreads; `backlog:` for backlog_napi/N threads."""
     out = []
     for owner, spec, opath in _interfaces(check, node, path, also=("backlog",)):
-        check.keys(spec, opath, ("cpus", "policy", "priority"))
+        check.keys(spec, opath, NAPI_THREAD_KEYS)
         if "cpus" in spec:
             value = _value(check, spec, "cpus", opath, knobs.cpu_list)
             if value:
@@ -255,7 +261,7 @@ def _napi_threads(check: Checker, node: Node, path: str, role: str) -> list[knob
 
 def _irqbalance(check: Checker, value: Any, where: Any, path: str,
                 role: str) -> list[knobs.Setting]:
-    if value not in ("stopped", "running"):
+    if value not in IRQBALANCE:
         check.error(where, path, f"expected stopped or running, got {value!r}")
         return []
     return [knobs.Setting(role, "irqbalance", "irqbalance", str(value))]
@@ -263,7 +269,7 @@ def _irqbalance(check: Checker, value: Any, where: Any, path: str,
 
 def _cpufreq(check: Checker, node: Node, path: str, role: str) -> list[knobs.Setting]:
     """`cpufreq: {cpus: "0-3", governor: performance}` (scaling_governor per CPU)."""
-    check.keys(node, path, ("cpus", "governor"), required=("cpus", "governor"))
+    check.keys(node, path, CPUFREQ_KEYS, required=CPUFREQ_KEYS)
     cpu_list = _value(check, node, "cpus", path, knobs.cpu_list) if "cpus" in node else None
     governor = check.get(node, "governor", path, str)
     if governor is not None and not _GOVERNOR.match(governor):

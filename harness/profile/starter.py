@@ -13,7 +13,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from harness.profile import cpus
+from harness.profile import cpus, shipped
 
 # (tool, what the client needs, what the server needs): the first both hosts have wins.
 TOOL_PREFERENCE = (
@@ -107,6 +107,7 @@ def profile_text(client: StarterHost, server: StarterHost, *, inventory: str,
     collect = "{roles: [server]" + (f', cpus: "{server.workload_cpu()}"'
                                     if server.workload_cpu() else "") + "}"
     lines = [
+        f"# yaml-language-server: $schema={shipped.schema_file('profile')}",
         f"# A starter A/B written by `napilab init` on {dt.date.today()} {source}.",
         "# Every key is documented in docs/profiles.md; `napilab schema profile` prints",
         "# the JSON Schema editors use to complete and check it.",
@@ -136,7 +137,8 @@ def profile_text(client: StarterHost, server: StarterHost, *, inventory: str,
 
 def inventory_text() -> str:
     """Two placeholder lab hosts (documentation addresses) to replace with real ones."""
-    return """\
+    return f"""\
+# yaml-language-server: $schema={shipped.schema_file('inventory')}
 # A starter inventory written by `napilab init`: replace the addresses, users and keys
 # with your lab's, then `napilab hosts check -i inventory.yaml` shows what each host
 # has and `napilab init -i inventory.yaml DIR` writes a profile fitted to them.

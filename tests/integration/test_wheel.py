@@ -76,6 +76,11 @@ def test_init_writes_files_that_validate(installed: Installed) -> None:
     assert result.returncode == 0, result.stderr
     lab = installed.home / "lab"
     assert sorted(p.name for p in lab.iterdir()) == ["inventory.yaml", "profile.yaml"]
+    for name in ("profile", "inventory"):  # editors find the installed schema
+        first = (lab / f"{name}.yaml").read_text().splitlines()[0]
+        schema = Path(first.removeprefix("# yaml-language-server: $schema="))
+        assert schema.is_file() and str(schema).startswith(str(installed.venv)), first
+        assert schema.read_text() == installed.napilab("schema", name).stdout
     check = installed.napilab("validate", "lab/profile.yaml", "-i", "lab/inventory.yaml")
     assert check.returncode == 0, check.stderr
     assert "3 variant(s), 15 trial(s)" in check.stdout
