@@ -54,10 +54,16 @@ def _refuse(found: Confounders) -> InputError:
               help="A host fact or knob that is meant to differ, by key prefix "
                    "(kernel, cmdline, nics.eth0.firmware-version, ...); repeatable.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True)
+              show_default=True, help="The table as text, or as JSON with the confounders.")
 def compare(run_a: str, run_b: str, allow_mismatch: bool, intended: tuple[str, ...],
             fmt: str) -> None:
-    """A/B across two runs, variants matched by name; RUN_A is the baseline."""
+    """A/B across two runs, variants matched by name; RUN_A is the baseline.
+
+    \b
+    Examples:
+      napilab compare results/demo/20261128T* results/demo/20261129T*
+      napilab compare RUN_A RUN_B --intended kernel --format json
+    """
     from reports.ab.compare import load_run
     from reports.ab.cross_run import compare_runs, matched_variants
     from reports.ab.table_json import table_doc
@@ -97,7 +103,13 @@ def compare(run_a: str, run_b: str, allow_mismatch: bool, intended: tuple[str, .
               help="Write the JSON summary here.")
 def check(run_dir: str, baseline: str, limits: tuple[str, ...], junit_path: str | None,
           json_path: str | None) -> None:
-    """Nightly gate: exit 3 if RUN_DIR regressed significantly beyond a threshold."""
+    """Nightly gate: exit 3 if RUN_DIR regressed significantly beyond a threshold.
+
+    \b
+    Examples:
+      napilab check RUN_DIR --baseline results --junit junit.xml
+      napilab check RUN_DIR --baseline OLD_RUN --max-regression latency_p99=10
+    """
     from reports.ab.compare import load_run
     from reports.nightly.check import (
         CHECK_FILE,
@@ -152,7 +164,11 @@ def aa_plan(bound: Plan) -> Plan:
 @run_options
 def calibrate(profile: str, inventory: str, results: str, transport: str | None) -> None:
     """A/A run of the baseline variant: noise per metric and the smallest change the
-    profile's repeat count can detect."""
+    profile's repeat count can detect.
+
+    \b
+    Example:
+      napilab calibrate profile.yaml -i lab.yaml -o results"""
     from harness.cli.execute import execute, load
     from reports.ab.calibration import calibrate_run, calibration_json, calibration_text
     from reports.ab.compare import load_run

@@ -20,10 +20,16 @@ import click
                    "report.table metrics, else the workload's latency and throughput.")
 @click.option("--host", help="Only values measured on this host.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True)
+              show_default=True, help="A table per variant, or JSON.")
 def history(results: str, profile: str, metrics: tuple[str, ...], host: str | None,
             fmt: str) -> None:
-    """Trend across the runs of a profile: per run, the median of each metric per variant."""
+    """Trend across the runs of a profile: per run, the median of each metric per variant.
+
+    \b
+    Examples:
+      napilab history results --profile nightly-example
+      napilab history results --profile demo --metric rtt_avg --host a
+    """
     from reports.nightly.history import history as build
     from reports.nightly.history import history_json, history_text
 
@@ -41,7 +47,13 @@ def history(results: str, profile: str, metrics: tuple[str, ...], host: str | No
 @click.option("--base-url", metavar="URL",
               help="Where the site is served; makes the feed's links absolute.")
 def publish(results: str, site_dir: str, raw: str, base_url: str | None) -> None:
-    """Static site of every run under RESULTS: index, trends, reports, Atom feed."""
+    """Static site of every run under RESULTS: index, trends, reports, Atom feed.
+
+    \b
+    Examples:
+      napilab publish results /srv/www/napilab --raw copy
+      napilab publish results site --base-url https://lab.example/napilab/
+    """
     from reports.nightly.site import publish as build
 
     site = build(results, site_dir, raw=raw, base_url=base_url)
