@@ -19,8 +19,9 @@ import click
               help="metric or source.metric; repeatable. Default: the newest run's "
                    "report.table metrics, else the workload's latency and throughput.")
 @click.option("--host", help="Only values measured on this host.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="A table per variant, or JSON.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text",
+              show_default=True, help="Tables, JSON, or CSV: a row per run, metric and "
+                                      "variant.")
 def history(results: str, profile: str, metrics: tuple[str, ...], host: str | None,
             fmt: str) -> None:
     """Trend across the runs of a profile: per run, the median of each metric per variant.
@@ -29,12 +30,15 @@ def history(results: str, profile: str, metrics: tuple[str, ...], host: str | No
     Examples:
       napilab history results --profile nightly-example
       napilab history results --profile demo --metric rtt_avg --host a
+      napilab history results --profile demo --format csv > demo.csv
     """
     from reports.nightly.history import history as build
     from reports.nightly.history import history_json, history_text
+    from reports.nightly.history_csv import history_csv
 
     found = build(results, profile, metrics, host)
-    click.echo(history_json(found) if fmt == "json" else history_text(found), nl=False)
+    render = {"json": history_json, "csv": history_csv, "text": history_text}[fmt]
+    click.echo(render(found), nl=False)
 
 
 @click.command()

@@ -41,7 +41,7 @@ from harness.transport.connect import close, connect
 from runners.registry import PARSERS
 
 DEMO_PROFILE = shipped.profile("demo.yaml")
-REPORT_FORMATS = ("html", "text", "md", "json", "junit")
+REPORT_FORMATS = ("html", "text", "md", "json", "junit", "csv")
 
 
 def _say(line: str) -> None:
@@ -153,7 +153,8 @@ def run(profile: str, inventory: str, results: str, transport: str | None, keep_
 @click.option("--format", "formats", default="html", show_default=True,
               type=FormatList(REPORT_FORMATS),
               help="text is printed; the others are written to "
-                   "RUN_DIR/report.{html,md,json,junit.xml}.")
+                   "RUN_DIR/report.{html,md,json,junit.xml}, csv (the tidy samples table) "
+                   "to RUN_DIR/samples.csv.")
 def report(run_dir: str, formats: list[str]) -> None:
     """Render reports from a stored run (no host is contacted).
 
@@ -161,6 +162,7 @@ def report(run_dir: str, formats: list[str]) -> None:
     Examples:
       napilab report results/demo/20261129T204634Z-bbc627aa
       napilab report RUN_DIR --format text,md       # cover letter table, pull request
+      napilab report RUN_DIR --format csv           # RUN_DIR/samples.csv
     """
     from reports.formats.render import report_files
 
