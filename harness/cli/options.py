@@ -60,9 +60,10 @@ class FormatList(click.ParamType[list[str]]):
 
 def inventory_option(*, required: bool = True, help: str | None = None) -> Callable[[F], F]:
     return click.option("-i", "--inventory", required=required,
-                        type=click.Path(dir_okay=False),
-                        help=help or "Inventory of the hosts (napilab's YAML or an "
-                                     "Ansible inventory).")
+                        type=click.Path(dir_okay=False, allow_dash=True),
+                        help=help or "Inventory of the hosts: napilab's YAML, or Ansible's "
+                                     "(YAML, INI, `ansible-inventory --list` JSON; - reads "
+                                     "standard input).")
 
 
 def transport_option(command: F) -> F:

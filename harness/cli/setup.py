@@ -43,7 +43,8 @@ def _checked(hosts: list[Host]) -> dict[str, StarterHost]:
 
 @click.command()
 @click.argument("directory", default=".", type=click.Path(file_okay=False))
-@click.option("-i", "--inventory", type=click.Path(dir_okay=False, exists=True),
+@click.option("-i", "--inventory", type=click.Path(dir_okay=False, exists=True,
+                                                  allow_dash=True),
               help="Fit the profile to these hosts: runs `hosts check` on them (connects, "
                    "changes nothing) and writes only profile.yaml.")
 @click.option("--server", metavar="HOST", help="Inventory host of the server role "

@@ -24,7 +24,7 @@ from typing import Any
 
 from harness.errors import InputError
 from harness.profile.schema import Checker, Number, join
-from harness.profile.yamlsrc import Node, load_file
+from harness.profile.yamlsrc import Node, load_text, read_file
 
 TRANSPORTS = ("ssh", "local")
 HOST_KEY_POLICIES = ("reject", "accept-new")
@@ -84,19 +84,38 @@ class Inventory:
                                     for n, h in self.hosts.items()})
 
 
+def _parse(path: str | Path) -> Any:
+    """The inventory's data: YAML or JSON, or an INI inventory as its group tree."""
+    from harness.profile.inventory_formats import looks_like_ini, parse_ini
+
+    text = read_file(path)
+    name = "<stdin>" if str(path) == "-" else str(path)
+    if Path(name).suffix not in (".yaml", ".yml", ".json") and looks_like_ini(text):
+        return parse_ini(text, name)
+    return load_text(text, name)
+
+
 def load_inventory(path: str | Path) -> Inventory:
-    """napilab's own inventory format, or an Ansible YAML inventory (detected by a
-    top-level `all:` or a group holding `hosts:`/`children:`)."""
-    data = load_file(path)
+    """napilab's own inventory format (a top-level `hosts:`), or an Ansible inventory:
+    YAML (groups such as `all:`), INI, or `ansible-inventory --list` JSON, with
+    `group_vars/` and `host_vars/` beside the file. `-` reads standard input."""
+    data = _parse(path)
     check = Checker()
     if not isinstance(data, Node):
         raise InputError(f"{path}: an inventory is a mapping with a `hosts:` key")
     if "hosts" not in data and data:
-        from harness.profile.inventory_ansible import ansible_hosts
+        from harness.profile.inventory_ansible import ansible_hosts, relocate
+        from harness.profile.inventory_formats import GroupVars, from_list_json, is_list_json
 
+        origins: dict[Any, str] = {}
+        if is_list_json(data):
+            data = from_list_json(data, origins)
+        files = GroupVars(Path(path) if str(path) != "-" else None)
         ansible_defaults = {"transport": "ssh", "host_key_policy": "reject", "ssh_config": None}
         found = {name: _host(check, name, node, key_path, ansible_defaults)
-                 for name, (node, key_path) in ansible_hosts(check, data).items()}
+                 for name, (node, key_path)
+                 in ansible_hosts(check, data, files, origins).items()}
+        check.problems = relocate(check.problems, origins)
         check.raise_if_any()
         return Inventory(str(path), found)
     check.keys(data, "", INVENTORY_KEYS, required=("hosts",))

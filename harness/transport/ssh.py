@@ -4,7 +4,10 @@ host reused for every command of a run, reconnect with backoff when it drops."""
 from __future__ import annotations
 
 import contextlib
+import os
+import select
 import shlex
+import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -99,6 +102,48 @@ class SSHProcess:
                              time.time() - self._start)
 
 
+class _ProxyCommand(paramiko.ProxyCommand):
+    """paramiko's ProxyCommand, except that the command's exit ends the connection at
+    once with its exit status and stderr (paramiko's reads an exited command's empty
+    output until the banner timeout), and close() reaps the process."""
+
+    def recv(self, size: int) -> bytes:
+        stdout = self.process.stdout
+        assert stdout is not None
+        ready, _, _ = select.select([stdout], [], [], self.timeout)
+        if not ready:
+            raise TimeoutError(f"ProxyCommand: nothing within {self.timeout}s")
+        data = os.read(stdout.fileno(), size)
+        if not data:
+            try:
+                code = self.process.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                code = None
+            err = self.process.stderr.read().decode(errors="replace").strip() \
+                if code is not None and self.process.stderr else ""
+            raise paramiko.ProxyCommandFailure(shlex.join(self.cmd),
+                                               f"closed its output (exit {code}): {err}")
+        return data
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=5)
+
+
+def _connect(client: paramiko.SSHClient, sock: Any, **options: Any) -> None:
+    """client.connect, closing what it opened when it fails: a failed attempt leaves no
+    ProxyCommand process or jump channel behind (reconnects make new ones)."""
+    try:
+        client.connect(sock=sock, **options)
+    except BaseException:
+        client.close()
+        if sock is not None:
+            sock.close()
+        raise
+
+
 class SSHTransport:
     """One paramiko connection to `host`, opened on first use and kept for the run."""
 
@@ -119,9 +164,9 @@ class SSHTransport:
         endpoint = sshconfig.resolve(self.host, sshconfig.load_config(self.host.ssh_config))
         return self._open(endpoint)
 
-    def _open(self, endpoint: sshconfig.Endpoint) -> paramiko.SSHClient:
-        """A client connected to `endpoint`, through its ProxyJump hops if any (the jump
-        connections are kept open for as long as the target's)."""
+    def _proxy(self, endpoint: sshconfig.Endpoint) -> Any:
+        """The socket the connection to `endpoint` goes through: a direct-tcpip channel
+        from its last ProxyJump hop, a ProxyCommand's pipes, or None (TCP)."""
         host = self.host
         sock: Any = None
         if endpoint.jump is not None:
@@ -136,6 +181,19 @@ class SSHTransport:
             except (paramiko.SSHException, OSError) as exc:
                 raise HostError(f"{host.name}: jump host {endpoint.jump.describe()} cannot "
                                 f"reach {endpoint.hostname}:{endpoint.port}: {exc}") from None
+        elif endpoint.proxy_command:
+            try:
+                sock = _ProxyCommand(endpoint.proxy_command)
+            except (paramiko.SSHException, OSError) as exc:
+                raise HostError(f"{host.name}: ProxyCommand {endpoint.proxy_command!r} "
+                                f"failed: {exc}") from None
+        return sock
+
+    def _open(self, endpoint: sshconfig.Endpoint) -> paramiko.SSHClient:
+        """A client connected to `endpoint`, through its ProxyJump hops (the jump
+        connections are kept open for as long as the target's) or its ProxyCommand."""
+        host = self.host
+        sock = self._proxy(endpoint)
         client = paramiko.SSHClient()
         if host.known_hosts:
             with contextlib.suppress(FileNotFoundError):
@@ -147,11 +205,12 @@ class SSHTransport:
         client.set_missing_host_key_policy(policy)
         keys: Any = list(endpoint.key_files) or None  # paramiko takes a str or a list
         try:
-            client.connect(
+            _connect(
+                client, sock,
                 hostname=endpoint.hostname, port=endpoint.port, username=endpoint.user,
                 key_filename=keys, look_for_keys=keys is None, allow_agent=keys is None,
                 timeout=self.connect_timeout, banner_timeout=self.connect_timeout,
-                auth_timeout=self.connect_timeout, sock=sock,
+                auth_timeout=self.connect_timeout,
             )
         except paramiko.BadHostKeyException as exc:
             raise HostError(f"{host.name}: host key of {exc.hostname} does not match "

@@ -190,7 +190,7 @@ CASES: dict[str, tuple[str, str]] = {
                        "host_key_policy: 'yolo' is not one of"),
     "inv-no-hosts": ("INV:\ntransport: ssh\nhosts: {}  # <-\n", "hosts: no hosts defined"),
     "inv-ansible-bad-port": ("INV:\nall:\n  hosts:\n    a: {ansible_port: x}  # <-\n",
-                             "all.hosts.a.port: expected an integer"),
+                             "all.hosts.a.ansible_port: expected an integer"),
     "inv-ansible-become": ("INV:\nall:\n  hosts:\n    a:\n      ansible_become: true\n"
                            "      ansible_become_method: su  # <-\n",
                            "napilab supports sudo"),
