@@ -18,6 +18,7 @@ class ExitCode(IntEnum):
     BAD_INPUT = 2
     REGRESSION = 3
     PARTIAL = 4
+    INCONCLUSIVE = 5  # `check` could judge no gated metric
     INTERRUPTED = 130
 
 

@@ -31,79 +31,118 @@ def _warn(line: str) -> None:
     click.echo(f"napilab: warning: {line}", err=True)
 
 
-def _describe(label: str, run: Any) -> str:
-    manifest = run.manifest
-    status = manifest.get("status", "?")
-    return f"{label}: {run.directory} (run {manifest.get('run_id')}, {status})"
-
-
-def _refuse(found: Confounders) -> InputError:
-    listed = "\n".join(f"  {d}" for d in found.confounders)
+def _refuse(found: list[tuple[Any, Confounders]], base: str) -> InputError:
+    listed = "\n".join(f"  {d.text(base, run.label)}" for run, f in found
+                        for d in f.confounders)
     return InputError(
         f"the runs differ in more than the knobs under test:\n{listed}",
         hint="--intended KEY declares a difference intended (e.g. --intended kernel for a "
              "kernel A/B); --allow-mismatch compares anyway and lists them")
 
 
+def _labelled(argument: str) -> tuple[str | None, str]:
+    """`LABEL=RUN_DIR` or `RUN_DIR` (an existing directory wins over a label split)."""
+    if Path(argument).is_dir():
+        return None, argument
+    label, sep, path = argument.partition("=")
+    if not sep:
+        raise InputError(f"{argument}: no such run directory")
+    if not Path(path).is_dir():
+        raise InputError(f"{argument}: no such run directory {path!r}",
+                         hint="write LABEL=RUN_DIR, e.g. Baseline=results/seed-001/...")
+    return label, path
+
+
 @click.command()
-@click.argument("run_a", type=click.Path(file_okay=False, exists=True))
-@click.argument("run_b", type=click.Path(file_okay=False, exists=True))
+@click.argument("runs", nargs=-1, required=True, metavar="[LABEL=]RUN_DIR...")
 @click.option("--allow-mismatch", is_flag=True,
               help="Compare even if host facts or read-back knobs differ (listed).")
 @click.option("--intended", multiple=True, metavar="KEY",
               help="A host fact or knob that is meant to differ, by key prefix "
                    "(kernel, cmdline, nics.eth0.firmware-version, ...); repeatable.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="The table as text, or as JSON with the confounders.")
-def compare(run_a: str, run_b: str, allow_mismatch: bool, intended: tuple[str, ...],
-            fmt: str) -> None:
-    """A/B across two runs, variants matched by name; RUN_A is the baseline.
+@click.option("--variant", "variants", multiple=True, metavar="NAME",
+              help="Compare only this variant (repeatable); default: every variant all "
+                   "runs have.")
+@click.option("--format", "fmt", type=click.Choice(["text", "md", "html", "json"]),
+              default="text", show_default=True,
+              help="The table as text, Markdown, a self-contained HTML page, or JSON with "
+                   "the confounders.")
+def compare(runs: tuple[str, ...], allow_mismatch: bool, intended: tuple[str, ...],
+            variants: tuple[str, ...], fmt: str) -> None:
+    """A/B across two or more runs, each under a label (Baseline=RUN_A Patched=RUN_B;
+    unlabelled: A, B, ...); the first run is the baseline. Columns are label x variant,
+    the label alone when one variant is compared.
 
     \b
     Examples:
-      napilab compare results/demo/20261128T* results/demo/20261129T*
-      napilab compare RUN_A RUN_B --intended kernel --format json
+      napilab compare results/demo/20261128T204634Z-aa results/demo/20261129T204634Z-bb
+      napilab compare Baseline=RUN_A Patched=RUN_B --intended kernel --format md
     """
     from reports.ab.compare import load_run
-    from reports.ab.cross_run import compare_runs, matched_variants
+    from reports.ab.cross_run import LabelledRun, check_labels, common_variants, compare_labelled
     from reports.ab.table_json import table_doc
+    from reports.formats import compare_page
     from reports.formats.render import text_table
 
-    a, b = load_run(run_a), load_run(run_b)
-    found = diff_manifests(a.manifest, b.manifest, matched_variants(a, b)).waive(intended)
-    if found.confounders and not allow_mismatch:
-        raise _refuse(found)
-    tab = compare_runs(a, b)
+    if len(runs) < 2:
+        raise InputError("compare needs two or more runs: [LABEL=]RUN_DIR [LABEL=]RUN_DIR ...")
+    parsed = [_labelled(arg) for arg in runs]
+    labels = check_labels([label for label, _ in parsed])
+    loaded = [LabelledRun(label, load_run(path)) for label, (_, path) in zip(labels, parsed,
+                                                                             strict=True)]
+    chosen = common_variants(loaded, variants)
+    base = loaded[0]
+    found = [(other, diff_manifests(base.run.manifest, other.run.manifest, chosen)
+              .waive(intended)) for other in loaded[1:]]
+    if any(f.confounders for _, f in found) and not allow_mismatch:
+        raise _refuse(found, base.label)
+    noted = [compare_page.Noted(kind, d.text(base.label, other.label))
+             for other, f in found for kind, diffs in (("intended", f.intended),
+                                                       ("mismatch", f.confounders))
+             for d in diffs]
+    tab = compare_labelled(loaded, chosen)
+    absent = compare_page.absent(loaded, chosen)
     if fmt == "json":
         click.echo(json.dumps({
-            "run_a": {"dir": str(a.directory), "run_id": a.manifest.get("run_id")},
-            "run_b": {"dir": str(b.directory), "run_id": b.manifest.get("run_id")},
-            "confounders": [d.as_dict() for d in found.confounders],
-            "intended": [d.as_dict() for d in found.intended],
+            "runs": [{"label": r.label, "dir": str(r.run.directory),
+                      "run_id": r.run.manifest.get("run_id")} for r in loaded],
+            "baseline": base.label, "variants": chosen,
+            "confounders": [{**d.as_dict(), "run": o.label} for o, f in found
+                            for d in f.confounders],
+            "intended": [{**d.as_dict(), "run": o.label} for o, f in found for d in f.intended],
             "allow_mismatch": allow_mismatch, "table": table_doc(tab)}, indent=1, default=str))
-        return
-    out = [_describe("A", a), _describe("B", b)]
-    out += [f"intended: {d}" for d in found.intended]
-    out += [f"MISMATCH (allowed): {d}" for d in found.confounders]
-    click.echo("\n".join(out) + "\n")
-    click.echo(text_table(tab), nl=False)
+    elif fmt == "md":
+        click.echo(compare_page.markdown(loaded, tab, noted, absent), nl=False)
+    elif fmt == "html":
+        click.echo(compare_page.html(loaded, tab, noted, absent), nl=False)
+    else:
+        out = [compare_page.describe(r.label, r.run) for r in loaded]
+        out += [f"{'intended' if n.kind == 'intended' else 'MISMATCH (allowed)'}: {n.text}"
+                for n in noted]
+        click.echo("\n".join(out) + "\n")
+        click.echo(text_table(tab, absent=absent), nl=False)
 
 
 @click.command()
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
 @click.option("--baseline", required=True, type=click.Path(file_okay=False, exists=True),
-              help="A run directory, or a results directory: its newest complete run of "
-                   "the same profile.")
+              help="A run directory, or a results directory: its pinned run of the same "
+                   "profile, else a pool of its last 5 runs that passed their gate.")
 @click.option("--max-regression", "limits", multiple=True, metavar="METRIC=PCT",
               help="Tolerated regression of METRIC (name or source.metric) in percent; "
-                   "repeatable. Default: the profile's max_regression, else 5.")
+                   "repeatable; gates METRIC too. Default: the profile's max_regression, "
+                   "else 5.")
+@click.option("--intended", multiple=True, metavar="KEY",
+              help="A difference that is meant to be there: `profile` accepts a baseline "
+                   "that ran a different profile digest; repeatable.")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False),
               help="Write JUnit XML here (one testcase per metric x variant).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False),
               help="Write the JSON summary here.")
-def check(run_dir: str, baseline: str, limits: tuple[str, ...], junit_path: str | None,
-          json_path: str | None) -> None:
-    """Nightly gate: exit 3 if RUN_DIR regressed significantly beyond a threshold.
+def check(run_dir: str, baseline: str, limits: tuple[str, ...], intended: tuple[str, ...],
+          junit_path: str | None, json_path: str | None) -> None:
+    """Nightly gate: exit 3 if RUN_DIR regressed beyond a threshold, 5 if nothing could be
+    judged.
 
     \b
     Examples:
@@ -111,36 +150,85 @@ def check(run_dir: str, baseline: str, limits: tuple[str, ...], junit_path: str 
       napilab check RUN_DIR --baseline OLD_RUN --max-regression latency_p99=10
     """
     from reports.ab.compare import load_run
-    from reports.nightly.check import (
-        CHECK_FILE,
-        find_baseline,
-        gate,
-        gate_json,
-        gate_text,
-        parse_thresholds,
-    )
+    from reports.nightly.baselines import find_reference
+    from reports.nightly.check import CHECK_FILE, gate, gate_json, gate_text, parse_thresholds
     from reports.nightly.junit import junit_xml
 
     thresholds = parse_thresholds(limits)
     candidate = load_run(run_dir)
-    report = gate(load_run(find_baseline(Path(baseline), candidate)), candidate, thresholds)
+    reference = find_reference(Path(baseline), candidate, intended="profile" in intended)
+    report = gate(reference, candidate, thresholds)
     if junit_path:
         atomic_write(Path(junit_path), junit_xml(report))
     summary = gate_json(report)
     if json_path:
         atomic_write(Path(json_path), summary)
-    # Kept with the run too: `napilab publish` builds its feed of regressions from these.
+    # Kept with the run too: `napilab publish` builds its feed of regressions from these,
+    # and the baseline pool of later nights takes only runs whose gate passed.
     atomic_write(candidate.directory / CHECK_FILE, summary)
     click.echo(gate_text(report), nl=False)
-    for label, run in (("candidate", candidate), ("baseline", report.baseline)):
+    for label, run in (("candidate", candidate), *(("baseline", r) for r in reference.runs)):
         if run.manifest.get("status") != "complete":
             _warn(f"{label} {run.directory} is {run.manifest.get('status')}: judged on its "
                   "completed trials only")
     for difference in report.confounders.confounders:
         _warn(f"runs differ: {difference}")
-    if report.cases and all(c.status in ("not-enough-data", "skipped") for c in report.cases):
-        _warn("no metric could be judged; a pass here means nothing (see `need n=`)")
+    if report.status == "inconclusive":
+        _warn("no gated metric could be judged: exit 5 (inconclusive), not a pass")
+        sys.exit(int(ExitCode.INCONCLUSIVE))
     sys.exit(int(ExitCode.REGRESSION if report.regressions else ExitCode.OK))
+
+
+@click.group()
+def baseline() -> None:
+    """Pin or unpin the reference run `check --baseline RESULTS` uses for a profile.
+
+    \b
+    Example:
+      napilab baseline pin results/nightly/20261129T204634Z-bbc627aa
+    """
+
+
+@baseline.command()
+@click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
+def pin(run_dir: str) -> None:
+    """Make RUN_DIR the reference of its profile (stored beside the results).
+
+    \b
+    Example:
+      napilab baseline pin results/nightly/20261129T204634Z-bbc627aa
+    """
+    from reports.ab.compare import load_run
+    from reports.nightly.baselines import PIN_FILE
+
+    run = load_run(run_dir)
+    if run.manifest.get("status") != "complete":
+        raise InputError(f"{run_dir} is {run.manifest.get('status')}: pin a complete run")
+    where = run.directory.resolve().parent / PIN_FILE
+    atomic_write(where, json.dumps({"run": run.directory.name,
+                                    "run_id": run.manifest.get("run_id")}) + "\n")
+    click.echo(f"pinned {run.directory.name} as the baseline of "
+               f"{(run.manifest.get('profile') or {}).get('name')} ({where})")
+
+
+@baseline.command()
+@click.argument("path", type=click.Path(file_okay=False, exists=True))
+def unpin(path: str) -> None:
+    """Remove the pin of PATH's profile (PATH: RESULTS/<profile> or one of its runs).
+
+    \b
+    Example:
+      napilab baseline unpin results/nightly
+    """
+    from reports.nightly.baselines import PIN_FILE
+
+    where = Path(path) / PIN_FILE
+    if not where.exists() and (Path(path) / "manifest.json").exists():
+        where = Path(path).resolve().parent / PIN_FILE
+    if not where.exists():
+        raise InputError(f"{path}: no pinned baseline there")
+    where.unlink()
+    click.echo(f"unpinned ({where}); check --baseline RESULTS uses the pool again")
 
 
 def aa_plan(bound: Plan) -> Plan:

@@ -13,6 +13,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -67,22 +68,42 @@ def cli(ctx: click.Context, show_traceback: bool) -> None:
     ctx.obj = {"traceback": show_traceback}
 
 
+def _design(prof: Any, strict: bool) -> None:
+    """Warn (stderr) when the profile's repeat and primary metrics cannot reach a verdict;
+    with --strict that is bad input (exit 2)."""
+    from harness.profile.design import design_warnings
+
+    found = design_warnings(prof)
+    for line in found:
+        _say(f"napilab: warning: {line}")
+    if found and strict:
+        raise InputError(f"{len(found)} design warning(s) (--strict)",
+                         hint="raise repeat, name fewer primary metrics under metrics:, "
+                              "or drop --strict")
+
+
+STRICT = click.option("--strict", is_flag=True,
+                      help="Exit 2 when the profile cannot reach a verdict (see warnings).")
+
+
 @cli.command()
 @click.argument("profile", type=click.Path(dir_okay=False))
 @inventory_option(required=False, help="Also check the profile against these hosts (roles, "
                   "interfaces, CPU counts).")
-def validate(profile: str, inventory: str | None) -> None:
+@STRICT
+def validate(profile: str, inventory: str | None, strict: bool) -> None:
     """Check a profile (and its binding to an inventory); touches no host.
 
     \b
     Examples:
       napilab validate profiles/demo.yaml
-      napilab validate profile.yaml -i lab.yaml
+      napilab validate profile.yaml -i lab.yaml --strict
     """
     plan, prof = _load(profile, inventory)
     trials = len(prof.trials())
     click.echo(f"{profile}: ok: {len(prof.variants)} variant(s), {trials} trial(s)"
                + (f", bound to {inventory}" if plan else ""))
+    _design(prof, strict)
 
 
 @cli.command()
@@ -90,7 +111,9 @@ def validate(profile: str, inventory: str | None) -> None:
 @inventory_option()
 @transport_option
 @json_option("the plan")
-def plan(profile: str, inventory: str, transport: str | None, as_json: bool) -> None:
+@STRICT
+def plan(profile: str, inventory: str, transport: str | None, as_json: bool,
+         strict: bool) -> None:
     """Print every command napilab would run, per host, trial by trial; touches nothing.
     `napilab run --dry-run` does the same.
 
@@ -99,14 +122,16 @@ def plan(profile: str, inventory: str, transport: str | None, as_json: bool) -> 
       napilab plan profiles/demo.yaml -i /run/napilab-testbed/inventory.yaml
       napilab plan profile.yaml -i lab.yaml --json | jq '.trials | length'
     """
-    _print_plan(profile, inventory, transport, as_json)
+    _print_plan(profile, inventory, transport, as_json, strict)
 
 
-def _print_plan(profile: str, inventory: str, transport: str | None, as_json: bool) -> None:
+def _print_plan(profile: str, inventory: str, transport: str | None, as_json: bool,
+                strict: bool = False) -> None:
     from harness.engine.plan_render import plan_json, plan_text
 
-    bound, _ = _load(profile, inventory, transport)
+    bound, prof = _load(profile, inventory, transport)
     assert bound is not None
+    _design(prof, strict)
     if as_json:
         click.echo(json.dumps(plan_json(bound), indent=1))
     else:
@@ -346,6 +371,7 @@ def demo(results: str, transport: str, profile_path: str) -> None:
 cli.add_command(cli_analysis.compare)
 cli.add_command(cli_analysis.check)
 cli.add_command(cli_analysis.calibrate)
+cli.add_command(cli_analysis.baseline)
 cli.add_command(cli_reports.history)
 cli.add_command(cli_reports.publish)
 cli.add_command(cli_setup.init)

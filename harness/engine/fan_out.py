@@ -56,11 +56,22 @@ class HostOps:
         def gather(name: str) -> dict[str, Any]:
             ifaces = [self.plan.iface_of(role) for role, h in self.plan.role_hosts.items()
                       if h.name == name]
-            return host_facts.gather(self.transports[name], [i for i in ifaces if i])
+            return host_facts.gather(self.transports[name], [i for i in ifaces if i],
+                                     self._binaries(name))
 
         facts = each_host(list(self.transports), gather)
         self.host_info = {name: host_facts.host_info(f) for name, f in facts.items()}
         return facts
+
+    def _binaries(self, host: str) -> set[str]:
+        """The workload programs any variant runs on `host`."""
+        out: set[str] = set()
+        for variant in self.plan.profile.variants:
+            workload = variant.workload
+            for side, process in (("client", workload.client), ("server", workload.server)):
+                if self.plan.host_of(process.role).name == host:
+                    out.update(host_facts.workload_binaries(workload.tool, side))
+        return out
 
     def changed_hosts(self, before: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
         """Hosts whose boot or kernel changed during the run, and what changed."""

@@ -122,6 +122,15 @@ def estimate(plan: Plan) -> float:
     return total + profile.cooldown * max(0, len(trials) - 1)
 
 
+def compared_text(pairs: tuple[tuple[str, str], ...]) -> str:
+    """`b, c with a; e with d`: each baseline after the variants compared with it."""
+    bases: dict[str, list[str]] = {}
+    for base, other in pairs:
+        bases.setdefault(base, []).append(other)
+    return "; ".join(f"{', '.join(others)} with {base}" for base, others in bases.items()) \
+        or "nothing (one variant per group)"
+
+
 def plan_json(plan: Plan) -> dict[str, Any]:
     trials = plan.trials()
     return {
@@ -130,6 +139,7 @@ def plan_json(plan: Plan) -> dict[str, Any]:
         "order": plan.profile.order, "seed": plan.profile.seed,
         "hosts": {name: {"transport": h.transport, "address": h.address}
                   for name, h in plan.hosts.items()},
+        "comparisons": [list(pair) for pair in plan.profile.comparisons],
         "steps": [{"trial": t.index, "variant": t.variant, "rep": t.rep,
                    "commands": steps(plan, t)} for t in trials],
     }
@@ -156,6 +166,8 @@ def plan_text(plan: Plan) -> str:
              + f", estimated {estimate(plan):.0f}s",
              "hosts: " + ", ".join(f"{n} ({h.transport} {h.address or h.netns or 'local'})"
                                    for n, h in plan.hosts.items())]
+    if any(v.group is not None for v in profile.variants):
+        lines.append("compared: " + compared_text(profile.comparisons))
     scripts = {text: name for name, text in _scripts().items()}
     used: dict[str, str] = {}
     for trial in trials:

@@ -1,5 +1,6 @@
 """Host facts recorded in the manifest: what a comparison must know to be honest
-(kernel, command line, CPUs, NIC driver and firmware, irqbalance, USER_HZ)."""
+(kernel, command line, CPUs, NIC driver and firmware, irqbalance, USER_HZ, and the
+version of every tool the run uses on the host)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,61 @@ FILES = {
 }
 
 
-def gather(transport: Transport, ifaces: Iterable[str] = ()) -> dict[str, Any]:
+# The first line each prints (iperf 3.12 (cJSON 1.7.15); sockperf, version 3.7-no.git;
+# Netperf version 2.7.0; ping from iputils 20221126; ethtool version 6.1).
+VERSION_ARGV = {
+    "iperf3": ["iperf3", "--version"],
+    "sockperf": ["sockperf", "--version"],
+    "netperf": ["netperf", "-V"],
+    "netserver": ["netserver", "-V"],
+    "ping": ["ping", "-V"],
+    "ethtool": ["ethtool", "--version"],
+}
+NEPER = ("tcp_rr", "udp_rr", "tcp_crr", "tcp_stream", "udp_stream")
+# neper has no version flag: the binary on PATH and its sha256 stand for it.
+_SHA256 = ["sh", "-c", 'p=$(command -v "$1") || exit 127; sha256sum -- "$p"', "napilab-sha"]
+
+
+def workload_binaries(tool: str, side: str) -> tuple[str, ...]:
+    """The programs a workload tool runs on its `side` (client or server) whose version
+    napilab can read; the `command` tool runs anything, so nothing is known of it."""
+    family, _, binary = tool.partition(".")
+    if family == "neper":
+        return (binary,)
+    if family == "netperf":
+        return ("netperf",) if side == "client" else ("netserver",)
+    if family in ("iperf3", "sockperf"):
+        return (family,)
+    return ("ping",) if family == "ping" and side == "client" else ()
+
+
+def tool_versions(transport: Transport, binaries: Iterable[str]) -> dict[str, str]:
+    """{binary: version line}, `absent` for a program the host does not have, and for
+    neper `PATH sha256:HEX`; ethtool is always read (napilab runs it on every host)."""
+    out = {}
+    for binary in sorted({*binaries, "ethtool"}):
+        if binary in NEPER:
+            result = transport.run([*_SHA256, binary], check=False)
+            digest, _, path = result.stdout.strip().partition("  ")
+            out[binary] = (f"{path} sha256:{digest}" if result.exit_code == 0 and path
+                           else _failed(result.exit_code, result.stderr))
+            continue
+        result = transport.run(VERSION_ARGV[binary], check=False)
+        lines = [ln.strip() for ln in (result.stdout or result.stderr).splitlines()
+                 if ln.strip()]
+        out[binary] = lines[0][:200] if result.exit_code == 0 and lines else _failed(
+            result.exit_code, result.stderr)
+    return out
+
+
+def _failed(exit_code: int, stderr: str) -> str:
+    if exit_code == 127:
+        return "absent"
+    return f"error: exit {exit_code}: {stderr.strip()[:160]}"
+
+
+def gather(transport: Transport, ifaces: Iterable[str] = (),
+           binaries: Iterable[str] | None = None) -> dict[str, Any]:
     files, _ = read_present(transport, list(FILES.values()))
     facts: dict[str, Any] = {}
     for name, path in FILES.items():
@@ -33,6 +88,8 @@ def gather(transport: Transport, ifaces: Iterable[str] = ()) -> dict[str, Any]:
     irqbalance = transport.run(["pgrep", "-x", "irqbalance"], check=False)
     facts["irqbalance"] = "running" if irqbalance.exit_code == 0 else "not running"
     facts["nics"] = {iface: _driver(transport, iface) for iface in sorted(set(ifaces))}
+    if binaries is not None:
+        facts["tool_versions"] = tool_versions(transport, binaries)
     return facts
 
 

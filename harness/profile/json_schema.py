@@ -172,20 +172,35 @@ def _process() -> Schema:
     })
 
 
+def _tool_args(name: str) -> Schema:
+    """`client.args` and `server.args` of tool NAME: its ArgSpecs and nothing else."""
+    tool = TOOLS[name]
+    return {"properties": {side: {"properties": {"args": obj(
+        {k: _arg(v) for k, v in args.items()})}}
+        for side, args in (("client", tool.client_args), ("server", tool.server_args))}}
+
+
 def _workload() -> Schema:
-    """Without `tool` (a variant's overlay) any args; with it, that tool's args only."""
+    """With `tool`, that tool's args only; without (a variant's overlay) the args of the
+    profile's tool, which profile_schema checks (any, when a parent file names it)."""
     properties: Schema = {key: _number(spec) for key, spec in sections.WORKLOAD_NUMBERS.items()}
     properties |= {"tool": {"enum": list(TOOLS)}, "client": _process(),
                    "server": _process()}
     assert set(properties) == set(sections.WORKLOAD_KEYS)
     out = obj(properties)
     out["allOf"] = [{"if": {"required": ["tool"], "properties": {"tool": {"const": name}}},
-                     "then": {"properties": {side: {"properties": {"args": obj(
-                         {k: _arg(v) for k, v in args.items()})}}
-                         for side, args in (("client", tool.client_args),
-                                            ("server", tool.server_args))}}}
-                    for name, tool in TOOLS.items()]
+                     "then": _tool_args(name)} for name in TOOLS]
     return out
+
+
+def _inherited_args() -> list[Schema]:
+    """A variant's workload without `tool` runs the profile's: its args are that tool's."""
+    return [{"if": {"required": ["workload"], "properties": {"workload": {
+                "required": ["tool"], "properties": {"tool": {"const": name}}}}},
+             "then": {"properties": {"variants": {"additionalProperties": {"properties": {
+                 "workload": {"if": {"not": {"required": ["tool"]}},
+                              "then": _tool_args(name)}}}}}}}
+            for name in TOOLS]
 
 
 def _collect() -> Schema:
@@ -217,7 +232,9 @@ def profile_schema() -> Schema:
     percent = leaf({"anyOf": [
         {"type": "number", "minimum": 0, "maximum": 1000},
         {"type": "string", "pattern": r"^\s*\d+(?:\.\d+)?\s*%?\s*$"}]})
-    overlay = {"description": STRING, "setup": {"$ref": "#/$defs/setup"},
+    overlay = {"description": STRING,
+               "group": {"type": "string", "pattern": _regex(profile._GROUP)},
+               "setup": {"$ref": "#/$defs/setup"},
                "workload": {"$ref": "#/$defs/workload"},
                "collect": {"$ref": "#/$defs/collect"}}
     assert set(overlay) == set(profile.VARIANT_KEYS)
@@ -236,7 +253,8 @@ def profile_schema() -> Schema:
         "order": {"enum": list(profile.ORDERS)},
         "on_mismatch": {"enum": list(profile.ON_MISMATCH)},
         "metrics": mapping_of(obj({"direction": {"enum": list(profile.DIRECTIONS)},
-                                   "min_effect": percent, "max_regression": percent})),
+                                   "min_effect": percent, "max_regression": percent,
+                                   "primary": {"type": "boolean"}})),
         "matrix": _matrix(),
         **{key: _number(spec) for key, spec in profile.TOP_NUMBERS.items()},
     }
@@ -250,6 +268,7 @@ def profile_schema() -> Schema:
         "if": {"required": ["extends"]}, "then": {},
         "else": {"required": ["hosts", "workload"],
                  "properties": {"workload": {"required": ["tool", "client"]}}},
+        "allOf": _inherited_args(),
         "$defs": {"setup": mapping_of(setup), "workload": _workload(), "collect": _collect(),
                   "cpu_list": CPU_LIST_DEF, "placeholder": _PLACEHOLDER},
     }

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,14 +43,15 @@ from harness.profile.yamlsrc import Node, load_file
 TOP_KEYS = ("name", "description", "extends", "hosts", "setup", "workload", "collect",
             "report", "variants", "baseline", "repeat", "order", "seed", "cooldown",
             "on_mismatch", "metrics", "matrix", "warmup_trials")
-VARIANT_KEYS = ("description", "setup", "workload", "collect")
+VARIANT_KEYS = ("description", "group", "setup", "workload", "collect")
 ORDERS = ("interleaved", "randomized", "blocked")
 ON_MISMATCH = ("fail", "warn")
 ROLE_KEYS = ("host", "iface")
-METRIC_KEYS = ("direction", "min_effect", "max_regression")
+METRIC_KEYS = ("direction", "min_effect", "max_regression", "primary")
 DIRECTIONS = ("lower", "higher")
 TOP_NUMBERS = {"repeat": Number(1, 10000, integer=True), "seed": Number(0, integer=True),
                "cooldown": Number(0, 3600), "warmup_trials": Number(0, 100, integer=True)}
+_GROUP = re.compile(r"[A-Za-z0-9][A-Za-z0-9._=+-]*")
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,7 @@ class MetricPolicy:
     direction: str | None = None  # lower | higher; None: napilab's default for the metric
     min_effect: float | None = None  # percent
     max_regression: float | None = None  # percent
+    primary: bool = True  # in the multiple-comparison family (harness.stats.family)
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,7 @@ class Variant:
     workload: WorkloadSpec
     collect: tuple[CollectSpec, ...]
     parameters: dict[str, Any] = field(default_factory=dict)  # matrix values
+    group: str | None = None  # compared with its group's first variant, not the baseline
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,19 @@ class Profile:
     @property
     def baseline(self) -> str:
         return self.variants[0].name
+
+    @property
+    def comparisons(self) -> tuple[tuple[str, str], ...]:
+        """(baseline, variant) of every compared variant: a variant with a `group` is
+        compared with the first variant of its group, one without with the first variant
+        without (the profile's baseline unless that one has a group)."""
+        firsts: dict[str | None, str] = {}
+        pairs = []
+        for variant in self.variants:
+            first = firsts.setdefault(variant.group, variant.name)
+            if first != variant.name:
+                pairs.append((first, variant.name))
+        return tuple(pairs)
 
     def variant(self, name: str) -> Variant:
         return next(v for v in self.variants if v.name == name)
@@ -150,8 +167,8 @@ def load_profile(path: str | Path) -> Profile:
         baseline = None
     variants = []
     for name, overlay, values in arms:
-        merged = deep_merge(_without_other_tool(base, overlay),
-                            Node({k: v for k, v in overlay.items() if k != "description"}))
+        merged = deep_merge(_without_other_tool(base, overlay), Node(
+            {k: v for k, v in overlay.items() if k not in ("description", "group")}))
         merged = substitute(merged, values)
         _unknown_placeholders(check, merged, values)
         variant = _variant(check, name, merged, overlay, roles, values)
@@ -305,12 +322,16 @@ def _variant(check: Checker, name: str, doc: Node, overlay: Node,
     collect_node = check.mapping(doc.get("collect"), doc.where("collect"), "collect") or Node()
     collect = parse_collect(check, collect_node, "collect", roles)
     description = str(overlay.get("description") or "")
+    group = check.get(overlay, "group", join("variants", name), str)
+    if group is not None and not _GROUP.fullmatch(group):
+        check.error(overlay.where("group"), join(join("variants", name), "group"),
+                    f"group name {group!r}: use letters, digits and . _ = + -")
     if values:
         swept = ", ".join(f"{k}={v}" for k, v in values.items())
         description = f"{description} ({swept})" if description else swept
     if workload is None:
         return None
-    return Variant(name, description, tuple(settings), workload, tuple(collect), values)
+    return Variant(name, description, tuple(settings), workload, tuple(collect), values, group)
 
 
 def _top_level(check: Checker, document: Node) -> dict[str, Any]:
@@ -335,7 +356,8 @@ def _top_level(check: Checker, document: Node) -> dict[str, Any]:
 
 def _metrics(check: Checker, document: Node) -> dict[str, MetricPolicy]:
     """`metrics: {latency_p99: {direction: lower, min_effect: 2%, max_regression: 5%}}`;
-    keys are a metric name or `source.metric`; percentages may be written 5 or "5%"."""
+    keys are a metric name or `source.metric`; percentages may be written 5 or "5%". A
+    metric named here is primary (judged in the Holm family) unless `primary: false`."""
     node = check.mapping(document.get("metrics"), document.where("metrics"), "metrics")
     out: dict[str, MetricPolicy] = {}
     for name, raw in (node or Node()).items():
@@ -345,10 +367,12 @@ def _metrics(check: Checker, document: Node) -> dict[str, MetricPolicy]:
         if spec is None:
             continue
         check.keys(spec, path, METRIC_KEYS)
+        primary = check.get(spec, "primary", path, bool)
         out[name] = MetricPolicy(
             direction=check.choice(spec, "direction", path, DIRECTIONS),
             min_effect=_percent(check, spec, "min_effect", path),
             max_regression=_percent(check, spec, "max_regression", path),
+            primary=primary is not False,
         )
     return out
 

@@ -1,7 +1,7 @@
 """Is the measurement good enough to believe? Noise vs effect, drift, A/A calibration.
 
 Pure (numpy + scipy). Inputs are per-repetition values of one metric, as in
-`harness.stats.stats`; `drift` additionally needs them in trial (execution) order.
+`harness.stats`; `drift` additionally needs them in trial (execution) order.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats as sps
 
-from harness.stats.power import min_attainable_p, minimal_detectable_effect, pooled_noise
+from harness.stats.power import minimal_detectable_effect, pooled_noise
 from harness.stats.stats import StatsError, Summary, clean, summarize
 
 
@@ -23,30 +23,46 @@ class NoiseCheck:
     """Whether the baseline's own uncertainty is larger than the effect being claimed."""
 
     cv: float | None  # coefficient of variation of the baseline
-    half_width: float | None  # of the baseline median CI, relative to the median
+    half_width: float | None  # of the baseline's 95% CI, relative to its median; None: unknown
     effect: float  # |relative change| being judged
-    exceeds: bool
+    exceeds: bool  # only ever True when the noise is known
     reason: str
+
+    @property
+    def known(self) -> bool:
+        return self.half_width is not None
 
 
 def noise_exceeds_effect(baseline: npt.ArrayLike, effect: float,
                          confidence: float = 0.95) -> NoiseCheck:
-    """Flag an effect smaller than the baseline's noise.
+    """Flag an effect smaller than the baseline's noise, when that noise is known.
 
     Method: the larger half of the binomial order-statistic CI of the baseline median
-    (`harness.stats.median_ci`), relative to the median, compared with |effect|. Without
-    such a CI (too few samples, or median 0) the noise is unknown and the flag is raised.
+    (`harness.stats.median_ci`, n >= 6), relative to the median; with 2-5 values, which
+    have no such CI, the half-width of the t interval of the mean of the logs (all
+    values positive). Compared with |effect|. With one value, a median of 0 or a value
+    <= 0 at n < 6 the noise is unknown: `exceeds` is False and the reason says so.
     """
     s = summarize(baseline, confidence)
     size = abs(effect)
-    if s.median_ci is None or s.median == 0:
-        why = s.note or "baseline median is 0"
-        return NoiseCheck(s.cv, None, size, True, f"noise unknown: {why}")
-    half = max(s.median - s.median_ci.low, s.median_ci.high - s.median) / abs(s.median)
+    half = None
+    if s.median_ci is not None and s.median != 0:
+        half = max(s.median - s.median_ci.low, s.median_ci.high - s.median) / abs(s.median)
+        how = "median CI"
+    else:
+        x, _ = clean(baseline)
+        if x.size >= 2 and bool(np.all(x > 0)):
+            sd = float(np.std(np.log(x), ddof=1))
+            half = math.expm1(float(sps.t.ppf((1 + confidence) / 2, x.size - 1)) * sd
+                              / math.sqrt(x.size))
+            how = "t interval of the log mean"
+    if half is None:
+        why = s.note if s.n < 2 or s.median == 0 else "values <= 0 and n < 6"
+        return NoiseCheck(s.cv, None, size, False, f"noise unknown: {why or 'one value'}")
     exceeds = half > size
     verb = "exceeds" if exceeds else "is below"
     return NoiseCheck(s.cv, half, size, exceeds,
-                      f"baseline CI half-width {half:.1%} {verb} the effect {size:.1%}")
+                      f"baseline {how} half-width {half:.1%} {verb} the effect {size:.1%}")
 
 
 @dataclass(frozen=True)
@@ -115,10 +131,11 @@ def calibrate(baseline: npt.ArrayLike, *, n_per_arm: int | None = None, alpha: f
     """A/A calibration from baseline-only repetitions (in trial order).
 
     Noise: CV and the binomial CI of the median. Detectability: the MDE of a two-arm
-    Mann-Whitney comparison with `n_per_arm` repetitions each (default: as many as given),
-    normal approximation on the log scale with this SD (`harness.stats_power`); None
-    where the test cannot reach alpha at that n. Also runs `drift` (Mann-Kendall), since a
-    trend inflates the SD and invalidates the exchangeability the tests assume.
+    comparison with `n_per_arm` repetitions each (default: as many as given) by the test
+    that applies at that n (`harness.stats.two_sample.choose_test`), normal approximation on
+    the log scale with this SD (`harness.stats.power`); None below 2 repetitions. Also
+    runs `drift` (Mann-Kendall), since a trend inflates the SD and invalidates the
+    exchangeability the tests assume.
     """
     x, _ = clean(baseline, "baseline")
     s = summarize(baseline, confidence)
@@ -130,9 +147,7 @@ def calibrate(baseline: npt.ArrayLike, *, n_per_arm: int | None = None, alpha: f
     width = (ci.high - ci.low) / abs(s.median) if ci and s.median else None
 
     def mde(k: int) -> float | None:
-        if noise is None or min_attainable_p(k, k) > alpha:
-            return None
-        return minimal_detectable_effect(noise, k, k, alpha, power)
+        return None if noise is None else minimal_detectable_effect(noise, k, k, alpha, power)
 
     trend = drift(baseline, alpha=alpha) if x.size >= 2 else None
     return Calibration(s, width, noise.sd if noise else None, alpha, power, n, mde(n),

@@ -34,6 +34,7 @@ class PooledPercentile:
     value: float  # of the pooled samples
     ci: tuple[float, float] | None  # cluster-bootstrap percentile CI; None if too few reps
     per_repetition: tuple[float, ...]  # the same percentile within each repetition
+    boot: tuple[float, ...] = ()  # the cluster-bootstrap replicates behind `ci`
 
     @property
     def spread(self) -> tuple[float, float]:
@@ -89,6 +90,7 @@ def pooled_percentiles(repetitions: Sequence[npt.ArrayLike],
     values = pooled[_rank(qs[None, :], np.array([pooled.size]))[0] - 1]
     per_rep = np.array([r[_rank(qs, np.array(r.size)) - 1] for r in reps])  # (R, Q)
     cis: list[tuple[float, float] | None] = [None] * qs.size
+    boots: list[tuple[float, ...]] = [()] * qs.size
     note = ""
     if len(reps) >= MIN_REPETITIONS_FOR_CI:
         rng = np.random.default_rng(seed)
@@ -98,12 +100,33 @@ def pooled_percentiles(repetitions: Sequence[npt.ArrayLike],
         low, high = np.percentile(boot, [100 * tail, 100 * (1 - tail)], axis=0,
                                   method="inverted_cdf")
         cis = [(float(lo), float(hi)) for lo, hi in zip(low, high, strict=True)]
+        boots = [tuple(float(v) for v in col) for col in boot.T]
     else:
         note = (f"{len(reps)} repetitions < {MIN_REPETITIONS_FOR_CI}: too few to bootstrap "
                 "over repetitions; no CI")
-    rows = tuple(PooledPercentile(float(q), float(v), ci, tuple(float(x) for x in col))
-                 for q, v, ci, col in zip(qs, values, cis, per_rep.T, strict=True))
+    rows = tuple(PooledPercentile(float(q), float(v), ci, tuple(float(x) for x in col), b)
+                 for q, v, ci, col, b in zip(qs, values, cis, per_rep.T, boots, strict=True))
     return PooledLatency(len(reps), int(pooled.size), confidence, n_boot, rows, note)
+
+
+def pooled_change(baseline: PooledPercentile, variant: PooledPercentile,
+                  confidence: float = 0.95) -> tuple[float, tuple[float, float] | None]:
+    """variant / baseline - 1 of the pooled percentiles (the value a pooled line shows)
+    and its cluster-bootstrap CI: percentiles of the ratio of the two arms' independent
+    replicates (pass replicates drawn with different seeds), with the expanded tail of
+    the arm with fewer repetitions. None without replicates for both arms."""
+    if baseline.value <= 0:
+        raise StatsError(f"pooled p{baseline.percentile:g}: baseline value {baseline.value:g}"
+                         " is not positive: no relative change")
+    change = variant.value / baseline.value - 1
+    if not baseline.boot or not variant.boot:
+        return change, None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.asarray(variant.boot) / np.asarray(baseline.boot) - 1
+    clusters = min(len(baseline.per_repetition), len(variant.per_repetition))
+    tail = _expanded_tail(confidence, clusters)
+    low, high = np.nanpercentile(ratio, [100 * tail, 100 * (1 - tail)])
+    return change, (float(low), float(high))
 
 
 def _expanded_tail(confidence: float, clusters: int) -> float:

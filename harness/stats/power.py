@@ -1,9 +1,10 @@
-"""Power and sample size for the comparisons of `harness.stats.stats` (per-repetition values).
+"""Power, sample size and reachability for the comparisons of `harness.stats.compare`.
 
 Pure (numpy + scipy). Method throughout: a normal approximation on the log scale, where
-the multiplicative noise of latency and throughput is roughly symmetric, using t quantiles
-(df = n1+n2-2) for small n, an efficiency factor for the decision rule actually used, and
-the hard floor that Mann-Whitney U cannot reach p below 2/C(n1+n2, n1).
+the multiplicative noise of latency and throughput is roughly symmetric, with t quantiles
+(df = n1+n2-2) for small n. For Welch's t on logs (the test below RANK_TEST_MIN_N
+repetitions) that is the test itself; for Mann-Whitney an efficiency factor accounts for
+the decision rule, and the hard floor 2/C(n1+n2, n1) below which its p cannot go applies.
 """
 
 from __future__ import annotations
@@ -16,24 +17,24 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
+from harness.stats.two_sample import RANK, RANK_TEST_MIN_N, WELCH, choose_test, rank_floor
+
 Array = npt.NDArray[np.float64]
 
-# The formulas are for a t-test on logs, inflated by 1/efficiency for the rule we run. A
-# verdict needs both Mann-Whitney U (efficiency 3/pi vs t for normal data) and the
-# bootstrap CI of the median ratio to exclude 0; the median's efficiency, 2/pi, binds.
-# With 3/pi, simulated power at the reported MDE was only ~70% (n=10, log-normal); with
-# 2/pi it is 84-86% for n=6..20 (benchmarks/stats_power.py prints it): slightly
-# conservative, which is the safe side for "n needed" and "detectable change".
+# A Mann-Whitney verdict needs both the test and the bootstrap CI of the median ratio to
+# exclude 0; the median's efficiency, 2/pi, binds. With 3/pi, simulated power at the
+# reported MDE was only ~70% (n=10, log-normal); with 2/pi it is 84-86% for n=10..20
+# (benchmarks/stats_power.py prints it): slightly conservative, the safe side.
 DECISION_EFFICIENCY = 2 / math.pi
+# What "a clean effect" means in the reachability message: the change Welch's t on logs
+# detects with 80% power at this noise (log-scale SD), the noise of the A/A runs of the
+# testbed's ping flood and of typical lab latency percentiles.
+REFERENCE_NOISE = 0.05
 
 
 def min_attainable_p(n1: int, n2: int) -> float:
     """Smallest two-sided Mann-Whitney p possible with these arm sizes: 2 / C(n1+n2, n1)."""
-    if n1 + n2 <= 1000:
-        return min(1.0, 2 / math.comb(n1 + n2, n1))
-    # lgamma, not math.comb: the sample-size search asks about n in the tens of thousands
-    log_comb = math.lgamma(n1 + n2 + 1) - math.lgamma(n1 + 1) - math.lgamma(n2 + 1)
-    return min(1.0, 2 * math.exp(-log_comb))
+    return rank_floor(n1, n2)
 
 
 @dataclass(frozen=True)
@@ -72,40 +73,103 @@ def min_n_per_arm(alpha: float) -> int:
     return n
 
 
-def minimal_detectable_effect(noise: Noise, n1: int, n2: int, alpha: float = 0.05,
-                              power: float = 0.8) -> float | None:
-    """Smallest |relative change| detected with `power` at two-sided `alpha`.
-
-    Method: normal approximation on the log scale, delta = (t(1-alpha/2) + t(power)) *
-    sd * sqrt((1/n1 + 1/n2) / E), t with n1+n2-2 df, E = DECISION_EFFICIENCY = 2/pi.
-    The result is an increase (a decrease of the same log size is 1 - 1/(1 + mde)).
-    None when Mann-Whitney cannot reach alpha with these arm sizes.
-    """
-    if min_attainable_p(n1, n2) > alpha:
-        return None
-    df = n1 + n2 - 2
+def _z(df: int, alpha: float, power: float, sides: int) -> float:
     # special.stdtrit is the t quantile without scipy.stats' per-call overhead (~25x faster)
-    z = special.stdtrit(df, 1 - alpha / 2) + special.stdtrit(df, power)
-    spread = math.sqrt((1 / n1 + 1 / n2) / DECISION_EFFICIENCY)
-    return noise.to_change(float(z) * noise.sd * spread)
+    return float(special.stdtrit(df, 1 - alpha / sides) + special.stdtrit(df, power))
+
+
+def minimal_detectable_effect(noise: Noise, n1: int, n2: int, alpha: float = 0.05,
+                              power: float = 0.8, *, sides: int = 2) -> float | None:
+    """Smallest |relative change| detected with `power` at level `alpha` (`sides` 2 or 1).
+
+    Method: delta = (t(1-alpha/sides) + t(power)) * sd * sqrt((1/n1 + 1/n2) / E), t with
+    n1+n2-2 df; E = 1 for Welch's t on logs (the test at these n, see
+    `harness.stats.two_sample.choose_test`), DECISION_EFFICIENCY = 2/pi for Mann-Whitney. The
+    result is an increase (a decrease of the same log size is 1 - 1/(1 + mde)). None with
+    fewer than 2 repetitions in an arm, or when Mann-Whitney cannot reach alpha at all.
+    """
+    if min(n1, n2) < 2:
+        return None
+    method = choose_test(n1, n2, noise.log_scale)
+    if method == RANK and min_attainable_p(n1, n2) * sides / 2 > alpha:
+        return None
+    efficiency = 1.0 if method == WELCH else DECISION_EFFICIENCY
+    spread = math.sqrt((1 / n1 + 1 / n2) / efficiency)
+    return noise.to_change(_z(n1 + n2 - 2, alpha, power, sides) * noise.sd * spread)
 
 
 def n_per_arm_needed(noise: Noise, change: float, alpha: float = 0.05, power: float = 0.8,
-                     n_max: int = 100_000) -> int | None:
+                     n_max: int = 100_000, *, sides: int = 2) -> int | None:
     """Repetitions per arm for `minimal_detectable_effect` to reach |change|; None if 0
-    change or more than n_max. Bisection: the MDE falls monotonically with n."""
+    change or more than n_max. Bisection: the MDE falls monotonically with n (at the
+    switch to Mann-Whitney it jumps up once, so the search starts on each side)."""
     if change == 0 or change <= -1:
         return None
     target = noise.to_delta(change)
 
     def enough(n: int) -> bool:
-        mde = minimal_detectable_effect(noise, n, n, alpha, power)
+        mde = minimal_detectable_effect(noise, n, n, alpha, power, sides=sides)
         return mde is not None and noise.to_delta(mde) <= target
 
-    low, high = min_n_per_arm(alpha), n_max
+    if noise.log_scale:
+        for n in range(2, RANK_TEST_MIN_N):
+            if enough(n):
+                return n
+    low, high = max(2, RANK_TEST_MIN_N if noise.log_scale else min_n_per_arm(alpha)), n_max
     if not enough(high):
         return None
     while low < high:
         mid = (low + high) // 2
         low, high = (low, mid) if enough(mid) else (mid + 1, high)
     return low
+
+
+@dataclass(frozen=True)
+class Reach:
+    """What a design (repetitions per arm, comparisons in the family) can judge."""
+
+    n: int
+    family: int
+    alpha: float
+    rank_floor: float  # smallest Holm-adjusted two-sided Mann-Whitney p: floor * family
+    distribution_free: bool  # rank_floor < alpha
+    clean_change: float | None  # change judged with 80% power at REFERENCE_NOISE
+    repeat_needed: int  # smallest repeat for a distribution-free verdict
+
+    @property
+    def ok(self) -> bool:
+        return self.n >= 2 and self.family >= 1 and self.distribution_free
+
+    def message(self) -> str:
+        """"" when ok, else what cannot be reached and what to change."""
+        if self.family < 1:
+            return ("no primary metric in the table: nothing is judged; name the metrics "
+                    "that matter under `metrics:`")
+        if self.n < 2:
+            return (f"repeat {self.n}: one repetition per variant has no spread, so no "
+                    f"verdict is possible; use repeat >= {self.repeat_needed}")
+        if self.distribution_free:
+            return ""
+        seen = "" if self.clean_change is None else (
+            f"; at {REFERENCE_NOISE:.0%} noise a change of {self.clean_change:+.0%} is then "
+            "judged 80% of the time")
+        return (f"repeat {self.n} with {self.family} primary comparison(s): smallest "
+                f"reachable adjusted p of a distribution-free (rank) test "
+                f"{self.rank_floor:.2g} > {self.alpha:g}, so every verdict rests on Welch's "
+                f"t on log values alone (a log-normal noise model){seen}; use repeat >= "
+                f"{self.repeat_needed} or name fewer primary metrics")
+
+
+def reachability(n: int, family: int, alpha: float = 0.05) -> Reach:
+    """Can a design with `n` repetitions per variant and `family` primary comparisons
+    (Holm) reach a verdict? Distribution-free when 2/C(2n, n) * family < alpha; below
+    that, only the model-based Welch's t on logs can, which `validate` and `plan` say."""
+    floor = min_attainable_p(n, n) * max(family, 1) if n >= 1 else 1.0
+    need = 2
+    while min_attainable_p(need, need) * max(family, 1) >= alpha:
+        need += 1
+    clean = None
+    if n >= 2 and family >= 1:
+        z = _z(2 * n - 2, alpha / family, 0.8, 2)
+        clean = math.expm1(z * REFERENCE_NOISE * math.sqrt(2 / n))
+    return Reach(n, family, alpha, min(1.0, floor), floor < alpha, clean, need)

@@ -40,8 +40,12 @@ class Difference:
     note: str = ""
 
     def __str__(self) -> str:
+        return self.text()
+
+    def text(self, a: str = "A", b: str = "B") -> str:
+        """One line, the two runs under their labels (compare's Baseline/Patched)."""
         note = f" ({self.note})" if self.note else ""
-        return f"{self.where}: {self.key}: A {self.a!r}, B {self.b!r}{note}"
+        return f"{self.where}: {self.key}: {a} {self.a!r}, {b} {self.b!r}{note}"
 
     def as_dict(self) -> dict[str, str]:
         return {"kind": self.kind, "where": self.where, "key": self.key, "a": self.a,
@@ -167,8 +171,8 @@ def _settings(a: Mapping[str, Any], b: Mapping[str, Any],
                     "setting", where, str(only.get("target")),
                     "unset" if ca is None else _text(ca.get("effective")),
                     "unset" if cb is None else _text(cb.get("effective")),
-                    f"set in run {'B' if ca is None else 'A'} only; the host had "
-                    f"{_text(only.get('original'))!r} before"))
+                    f"set in one run only; the host had {_text(only.get('original'))!r} "
+                    "before"))
                 continue
             req_a, req_b = _canon(path, ca.get("requested")), _canon(path, cb.get("requested"))
             eff_a, eff_b = _canon(path, ca.get("effective")), _canon(path, cb.get("effective"))

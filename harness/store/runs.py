@@ -44,6 +44,8 @@ def new_manifest(plan: Plan) -> dict[str, Any]:
                     "description": profile.description, "repeat": profile.repeat,
                     "order": profile.order, "seed": profile.seed, "document": profile.document},
         "variants": [v.name for v in profile.variants], "baseline": profile.baseline,
+        "groups": {v.name: v.group for v in profile.variants if v.group is not None},
+        "comparisons": [list(pair) for pair in profile.comparisons],
         "metrics": {name: asdict(policy) for name, policy in profile.metrics.items()},
         "workload_source": profile.variants[0].workload.source,
         "inventory": {"path": plan.inventory.path, "digest": inventory_digest(plan),

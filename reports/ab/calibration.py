@@ -2,10 +2,11 @@
 
 Per line: the noise of the baseline over all its trials of both copies, in trial order
 (CV, relative width of the 95% CI of the median), the smallest change a comparison with
-the profile's repeat count per variant would detect (`stats_noise.calibrate`: Mann-Whitney
-power by a log-normal approximation), a drift test along the trials, and the A/A verdict
-itself, which should be "~": a "better" or "worse" between two copies of one variant is a
-false positive and says the setup is not ready (warm-up, order effects, a noisy neighbour).
+the profile's repeat count per variant would detect (`stats_noise.calibrate`: power of
+the test that applies at that n, by a log-normal approximation), a drift test along the
+trials, and the A/A verdict itself, which should be "~": a "better" or "worse" between
+two copies of one variant is a false positive and says the setup is not ready (warm-up,
+order effects, a noisy neighbour).
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
+from harness.stats.compare import Comparison
 from harness.stats.noise import Calibration, calibrate
 from harness.stats.power import Noise, n_per_arm_needed
-from harness.stats.stats import Comparison, StatsError
+from harness.stats.stats import StatsError
 from reports.ab.compare import RunData, table
 from reports.ab.model import Line, format_number, format_pct, verdict_text
 from reports.ab.table_json import comparison_doc, summary_doc
@@ -107,8 +109,8 @@ def calibration_text(lines: list[CalibrationLine], *, profile: str, baseline: st
                    f"{needed:>5}  {aa}")
     legend = (f"CV over both copies in trial order; CI wid: the 95% CI of the median over "
               f"the median; detect: the smallest change a run with {n_per_arm} "
-              "repetition(s) per variant detects with 80% power (n/a: Mann-Whitney cannot "
-              f"reach p < 0.05 at that n); n@5%: repetitions per variant to detect a "
+              "repetition(s) per variant detects with 80% power (n/a: fewer than 2 "
+              f"repetitions); n@5%: repetitions per variant to detect a "
               f"{TARGET_CHANGE:.0%} change. A/A should be ~.")
     out += textwrap.wrap(legend, 80, initial_indent="  ", subsequent_indent="  ")
     warnings = [f"{ln.label}: A/A verdict {ln.aa.verdict.value}: a false positive; "

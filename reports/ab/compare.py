@@ -4,9 +4,10 @@ Lines come from the profile's `report.table` (the shape of a cover letter's tabl
 without one, from every run-level metric of the workload and the collectors' totals;
 where the tool stored per-transaction latencies (`latency/<trial>.parquet`), pooled
 percentile lines follow. A cell holds the per-repetition values of its variant; every
-non-baseline variant is compared with the baseline (reports.ab.line_stats: relative change
-with bootstrap CI, Mann-Whitney p Holm-adjusted across the table, verdict).
-Across two runs, reports.ab.cross_run builds the same table with `A:`/`B:` columns.
+non-baseline variant is compared with the baseline, or with the first variant of its
+comparison group (`group` in the profile; reports.ab.line_stats: relative change with a
+CI, the primary lines' p Holm-adjusted across the table, verdict; others exploratory).
+Across runs, reports.ab.cross_run builds the same table with label x variant columns.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
+from harness.stats import family as stats_family
 from harness.stats.pool import DEFAULT_PERCENTILES, pooled_percentiles
 from harness.store.store import load_manifest, load_samples
 from reports.ab.line_stats import with_stats
@@ -32,7 +34,7 @@ DEFAULT_COLLECTOR_METRICS = {
     "softnet_stat": ("processed", "dropped", "time_squeeze", "received_rps"),
     "interrupts": ("function_call_interrupts", "rescheduling_interrupts"),
 }
-POOLED_SOURCE = "pooled"  # the `source` of pooled per-transaction percentile lines
+POOLED_SOURCE = stats_family.POOLED_SOURCE  # `source` of pooled per-transaction lines
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,22 @@ class RunData:
     @property
     def baseline(self) -> str:
         return str(self.manifest.get("baseline", ""))
+
+    @property
+    def comparisons(self) -> tuple[tuple[str, str], ...]:
+        """(baseline, variant) pairs among the variants that ran: the manifest's (each
+        variant with its comparison group's first), else every variant with the baseline
+        (runs recorded before comparison groups)."""
+        ran = self.variants
+        recorded = self.manifest.get("comparisons")
+        if recorded is None:
+            return tuple((self.baseline, v) for v in ran if v != self.baseline)
+        return tuple((str(base), str(v)) for base, v in recorded if base in ran and v in ran)
+
+    @property
+    def workload_source(self) -> str | None:
+        found = self.manifest.get("workload_source")
+        return str(found) if found else None
 
     @property
     def policies(self) -> dict[str, Any]:
@@ -98,19 +116,21 @@ def column(run: RunData, variant: str, name: str | None = None) -> Column:
 
 def table(run: RunData) -> Table:
     columns = [column(run, v) for v in run.variants]
-    pairs = tuple((run.baseline, v) for v in run.variants if v != run.baseline)
-    return build_table(line_specs(run), columns, pairs, run.policies, run.baseline)
+    return build_table(line_specs(run), columns, run.comparisons, run.policies, run.baseline,
+                       workload=run.workload_source)
 
 
 def build_table(specs: Sequence[Spec], columns: Sequence[Column],
                 pairs: Sequence[tuple[str, str]], policies: Mapping[str, Any],
-                baseline: str, *, stats: bool = True) -> Table:
-    """The table of `specs` over `columns`; with `stats`, each pair compared."""
+                baseline: str, *, stats: bool = True, workload: str | None = None) -> Table:
+    """The table of `specs` over `columns`; with `stats`, each pair compared (the primary
+    lines as a Holm family, see harness.stats.family; `workload` is the workload's
+    source, whose headline metrics are primary when the profile names none)."""
     indexed = [_ColumnIndex.of(col.frame) for col in columns]
     lines = [_line(columns, indexed, spec) for spec in specs] + pooled_lines(columns)
     family = 0
     if stats:
-        lines, family = with_stats(lines, pairs, policies)
+        lines, family = with_stats(lines, pairs, policies, workload=workload)
     return Table([c.name for c in columns], baseline, lines, tuple(pairs), "holm", family)
 
 
@@ -148,7 +168,10 @@ class _ColumnIndex(NamedTuple):
     def of(cls, frame: pd.DataFrame) -> _ColumnIndex:
         if not len(frame):
             return cls(pd.Series(dtype="float64"), {})
-        sums = frame.groupby(["source", "metric", "role", "trial"], sort=True)["value"].sum()
+        # min_count=1: a repetition without the value (NaN) stays NaN, not a 0 that
+        # would be compared as a measurement
+        sums = frame.groupby(["source", "metric", "role", "trial"], sort=True)["value"].sum(
+            min_count=1)
         units: dict[tuple[str, ...], str] = {}
         for source, metric, role, unit in zip(frame["source"], frame["metric"], frame["role"],
                                               frame["unit"], strict=True):
@@ -168,7 +191,7 @@ class _ColumnIndex(NamedTuple):
         except KeyError:
             return pd.Series(dtype="float64")
         if spec.role is None:
-            found = found.groupby(level="trial").sum()
+            found = found.groupby(level="trial").sum(min_count=1)
         ordered: pd.Series = found.sort_index()
         return ordered
 
@@ -196,11 +219,13 @@ def pooled_lines(columns: Sequence[Column],
     if not any(c.latency for c in columns):
         return []
     per_column = {}
-    for col in columns:
+    for seed, col in enumerate(columns):
         if col.latency:
             reps = [pd.read_parquet(path, columns=["latency_us"])["latency_us"].to_numpy()
                     for _, path in col.latency]
-            per_column[col.name] = (pooled_percentiles(reps, percentiles),
+            # a seed per column: the replicates of two columns must be independent for
+            # the CI of their ratio (harness.stats.pool.pooled_change)
+            per_column[col.name] = (pooled_percentiles(reps, percentiles, seed=seed),
                                     tuple(i for i, _ in col.latency))
     lines = []
     for k, q in enumerate(percentiles):

@@ -1,11 +1,13 @@
-"""Statistics for the lines of an A/B table (the pure wiring of harness.stats.stats).
+"""Statistics for the lines of an A/B table (the pure wiring of harness.stats*).
 
 Per column: n, median, 95% CI of the median, CV (`stats.summarize`) and a drift test
 along the trial order (`stats_noise.drift`). Per compared column and line: the
-`stats.Comparison` against its baseline column, with p-values Holm-adjusted across
-every comparison of the table (all lines x all compared columns: every "better" and
-"worse" in one table is defensible together), and the baseline-noise check
-(`stats_noise.noise_exceeds_effect`).
+`Comparison` against its baseline column. Primary lines (`harness.stats.family`) form
+the family: their p-values are Holm-adjusted across every primary comparison of the
+table (all primary lines x all compared columns), so every "better" and "worse" in one
+table is defensible together. Other lines are exploratory: change, CI and an unadjusted
+p, no verdict. A NaN value (a repetition without this metric) is dropped on its own; an
+infinite one fails its line with a note, never the table.
 """
 
 from __future__ import annotations
@@ -17,15 +19,11 @@ from typing import Any
 
 import numpy as np
 
+from harness.stats.compare import Comparison, MetricSamples, compare_metrics, explore
+from harness.stats.family import is_primary
 from harness.stats.noise import drift, noise_exceeds_effect
-from harness.stats.stats import (
-    Adjust,
-    Comparison,
-    MetricSamples,
-    StatsError,
-    compare_metrics,
-    summarize,
-)
+from harness.stats.pool import pooled_change
+from harness.stats.stats import Adjust, StatsError, summarize
 from reports.ab.directions import judge
 from reports.ab.model import Cell, Line
 
@@ -34,12 +32,13 @@ N_BOOT = 2000
 
 
 def describe(cell: Cell) -> Cell:
-    """The cell with its summary and drift test filled in (when it has values)."""
-    if not cell.values:
+    """The cell with its summary and drift test filled in (when it has finite values)."""
+    finite = [v for v in cell.values if not math.isnan(v)]
+    if not finite or any(math.isinf(v) for v in finite):
         return cell
     summary = summarize(cell.values)
     trend = None
-    if len(cell.values) >= 2:
+    if len(finite) >= 2:
         order = cell.trials if len(cell.trials) == len(cell.values) else None
         trend = drift(cell.values, order)
     return replace(cell, summary=summary, drift=trend)
@@ -47,11 +46,15 @@ def describe(cell: Cell) -> Cell:
 
 def not_comparable(base: Cell, other: Cell) -> str:
     """Why these two cells cannot be compared, or "" when they can."""
-    if not base.values or not other.values:
-        return "no values in " + ("the baseline" if not base.values else "this column")
-    if not all(np.isfinite(base.values)) or not all(np.isfinite(other.values)):
-        return "non-finite values"
-    if float(np.median(base.values)) <= 0:
+    for name, cell in (("the baseline", base), ("this column", other)):
+        values = [v for v in cell.values if not math.isnan(v)]
+        if not values:
+            return "no values in " + name
+        infinite = [i for i, v in enumerate(cell.values) if math.isinf(v)]
+        if infinite:
+            trial = cell.trials[infinite[0]] if len(cell.trials) == len(cell.values) else "?"
+            return f"infinite value in {name} (trial {trial}): this line cannot be compared"
+    if float(np.nanmedian(base.values)) <= 0:
         # A counter that stays 0 in the baseline (e.g. received_rps with RPS off) has no
         # relative change; the medians in the table still show the difference.
         return "baseline median is 0: relative change undefined"
@@ -67,19 +70,28 @@ def _unbounded(found: Comparison) -> Comparison:
     return found
 
 
-def with_stats(lines: Sequence[Line], pairs: Sequence[tuple[str, str]],
-               policies: Mapping[str, Any], *,
-               min_effect: Mapping[int, float] | None = None) -> tuple[list[Line], int]:
-    """Lines with summaries, directions and Holm-adjusted comparisons; and the family size.
+def _pooled(line: Line, base: str, other: str, found: Comparison) -> Comparison:
+    """A pooled-percentile line shows pooled values: its change column describes them
+    (the test is still on the per-repetition percentiles the cells hold)."""
+    a, b = line.cells[base].pooled, line.cells[other].pooled
+    if a is None or b is None:
+        return found
+    change, ci = pooled_change(a, b, found.confidence)
+    return replace(found, change=change, change_ci=ci or (math.nan, math.nan))
 
-    `min_effect` (line index -> fraction) overrides the policy's min_effect; the gate
-    passes its regression thresholds this way.
-    """
+
+def with_stats(lines: Sequence[Line], pairs: Sequence[tuple[str, str]],
+               policies: Mapping[str, Any], *, workload: str | None = None) -> tuple[
+                   list[Line], int]:
+    """Lines with summaries, directions, the family's Holm-adjusted comparisons and the
+    exploratory rows' descriptive ones; and the family size."""
     judged = [judge(policies, ln.source, ln.metric, ln.unit) for ln in lines]
     described = [replace(ln, cells={c: describe(cell) for c, cell in ln.cells.items()},
-                         direction=j.direction.value, direction_origin=j.origin)
+                         direction=j.direction.value, direction_origin=j.origin,
+                         primary=is_primary(ln.source, ln.metric, policies, workload))
                  for ln, j in zip(lines, judged, strict=True)]
     family: dict[str, MetricSamples] = {}
+    descriptive: dict[str, MetricSamples] = {}
     effects: dict[str, float] = {}
     notes: list[dict[str, str]] = [{} for _ in lines]
     for i, line in enumerate(described):
@@ -89,17 +101,18 @@ def with_stats(lines: Sequence[Line], pairs: Sequence[tuple[str, str]],
                 notes[i][other] = why
                 continue
             key = f"{i}\t{other}"
-            family[key] = MetricSamples(line.cells[base].values, line.cells[other].values,
-                                        judged[i].direction)
-            pct = judged[i].min_effect_pct
-            effects[key] = (min_effect or {}).get(i, (pct or 0.0) / 100)
+            samples = MetricSamples(line.cells[base].values, line.cells[other].values,
+                                    judged[i].direction)
+            (family if line.primary else descriptive)[key] = samples
+            # a decrease cannot pass -100%: a min_effect of 100% or more is capped below
+            effects[key] = min((judged[i].min_effect_pct or 0.0) / 100, 0.99)
     # A resample of a baseline with zeros in it (e.g. ping's rtt_mdev of 0 and 1 us) can
     # have median 0: that ratio is +inf, and numpy's percentile interpolates inf - inf
     # into NaN (with a RuntimeWarning). The interval is then unbounded on that side.
     with np.errstate(invalid="ignore"):
-        results = {k: _unbounded(c) for k, c in compare_metrics(
-            family, adjust=Adjust.HOLM, min_effect=effects, n_boot=N_BOOT,
-            seed=SEED).items()} if family else {}
+        results = compare_metrics(family, adjust=Adjust.HOLM, min_effect=effects,
+                                  n_boot=N_BOOT, seed=SEED) if family else {}
+        results |= {k: explore(s, n_boot=N_BOOT, seed=SEED) for k, s in descriptive.items()}
     out = []
     for i, line in enumerate(described):
         comparisons = {}
@@ -108,6 +121,7 @@ def with_stats(lines: Sequence[Line], pairs: Sequence[tuple[str, str]],
             found = results.get(f"{i}\t{other}")
             if found is None:
                 continue
+            found = _pooled(line, base, other, _unbounded(found))
             comparisons[other] = found
             try:
                 noise[other] = noise_exceeds_effect(line.cells[base].values, found.change)

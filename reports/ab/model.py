@@ -3,7 +3,7 @@
 A Table has columns (a run's variants, or `A:variant`/`B:variant` across two runs), lines
 (one per metric) and `pairs`: which column is compared with which baseline column.
 Each Line carries, per column, the values and their summary, and per compared column
-the `harness.stats.stats.Comparison` against its baseline (Holm-adjusted across the table).
+the `harness.stats.Comparison` against its baseline (Holm-adjusted across the table).
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
+from harness.stats.compare import Comparison
 from harness.stats.noise import Drift, NoiseCheck
 from harness.stats.pool import PooledPercentile
-from harness.stats.stats import Comparison, Summary
+from harness.stats.stats import Summary
 
 
 @dataclass(frozen=True)
@@ -48,10 +49,11 @@ class Line:
     unit: str
     cells: dict[str, Cell]
     direction: str = "lower"  # which way is better
-    direction_origin: str = "assumed"  # policy | default | assumed (see reports.directions)
+    direction_origin: str = "assumed"  # policy | default | assumed (see reports.ab.directions)
     comparisons: dict[str, Comparison] = field(default_factory=dict)  # compared column ->
     noise: dict[str, NoiseCheck] = field(default_factory=dict)  # baseline noise vs effect
     notes: dict[str, str] = field(default_factory=dict)  # compared column -> why no stats
+    primary: bool = False  # in the multiple-comparison family (harness.stats.family)
 
     @property
     def key(self) -> str:
@@ -89,7 +91,7 @@ def format_number(value: float | None, unit: str = "") -> str:
 
 
 def _pct_number(change: float) -> str:
-    if math.isinf(change):  # an unbounded CI side (see reports.line_stats._unbounded)
+    if math.isinf(change):  # an unbounded CI side (see reports.ab.line_stats._unbounded)
         return "+inf" if change > 0 else "-inf"
     pct = change * 100
     if abs(pct) >= 100:
@@ -114,7 +116,7 @@ def format_pct(change: float | None) -> str:
 
 def format_ci(ci: tuple[float, float] | None) -> str:
     """A CI of a relative change, compact: +8.1..+16.0%, or x20..x27 for large ratios."""
-    if ci is None:
+    if ci is None or math.isnan(ci[0]) or math.isnan(ci[1]):
         return "-"
     if ci[0] >= _RATIO_FROM:
         high = "inf" if math.isinf(ci[1]) else format_number(1 + ci[1])

@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from harness.stats.stats import Comparison, Summary
+from harness.stats.compare import Comparison
+from harness.stats.stats import Summary
 from reports.ab.model import Cell, Line, Table
 
 

@@ -9,13 +9,14 @@ from typing import Any
 
 from reports.ab.model import Line, Table, format_p
 
-ORDER = ("worse", "better", "~", "not-enough-data")
+ORDER = ("worse", "better", "~", "not-enough-data", "exploratory")
 
 
 @dataclass(frozen=True)
 class Summary:
     counts: dict[str, int]  # verdict -> comparisons, in ORDER, zeros left out
     total: int
+    family: int  # primary comparisons (the Holm family); the rest are exploratory
     findings: list[dict[str, Any]]  # better/worse comparisons, worse first
     warnings: list[str]
 
@@ -28,12 +29,17 @@ def summary(tab: Table) -> Summary:
             verdict = found.verdict.value
             counts[verdict] += 1
             if verdict in ("better", "worse"):
+                # a verdict on a direction no rule knows is a guess: said so where it shows
+                assumed = line.direction_origin == "assumed"
                 findings.append({"verdict": verdict, "label": line.label, "column": column,
                                  "baseline": tab.baseline_of(column), "change": found.change,
-                                 "ci": found.change_ci, "p": found.p_adjusted})
+                                 "ci": found.change_ci, "p": found.p_adjusted,
+                                 "assumed": assumed,
+                                 "note": " (direction assumed: lower taken as better)"
+                                 if assumed else ""})
     findings.sort(key=lambda f: (f["verdict"] != "worse", -abs(f["change"])))
-    return Summary({k: n for k, n in counts.items() if n}, sum(counts.values()), findings,
-                   notes(tab))
+    return Summary({k: n for k, n in counts.items() if n}, sum(counts.values()), tab.family,
+                   findings, notes(tab))
 
 
 def notes(tab: Table) -> list[str]:
@@ -46,15 +52,15 @@ def notes(tab: Table) -> list[str]:
         grouped.setdefault(reason, []).append(where)
 
     for line in tab.lines:
-        if line.direction_origin == "assumed":
+        if line.direction_origin == "assumed" and line.primary:
             add("direction unknown, judged as lower-is-better", line)
         for column, why in line.notes.items():
             add(why, line, column)
         for column, noise in line.noise.items():
             if noise.exceeds:
-                add(f"baseline noise may exceed the effect ({noise.reason})"
-                    if noise.half_width is None else f"baseline noise exceeds the effect: "
-                    f"{noise.reason}", line, column)
+                add(f"baseline noise exceeds the effect: {noise.reason}", line, column)
+            elif not noise.known and line.primary:
+                add(noise.reason, line, column)
         for column, cell in line.cells.items():
             if cell.drifting and cell.drift is not None:
                 add(f"drift along trials in {column} (Mann-Kendall p "

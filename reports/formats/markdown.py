@@ -58,7 +58,7 @@ def markdown(run: RunData, tab: Table) -> str:
             out.append(f"> - trial {escape(failure.trial)} ({escape(failure.variant)} rep "
                        f"{failure.rep}) failed: {escape(failure.error)}")
         out.append("")
-    out += _verdicts(tab) + _values(run, tab) + _stats(tab) + _settings(run) + _hosts(run)
+    out += tables(tab, run_facts.absent_functions(manifest)) + _settings(run) + _hosts(run)
     out += _commands(run)
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -69,20 +69,26 @@ def _verdicts(tab: Table) -> list[str]:
         return ["**Verdicts**: no comparison (" + ("one variant" if not tab.pairs else
                                                   "no line has comparable values") + ").", ""]
     counts = ", ".join(f"{n} {escape(name)}" for name, n in summary.counts.items())
-    out = [f"**Verdicts**: {counts} (of {summary.total} comparison(s); Mann-Whitney p "
-           f"Holm-adjusted over the table, alpha 0.05)", ""]
+    out = [f"**Verdicts**: {counts} (of {summary.total} comparison(s); p Holm-adjusted "
+           f"over the {summary.family} primary one(s), alpha 0.05; exploratory rows show "
+           "change and CI only)", ""]
     for f in summary.findings[:MAX_FINDINGS]:
         out.append(f"- **{f['verdict']}**: {escape(f['label'])} ({escape(f['column'])} vs "
                    f"{escape(f['baseline'])}) {escape(format_pct(f['change']))}, 95% CI "
-                   f"{escape(format_ci(f['ci']))}, p={format_p(f['p'])}")
+                   f"{escape(format_ci(f['ci']))}, p={format_p(f['p'])}{f['note']}")
     more = len(summary.findings) - MAX_FINDINGS
     if more > 0:
         out.append(f"- ... and {more} more in the tables below")
     return [*out, ""] if summary.findings else out
 
 
-def _values(run: RunData, tab: Table) -> list[str]:
-    absent = run_facts.absent_functions(run.manifest)
+def tables(tab: Table, absent: dict[str, frozenset[str]]) -> list[str]:
+    """The verdicts, the medians and the statistics per compared column (a run's report
+    and `napilab compare --format md` alike)."""
+    return _verdicts(tab) + _values(tab, absent) + _stats(tab)
+
+
+def _values(tab: Table, absent: dict[str, frozenset[str]]) -> list[str]:
     header = ["metric", *(escape(v) for v in tab.variants), "unit"]
     rows = [[escape(ln.label), *(escape(run_facts.cell_text(ln, v, absent))
                                  for v in tab.variants), escape(ln.unit)] for ln in tab.lines]
@@ -103,7 +109,8 @@ def _stats(tab: Table) -> list[str]:
                 continue
             verdict, need = verdict_text(found)
             rows.append([escape(line.label), escape(format_pct(found.change)),
-                         escape(format_ci(found.change_ci)), format_p(found.p_adjusted),
+                         escape(format_ci(found.change_ci)),
+                         "-" if verdict == "exploratory" else format_p(found.p_adjusted),
                          escape(f"{verdict} ({need})" if need else verdict)])
         out += _table(["metric", "change", "95% CI", "p (Holm)", "verdict"], rows, "lrrrl")
         out.append("")
@@ -132,11 +139,12 @@ def _settings(run: RunData) -> list[str]:
 def _hosts(run: RunData) -> list[str]:
     hosts = run_facts.hosts(run.manifest)
     out = ["#### Hosts", ""]
-    out += _table(["host", "kernel", "CPU", "online CPUs", "irqbalance", "NICs"],
+    out += _table(["host", "kernel", "CPU", "online CPUs", "irqbalance", "NICs", "tools"],
                   ([escape(h.name), escape(h.facts["kernel_release"]), escape(h.facts["cpu_model"]),
                     escape(h.facts["online_cpus"]), escape(h.facts["irqbalance"]),
-                    escape(", ".join(f"{n}: {d}" for n, d in h.nics))] for h in hosts),
-                  "llllll")
+                    escape(", ".join(f"{n}: {d}" for n, d in h.nics)),
+                    escape("; ".join(f"{t}: {v}" for t, v in h.tools) or "-")] for h in hosts),
+                  "lllllll")
     found = run_facts.confounders(run.manifest, run_facts.settings_rows(run.manifest))
     out += [""] + ([f"- **confounder**: {escape(c)}" for c in found] or
                    ["No confounder found: no host changed during the run, every setting "

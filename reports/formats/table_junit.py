@@ -1,7 +1,8 @@
 """JUnit XML of one run's A/B table (`napilab report RUN_DIR --format junit`), for CI
 systems that show test results: one testcase per metric and compared variant (a
-"worse" verdict is a <failure>; not-enough-data or no comparison is <skipped>, so a
-table that could not judge does not look green) and one per failed trial (<error>).
+"worse" verdict is a <failure>; not-enough-data, exploratory or no comparison is
+<skipped>, so a table that could not judge does not look green) and one per failed
+trial (<error>).
 The nightly gate across two runs has its own JUnit (reports.nightly.junit, `napilab check`)."""
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ def _message(line: Line, column: str) -> tuple[str, str]:
     if found is None:
         return "skipped", f"no comparison: {line.notes.get(column, 'no values')}"
     verdict = found.verdict.value
-    status = {"worse": "failure", "not-enough-data": "skipped"}.get(verdict, "passed")
+    # exploratory rows are not judged: skipped, so they never count as a pass
+    status = {"worse": "failure", "not-enough-data": "skipped",
+              "exploratory": "skipped"}.get(verdict, "passed")
     return status, (f"{verdict}: {line.label} ({column}) {format_pct(found.change)} "
                     f"(95% CI {format_ci(found.change_ci)}), p={format_p(found.p_adjusted)} "
                     f"(Holm), {line.direction} is better; {found.reason}")

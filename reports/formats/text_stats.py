@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import textwrap
 
-from harness.stats.stats import Comparison
+from harness.stats.compare import Comparison
 from reports.ab import verdicts
 from reports.ab.model import Table, format_ci, format_p, format_pct, verdict_text
 
-LEGEND = ("better/worse: significant after Holm, CI excludes 0, beyond the metric's "
-          "min_effect; ~: no significant change; need n=K: not-enough-data, about K "
-          "repetitions per variant would detect the change (docs/statistics.md).")
+LEGEND = ("better/worse: a primary metric's change beyond its min_effect, significant "
+          "after Holm (Welch's t on logs below 10 repetitions, Mann-Whitney from 10); ~: "
+          "no significant change; need n=K: not-enough-data, about K repetitions per "
+          "variant would decide; exploratory: not a primary metric, change and CI only "
+          "(docs/statistics.md).")
 
 # label, change, CI, p, verdict: 2+26 + 2+8 + 2+17 + 2+5 + 2+12 = 78 columns
 _WIDTHS = (26, 8, 17, 5, 12)
@@ -43,18 +45,19 @@ def stats_block(tab: Table, width: int = 80) -> str:
     for base, other in tab.pairs:
         # Long variant names would push this line past `width`: wrapped only then, so a
         # table that fits keeps its familiar two-line heading.
-        out.extend(textwrap.wrap(f"{other} vs {base} (baseline): median change, 95% "
-                                 "bootstrap CI,", width, initial_indent="  ",
+        out.extend(textwrap.wrap(f"{other} vs {base} (baseline): median change, 95% CI,",
+                                 width, initial_indent="  ",
                                  subsequent_indent="  ", break_on_hyphens=False))
-        out.append(f"  Mann-Whitney p Holm-adjusted over {tab.family} comparison(s)")
+        out.append(f"  p Holm-adjusted over {tab.family} primary comparison(s)")
         out.append(_row(("", "change", "95% CI", "p", "verdict")))
         for line in tab.lines:
             found = line.comparisons.get(other)
             if found is None:
                 out.append(_row((line.label, "-", "-", "-", "n/a")))
                 continue
+            p = "-" if found.verdict.value == "exploratory" else format_p(found.p_adjusted)
             out.append(_row((line.label, format_pct(found.change), format_ci(found.change_ci),
-                             format_p(found.p_adjusted), _verdict(found))))
+                             p, _verdict(found))))
         out.append("")
     notes = verdicts.notes(tab)
     if notes:

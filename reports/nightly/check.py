@@ -1,18 +1,17 @@
-"""The nightly regression gate (`napilab check`): a candidate run against a baseline run.
+"""The nightly regression gate (`napilab check`): a candidate run against a reference
+(a run, a pinned run, or a pool of recent passing runs: reports.nightly.baselines).
 
-Per line of the table and variant both runs ran: `harness.stats.stats.check_regression`'s
-rule, with the p-values Holm-adjusted across every gated (metric x variant) pair, so a
-nightly job gating 20 metrics does not go red on one in twenty by chance:
-  regression       significantly worse (adjusted p < 0.05, CI excludes 0) by more than
-                   the metric's threshold;
-  improvement      significantly better by more than it;
-  noise            neither;
-  not-enough-data  the runs could not have detected a change of the threshold's size;
-  skipped          no comparison possible (no values, baseline median 0), or the metric's
-                   direction is unknown and no threshold was given for it.
-Threshold: `--max-regression METRIC=PCT`, else the profile's `max_regression`, else
-DEFAULT_MAX_REGRESSION_PCT. Host-fact differences are reported, not fatal: a nightly gate
-usually exists to compare kernel builds.
+Gated: the primary metrics (harness.stats.family) plus any named by `--max-regression`;
+descriptive rows are not gated. Per gated line and variant both runs ran, the
+threshold tests of harness.stats.gate (regression p Holm-adjusted across every gated
+case): regression, improvement, within (the worse-side 95% bound is inside the
+threshold), inconclusive (the runs cannot tell), skipped (no comparison possible: no
+values, baseline median 0) or error (an infinite value). Threshold: `--max-regression
+METRIC=PCT`, else the profile's `max_regression`, else DEFAULT_MAX_REGRESSION_PCT. A
+gated metric whose direction is only assumed is refused (exit 2): guessing which way is
+worse would turn noise into red builds, or a regression into green ones.
+Host-fact differences are reported, not fatal: a nightly gate usually exists to compare
+kernel builds.
 """
 
 from __future__ import annotations
@@ -20,24 +19,25 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
-from harness.stats.stats import Comparison
+from harness.stats.compare import Comparison
+from harness.stats.family import is_primary
+from harness.stats.gate import GateSamples, gate_metrics
 from harness.store.confounders import Confounders, diff_manifests
-from harness.store.store import load_manifest
 from reports.ab import cross_run
-from reports.ab.compare import RunData, build_table
-from reports.ab.directions import judge
-from reports.ab.line_stats import with_stats
+from reports.ab.compare import Column, RunData, build_table, column
+from reports.ab.directions import Judgement, judge
+from reports.ab.line_stats import not_comparable
 from reports.ab.model import Line, format_ci, format_p, format_pct
 from reports.ab.table_json import comparison_doc
+from reports.nightly.baselines import CHECK_FILE, Reference, reference_column
+
+__all__ = ["CHECK_FILE", "DEFAULT_MAX_REGRESSION_PCT", "GateCase", "GateReport", "gate"]
 
 DEFAULT_MAX_REGRESSION_PCT = 5.0
-CHECK_FILE = "check.json"  # gate_json of the last check, kept in the candidate's RUN_DIR
-_STATUS = {"worse": "regression", "better": "improvement", "~": "noise",
-           "not-enough-data": "not-enough-data"}
+JUDGED = ("regression", "improvement", "within")
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class GateCase:
     direction_origin: str
     max_regression_pct: float
     threshold_origin: str  # cli | policy | default
-    status: str  # regression | improvement | noise | not-enough-data | skipped
+    status: str  # regression | improvement | within | inconclusive | skipped | error
     comparison: Comparison | None
     reason: str
 
@@ -65,15 +65,34 @@ class GateCase:
 @dataclass(frozen=True)
 class GateReport:
     profile: str
-    baseline: RunData
+    reference: Reference
     candidate: RunData
     cases: tuple[GateCase, ...]
     family: int
     confounders: Confounders
 
     @property
+    def baseline(self) -> RunData:
+        return self.reference.newest
+
+    @property
     def regressions(self) -> list[GateCase]:
         return [c for c in self.cases if c.status == "regression"]
+
+    @property
+    def judged(self) -> bool:
+        """Did any gated case reach a verdict? If not, a pass would mean nothing."""
+        return any(c.status in JUDGED for c in self.cases)
+
+    @property
+    def status(self) -> str:
+        return "regression" if self.regressions else "pass" if self.judged else "inconclusive"
+
+    def repeat_needed(self) -> int | None:
+        """Repetitions per run that would let the inconclusive cases decide."""
+        needs = [c.comparison.n_needed for c in self.cases if c.status == "inconclusive"
+                 and c.comparison is not None and c.comparison.n_needed]
+        return min(needs) if needs else None
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -99,35 +118,6 @@ def parse_thresholds(items: Sequence[str]) -> dict[str, float]:
     return out
 
 
-def find_baseline(path: Path, candidate: RunData) -> Path:
-    """A run directory as given, or the newest complete run of the candidate's profile
-    under a results directory (RESULTS or RESULTS/<profile>), never the candidate."""
-    mine = candidate.directory.resolve()
-    if (path / "manifest.json").exists():
-        if path.resolve() == mine:
-            raise InputError(f"--baseline {path} is the run being checked")
-        return path
-    name = str(candidate.manifest.get("profile", {}).get("name", ""))
-    found: list[tuple[float, str, Path]] = []
-    nested = path.glob(f"{name}/*/manifest.json") if name else iter(())
-    for manifest_path in [*path.glob("*/manifest.json"), *nested]:
-        run_dir = manifest_path.parent
-        try:
-            manifest = load_manifest(run_dir)
-        except InputError:
-            continue  # not a run of this napilab, or half written: not a baseline
-        if (run_dir.resolve() == mine or manifest.get("status") != "complete"
-                or manifest.get("profile", {}).get("name") != name
-                or manifest.get("run_id") == candidate.manifest.get("run_id")):
-            continue
-        found.append((float(manifest.get("started") or 0), run_dir.name, run_dir))
-    if not found:
-        raise InputError(f"--baseline {path}: no complete run of profile {name!r} there "
-                         f"(other than {candidate.directory})",
-                         hint="pass a run directory, or the results directory of earlier runs")
-    return max(found)[2]
-
-
 def _threshold(line: Line, thresholds: Mapping[str, float], policy_pct: float | None,
                default_pct: float) -> tuple[float, str]:
     for key in (line.key, line.metric):
@@ -138,55 +128,91 @@ def _threshold(line: Line, thresholds: Mapping[str, float], policy_pct: float | 
     return default_pct, "default"
 
 
-def gate(baseline: RunData, candidate: RunData, thresholds: Mapping[str, float] | None = None,
+def _columns(ref: Reference, candidate: RunData) -> tuple[list[Column],
+                                                          tuple[tuple[str, str], ...]]:
+    cols: list[Column] = []
+    pairs = []
+    for variant in cross_run.matched_variants(ref.newest, candidate):
+        cols += [reference_column(ref, variant, f"A:{variant}"),
+                 column(candidate, variant, f"B:{variant}")]
+        pairs.append((f"A:{variant}", f"B:{variant}"))
+    return cols, tuple(pairs)
+
+
+def _gated(raw: Sequence[Line], policies: Mapping[str, Any], workload: str | None,
+           thresholds: Mapping[str, float], default_pct: float
+           ) -> list[tuple[Line, Judgement, float, str]]:
+    gated = []
+    assumed = []
+    for line in raw:
+        named = line.key in thresholds or line.metric in thresholds
+        if not (named or is_primary(line.source, line.metric, policies, workload)):
+            continue  # descriptive rows are not gated
+        judged = judge(policies, line.source, line.metric, line.unit)
+        pct, origin = _threshold(line, thresholds, judged.max_regression_pct, default_pct)
+        if judged.origin == "assumed":
+            assumed.append(line.metric)
+            continue
+        if judged.direction.value == "higher" and pct >= 100:
+            raise InputError(f"{line.key}: a higher-is-better metric cannot fall by "
+                             f"{pct:g}% or more: use a threshold below 100")
+        gated.append((line, judged, pct, origin))
+    if assumed:
+        lines = ", ".join(f"{m}: {{direction: lower}}" for m in dict.fromkeys(assumed))
+        raise InputError(f"gated metric(s) {', '.join(dict.fromkeys(assumed))}: which way is "
+                         "worse is only assumed, so a threshold on them means nothing",
+                         hint=f"add to the profile's metrics: {lines} (or higher), or leave "
+                              "them out of --max-regression")
+    return gated
+
+
+def gate(reference: Reference, candidate: RunData,
+         thresholds: Mapping[str, float] | None = None,
          default_pct: float = DEFAULT_MAX_REGRESSION_PCT) -> GateReport:
     thresholds = dict(thresholds or {})
-    cols, pairs = cross_run.columns(baseline, candidate)
-    policies = cross_run.policies(baseline, candidate)
-    raw = build_table(cross_run.specs(baseline, candidate), cols, pairs, policies, "A",
+    base = reference.newest
+    cols, pairs = _columns(reference, candidate)
+    # the candidate's profile states today's thresholds (the same as the reference's
+    # unless --intended profile let a changed profile through)
+    policies = {**base.policies, **candidate.policies}
+    workload = candidate.workload_source or base.workload_source
+    raw = build_table(cross_run.specs(base, candidate), cols, pairs, policies, "A",
                       stats=False).lines
     known = {key for ln in raw for key in (ln.key, ln.metric)}
     unknown = sorted(set(thresholds) - known)
     if unknown:
         raise InputError(f"--max-regression {', '.join(unknown)}: no such metric in these runs; "
                          f"metrics are {sorted({ln.key for ln in raw})}")
-    gated: list[Line] = []
-    limits: list[tuple[float, str]] = []
-    skipped: list[GateCase] = []
-    for line in raw:
-        judged = judge(policies, line.source, line.metric, line.unit)
-        pct, origin = _threshold(line, thresholds, judged.max_regression_pct, default_pct)
-        if judged.origin == "assumed" and origin == "default":
-            # Guessing which way is worse would turn noise in e.g. `processed` into a red
-            # nightly; such metrics are gated only when someone states a direction or limit.
-            skipped += [_case(line, judged.direction.value, judged.origin, pct, origin, variant,
-                              "skipped", None, "direction unknown: set metrics: {"
-                              f"{line.metric}: {{direction: lower|higher}}}} in the profile")
-                        for _, variant in pairs]
-            continue
-        gated.append(line)
-        limits.append((pct, origin))
-    lines, family = with_stats(gated, pairs, policies,
-                               min_effect={i: pct / 100 for i, (pct, _) in enumerate(limits)})
-    cases: list[GateCase] = []
-    for line, (pct, origin) in zip(lines, limits, strict=True):
-        for _, variant in pairs:
-            found = line.comparisons.get(variant)
-            status = "skipped" if found is None else _STATUS[found.verdict.value]
-            reason = line.notes.get(variant, "") if found is None else found.reason
-            cases.append(_case(line, line.direction, line.direction_origin, pct, origin,
-                               variant, status, found, reason))
+    gated = _gated(raw, policies, workload, thresholds, default_pct)
+    samples: dict[str, GateSamples] = {}
+    cases: dict[str, GateCase] = {}
+    for i, (line, judged, pct, origin) in enumerate(gated):
+        for base_col, other in pairs:
+            key = f"{i}\t{other}"
+            case = GateCase(line.label, line.source, line.metric, line.role, line.unit,
+                            other.removeprefix("B:"), judged.direction.value, judged.origin,
+                            pct, origin, "skipped", None, "")
+            why = not_comparable(line.cells[base_col], line.cells[other])
+            if why:
+                status = "error" if why.startswith("infinite") else "skipped"
+                cases[key] = _with(case, status, None, why)
+                continue
+            cases[key] = case
+            samples[key] = GateSamples(line.cells[base_col].values, line.cells[other].values,
+                                       judged.direction, pct)
+    for key, result in gate_metrics(samples).items():
+        found = result.comparison
+        cases[key] = _with(cases[key], result.status.value, found, found.reason)
     common = [p[1].removeprefix("B:") for p in pairs]
-    return GateReport(str(candidate.manifest.get("profile", {}).get("name", "")), baseline,
-                      candidate, tuple(cases + skipped), family,
-                      diff_manifests(baseline.manifest, candidate.manifest, common))
+    return GateReport(str((candidate.manifest.get("profile") or {}).get("name", "")),
+                      reference, candidate, tuple(cases.values()), len(samples),
+                      diff_manifests(base.manifest, candidate.manifest, common))
 
 
-def _case(line: Line, direction: str, direction_origin: str, pct: float, origin: str,
-          column: str, status: str, found: Comparison | None, reason: str) -> GateCase:
-    return GateCase(line.label, line.source, line.metric, line.role, line.unit,
-                    column.removeprefix("B:"), direction, direction_origin, pct, origin,
-                    status, found, reason)
+def _with(case: GateCase, status: str, found: Comparison | None, reason: str) -> GateCase:
+    return GateCase(case.label, case.source, case.metric, case.role, case.unit, case.variant,
+                    case.direction, case.direction_origin, case.max_regression_pct,
+                    case.threshold_origin, status, found, reason)
 
 
 def case_message(case: GateCase) -> str:
@@ -195,19 +221,24 @@ def case_message(case: GateCase) -> str:
     if found is None:
         return f"{case.status}: {case.reason}"
     return (f"{case.status}: {case.label} ({case.variant}) {format_pct(found.change)} "
-            f"(95% CI {format_ci(found.change_ci)}), p={format_p(found.p_adjusted)} "
-            f"(Holm), threshold {case.max_regression_pct:g}% ({case.threshold_origin}), "
-            f"{case.direction} is better; {case.reason}")
+            f"(95% CI {format_ci(found.change_ci)}), regression p="
+            f"{format_p(found.p_adjusted)} (Holm, {found.test_method}), threshold "
+            f"{case.max_regression_pct:g}% ({case.threshold_origin}), {case.direction} is "
+            f"better; {case.reason}")
 
 
 def gate_doc(report: GateReport) -> dict[str, Any]:
+    ref = report.reference
     return {
-        "profile": report.profile, "status": "regression" if report.regressions else "pass",
+        "profile": report.profile, "status": report.status,
         "candidate": {"dir": str(report.candidate.directory),
                       "run_id": report.candidate.manifest.get("run_id")},
-        "baseline": {"dir": str(report.baseline.directory),
-                     "run_id": report.baseline.manifest.get("run_id")},
+        "baseline": {"dir": str(ref.newest.directory),
+                     "run_id": ref.newest.manifest.get("run_id"), "kind": ref.kind,
+                     "runs": [{"dir": str(r.directory), "run_id": r.manifest.get("run_id")}
+                              for r in ref.runs]},
         "counts": report.counts(), "family": report.family, "adjust": "holm",
+        "repeat_needed": report.repeat_needed() if report.status == "inconclusive" else None,
         "confounders": [d.as_dict() for d in report.confounders.confounders],
         "intended": [d.as_dict() for d in report.confounders.intended],
         "cases": [{"name": c.name, "label": c.label, "source": c.source, "metric": c.metric,
@@ -227,16 +258,21 @@ def gate_json(report: GateReport) -> str:
 def gate_text(report: GateReport) -> str:
     """Status first, then one row per case (<= 80 columns), grouped by variant."""
     counts = ", ".join(f"{n} {status}" for status, n in sorted(report.counts().items()))
-    out = [f"napilab check: {'REGRESSION' if report.regressions else 'pass'}: {counts}",
+    out = [f"napilab check: {report.status.upper() if report.status != 'pass' else 'pass'}: "
+           f"{counts or 'nothing gated'}",
            f"  candidate {report.candidate.directory}",
-           f"  baseline  {report.baseline.directory}",
-           f"  p Holm-adjusted over {report.family} gated comparison(s)"]
+           f"  baseline  {report.reference.describe()}",
+           f"  regression p Holm-adjusted over {report.family} gated comparison(s)"]
     for variant in dict.fromkeys(c.variant for c in report.cases):
         out.append(f"  variant {variant}:")
         for c in (c for c in report.cases if c.variant == variant):
             found = c.comparison
             change, ci, p = ("-", "-", "-") if found is None else (
                 format_pct(found.change), format_ci(found.change_ci), format_p(found.p_adjusted))
-            out.append(f"  {c.status:<15}  {c.label[:24]:<24}  {change:>8}  {ci:>17}  "
-                       f"{p:>5}".rstrip())
+            out.append(f"  {c.status:<12}  {c.label[:24]:<24}  {change:>8}  {ci:>17}  "
+                       f"{p:>5}  {c.max_regression_pct:g}%".rstrip())
+    if report.status == "inconclusive":
+        need = report.repeat_needed()
+        out.append("  inconclusive: no gated metric could be judged" +
+                   (f"; about repeat >= {need} per run would decide" if need else ""))
     return "\n".join(out) + "\n"

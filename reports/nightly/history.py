@@ -8,7 +8,9 @@ a column), the rest from each run's manifest.json. A metric is `metric` or
 `source.metric`; as in the A/B table, a metric of several hosts of one role is summed
 per trial, then the median over the trials of a variant is taken. Only run-level
 values (cpu null) are used; the pooled per-transaction percentiles of a report need
-its latency files and are not part of the trend.
+its latency files and are not part of the trend. Per metric and variant, the series of
+run medians is searched for level shifts (harness.stats.changes: ruptures' PELT); each
+change point names the first run of the new level.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import duckdb
 import pandas as pd
 
 from harness.errors import InputError
+from harness.stats.changes import ChangePoint, change_points
 from reports.ab.model import format_number
 from reports.nightly.check import CHECK_FILE
 
@@ -159,6 +162,18 @@ class History:
     runs: tuple[RunInfo, ...]
     values: dict[tuple[str, str, str], tuple[float, int]]  # (run, key, variant) -> (median, n)
 
+    def change_points(self) -> dict[str, dict[str, list[tuple[RunInfo, ChangePoint]]]]:
+        """key -> variant -> (first run of the new level, change point), oldest first."""
+        out: dict[str, dict[str, list[tuple[RunInfo, ChangePoint]]]] = {}
+        for key, _ in self.metrics:
+            for variant in self.variants:
+                runs = [r for r in self.runs if (r.directory.name, key, variant) in self.values]
+                series = [self.values[(r.directory.name, key, variant)][0] for r in runs]
+                found = [(runs[p.index], p) for p in change_points(series)]
+                if found:
+                    out.setdefault(key, {})[variant] = found
+        return out
+
 
 def _keys(frame: pd.DataFrame) -> pd.Series:
     """`source.metric`, with `[role]` when a metric comes from several roles."""
@@ -223,6 +238,7 @@ def history_text(found: History, width: int = 80) -> str:
                         "repetitions per variant", width, break_on_hyphens=False)
     if not found.metrics:
         return "\n".join([*out, "  no metric to show (no samples stored)"]) + "\n"
+    shifts = found.change_points()
     for key, unit in found.metrics:
         cells = {(r.directory.name, v): _cell(found.values.get((r.directory.name, key, v)))
                  for r in found.runs for v in found.variants}
@@ -252,11 +268,25 @@ def history_text(found: History, width: int = 80) -> str:
                 break
             out.append("")
             left = LEFT_AGAIN
+        for variant, points in shifts.get(key, {}).items():
+            for run, point in points:
+                out += textwrap.wrap(
+                    f"change point: {variant} from run {run.run_id} ({run.when}): "
+                    f"{format_number(point.before)} -> {format_number(point.after)} "
+                    f"({point.change:+.1%})", width, initial_indent="  ",
+                    subsequent_indent="    ", break_on_hyphens=False)
     return "\n".join(out) + "\n"
 
 
 def history_doc(found: History) -> dict[str, Any]:
+    shifts = found.change_points()
     return {
+        "change_points": [{"metric": key, "variant": variant, "run_id": run.run_id,
+                           "dir": str(run.directory), "time": run.when,
+                           "before": point.before, "after": point.after,
+                           "change": point.change}
+                          for key, per in shifts.items() for variant, points in per.items()
+                          for run, point in points],
         "profile": found.profile, "host": found.host,
         "metrics": [{"key": k, "unit": u} for k, u in found.metrics],
         "variants": list(found.variants),

@@ -1,7 +1,9 @@
 """JUnit XML of a gate (`napilab check --junit FILE`), as CI systems read it (Jenkins,
 GitLab, GitHub test reporters): one testcase per metric x variant; a regression is a
-<failure> whose message carries change, CI, adjusted p and threshold; not-enough-data
-and skipped cases are <skipped> so a gate that could not judge does not look green."""
+<failure> whose message carries change, CI, adjusted p and threshold; inconclusive and
+skipped cases are <skipped>, an infinite value is an <error>, and a gate that judged
+nothing at all gets one more testcase, `gate`, whose <failure type="inconclusive"> says
+so: a gate that could not judge never looks green."""
 
 from __future__ import annotations
 
@@ -12,16 +14,18 @@ from reports.nightly.check import GateReport, case_message
 
 def junit_xml(report: GateReport) -> str:
     counts = report.counts()
-    failures = counts.get("regression", 0)
-    skipped = counts.get("not-enough-data", 0) + counts.get("skipped", 0)
+    inconclusive = report.status == "inconclusive"
+    failures = counts.get("regression", 0) + inconclusive
+    skipped = counts.get("inconclusive", 0) + counts.get("skipped", 0)
     name = f"napilab check {report.profile}"
-    attrs = {"name": name, "tests": str(len(report.cases)), "failures": str(failures),
-             "errors": "0", "skipped": str(skipped), "time": "0"}
+    attrs = {"name": name, "tests": str(len(report.cases) + inconclusive),
+             "failures": str(failures), "errors": str(counts.get("error", 0)),
+             "skipped": str(skipped), "time": "0"}
     suites = ET.Element("testsuites", attrs)
     suite = ET.SubElement(suites, "testsuite", attrs)
     props = ET.SubElement(suite, "properties")
     for key, value in (("candidate", str(report.candidate.directory)),
-                       ("baseline", str(report.baseline.directory)),
+                       ("baseline", report.reference.describe()),
                        ("candidate_run_id", str(report.candidate.manifest.get("run_id"))),
                        ("baseline_run_id", str(report.baseline.manifest.get("run_id"))),
                        ("adjust", f"holm over {report.family}")):
@@ -35,10 +39,21 @@ def junit_xml(report: GateReport) -> str:
             failure = ET.SubElement(element, "failure", {"message": message,
                                                          "type": "regression"})
             failure.text = case.reason
-        elif case.status in ("not-enough-data", "skipped"):
+        elif case.status in ("inconclusive", "skipped"):
             ET.SubElement(element, "skipped", {"message": message})
+        elif case.status == "error":
+            ET.SubElement(element, "error", {"message": message, "type": "error"})
         else:
             ET.SubElement(element, "system-out").text = message
+    if inconclusive:
+        need = report.repeat_needed()
+        element = ET.SubElement(suite, "testcase", {
+            "classname": f"napilab.{report.profile}", "name": "gate", "time": "0"})
+        ET.SubElement(element, "failure", {
+            "type": "inconclusive",
+            "message": "inconclusive: no gated metric could be judged, a pass would mean "
+                       "nothing" + (f"; about repeat >= {need} per run would decide"
+                                    if need else "")})
     if report.confounders.confounders:
         ET.SubElement(suite, "system-err").text = "host or knob differences besides the " \
             "intended ones:\n" + "\n".join(str(d) for d in report.confounders.confounders)

@@ -1,7 +1,9 @@
 """Trend figures of the published site: per profile and host, the median of each
 headline metric per variant over the runs' start times (reports.nightly.history's query).
 Runs that did not complete are hollow markers; runs `napilab check` found a regression
-in are marked with a red dotted line. Same SVG path as the report's plots."""
+in are marked with a red dotted line; a change point of a variant's series
+(harness.stats.changes, ruptures' PELT) is a diamond on the first run of the new level.
+Same SVG path as the report's plots."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from collections.abc import Sequence
 import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 
+from harness.stats.changes import change_points
 from reports.nightly.history import RunInfo, default_metrics, medians
 from reports.plots.latency import MAX_LINES
 from reports.plots.plots import Omitted, Plot
@@ -45,6 +48,7 @@ def trend(profile: str, host: str, runs: Sequence[RunInfo],
     regressed = [when[r.directory.name] for r in runs
                  if r.check is not None and r.check.get("status") == "regression"]
     order = list(dict.fromkeys(v for r in runs for v in r.variants))
+    shifts = 0
     with plt.rc_context(RC):
         fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 2.8), squeeze=False)
         for ax, key in zip(axes.flat, keys, strict=True):
@@ -60,6 +64,11 @@ def trend(profile: str, host: str, runs: Sequence[RunInfo],
                 ax.scatter(rows["when"], rows["median"], s=14, zorder=3,
                            facecolors=["white" if h else color(i) for h in hollow],
                            edgecolors=color(i))
+                for point in change_points(list(rows["median"].astype(float))):
+                    shifts += 1
+                    ax.scatter([rows["when"].iloc[point.index]],
+                               [rows["median"].iloc[point.index]], s=60, marker="D",
+                               zorder=4, facecolors="none", edgecolors="#b00020")
             for moment in regressed:
                 ax.axvline(moment, color="#b00020", linestyle=":", linewidth=1)
             unit = str(sel["unit"].iloc[0]) if len(sel) else ""
@@ -78,5 +87,6 @@ def trend(profile: str, host: str, runs: Sequence[RunInfo],
     except SvgRejected as exc:
         return Omitted(name, title, f"figure withheld: {exc}")
     note = "hollow: run not complete" + ("; red dotted: napilab check found a regression"
-                                         if regressed else "")
+                                         if regressed else "") + (
+        "; red diamond: a change point (level shift) starts here" if shifts else "")
     return Plot(name, title, svg, note)

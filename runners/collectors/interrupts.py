@@ -3,7 +3,9 @@
 The header names one column per online CPU. Each row is `NAME:` then one count per CPU
 and a free-form description (chip, hwirq, flow, actions; arch rows: a sentence such as
 "Function call interrupts"). Spacing changed in 2024-2025 kernels, so rows are split on
-whitespace, never on fixed columns. x86 `ERR`/`MIS` and arm64 `Err` carry one total.
+whitespace, never on fixed columns. x86 `ERR`/`MIS` and arm64 `Err` carry one total;
+every other row must have exactly one count per CPU and a description, or the file is
+refused (a cut or widened line is not guessed at).
 arm64 numbers its IPIs (`IPI1:`) differently across versions: arch rows are named by
 their description ("Function call interrupts" -> `function_call_interrupts`), which is
 the same on x86 (`CAL`) and arm64 (`IPI1`). Device IRQs are named `irq_<N>`.
@@ -19,6 +21,9 @@ from runners.base import COUNT, ParseError, Value, parse_int
 TOOL = "interrupts"
 _CPU = re.compile(r"CPU(\d+)")
 _U32 = 1 << 32
+# Rows the kernel prints as one total, not one count per CPU: x86 arch_show_interrupts
+# (ERR, MIS), arm/arm64 (Err).
+TOTALS = ("ERR", "MIS", "Err")
 
 
 @dataclass(frozen=True)
@@ -61,27 +66,38 @@ def parse(text: str) -> Interrupts:
 
 
 def _row(line: str, ncpu: int) -> InterruptRow:
+    """One row, exactly: as many counts as the header has CPUs, then a description;
+    the single totals (TOTALS) one count and nothing else. Anything else is a cut or
+    widened line, refused rather than read as another row (`CAL: 1030` under two CPUs
+    is not a total, and a third count is not the start of a description)."""
     name, sep, rest = line.partition(":")
     name = name.strip()
     if not sep or not name or " " in name:
         raise ParseError(TOOL, "row does not start with 'NAME:'", line)
     tokens = rest.split()
     counts: list[int] = []
-    for token in tokens[:ncpu]:
+    for token in tokens:
         # isascii(): str.isdigit() is true for "²", which int() refuses.
         if not (token.isascii() and token.isdigit()):
             break
         counts.append(int(token))
-    if len(counts) not in (ncpu, 1) or not counts:
-        raise ParseError(TOOL, f"row {name} has {len(counts)} counts for {ncpu} CPUs", line)
     description = " ".join(tokens[len(counts):])
+    if name in TOTALS:
+        if len(counts) != 1 or description:
+            raise ParseError(TOOL, f"row {name} is a single total; it has {len(counts)} "
+                             f"counts{' and text' if description else ''}", line)
+    elif len(counts) != ncpu:
+        raise ParseError(TOOL, f"row {name} has {len(counts)} counts for {ncpu} CPUs", line)
+    elif not description:
+        raise ParseError(TOOL, f"row {name} ends after its counts: no description (cut?)",
+                         line)
     return InterruptRow(name, tuple(counts), description)
 
 
 def values(snapshot: Interrupts) -> list[Value]:
     out: list[Value] = []
     for row in snapshot.rows:
-        if len(row.counts) == len(snapshot.cpus):
+        if row.name not in TOTALS:
             out.extend(Value(row.metric, n, COUNT, cpu) for cpu, n in zip(snapshot.cpus, row.counts,
                                                                           strict=True))
         else:
@@ -104,7 +120,7 @@ def delta(before: Interrupts, after: Interrupts, *, irq_pattern: str | None = No
         old = old_rows.get(row.name)
         if old is None:
             continue
-        if len(row.counts) != len(after.cpus):  # single total (ERR, MIS)
+        if row.name in TOTALS:
             out.append(Value(row.metric, (row.counts[0] - old.counts[0]) % _U32, COUNT))
             continue
         diffs = []

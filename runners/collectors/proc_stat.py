@@ -2,7 +2,10 @@
 
 `cpu  user nice system idle iowait irq softirq steal guest guest_nice` then `cpuN ...`
 for each online CPU. Kernels before 2.6.33 print fewer fields (4, 7, 8 or 9); absent
-fields are absent, not zero. `guest`/`guest_nice` are already included in `user`/`nice`.
+fields are absent, not zero. Every cpuN line has as many fields as the `cpu` line, and
+the cpu lines are followed by `intr` (fs/proc/stat.c show_stat): a cut or widened line,
+or a file that ends among the cpu lines, is refused. `guest`/`guest_nice` are already
+included in `user`/`nice`.
 Times are reported in milliseconds using the host's USER_HZ (`getconf CLK_TCK`). The
 `irq` field is hard-IRQ time, named `hardirq` here as in the seeds' tables; it stays 0
 on kernels built without CONFIG_IRQ_TIME_ACCOUNTING.
@@ -37,6 +40,8 @@ def parse(text: str) -> ProcStat:
     total: CpuTimes | None = None
     cpus: list[CpuTimes] = []
     ctxt = intr = None
+    last_cpu_line = ""
+    after_cpu_lines = False
     for line in text.splitlines():
         fields = line.split()
         if not fields:
@@ -46,14 +51,24 @@ def parse(text: str) -> ProcStat:
             times = _cpu_line(fields, line)
             if times.cpu is None:
                 total = times
+            elif total is None:
+                raise ParseError(TOOL, "a cpuN line before the aggregate 'cpu' line", line)
+            elif len(times.ticks) != len(total.ticks):
+                raise ParseError(TOOL, f"{fields[0]} has {len(times.ticks)} time fields, the "
+                                 f"'cpu' line {len(total.ticks)}: a cut or widened line", line)
             else:
                 cpus.append(times)
-        elif key == "ctxt" and len(fields) == 2:
+            last_cpu_line, after_cpu_lines = line, False
+            continue
+        after_cpu_lines = True
+        if key == "ctxt" and len(fields) == 2:
             ctxt = parse_int(TOOL, fields[1])
         elif key == "intr" and len(fields) >= 2:
             intr = parse_int(TOOL, fields[1])
     if total is None:
         raise ParseError(TOOL, "no aggregate 'cpu' line", text[:200])
+    if not after_cpu_lines:  # show_stat() prints `intr` after them: the file was cut
+        raise ParseError(TOOL, "the file ends in its cpu lines (cut?)", last_cpu_line)
     return ProcStat(tuple(cpus), total, ctxt, intr)
 
 

@@ -7,7 +7,9 @@ column count, not the kernel version (docs/formats.md section 6):
   11  ... + flow_limit_count                                          (3.11 - 5.9)
   13  ... + backlog_len cpu_id                                        (5.10 - 6.3)
   15  ... + input_qlen process_qlen                                   (6.4+)
-Column 9 reads 0 from 4.19 on ("was cpu_collision"). Offline CPUs have no line, so
+Column 9 reads 0 from 4.19 on ("was cpu_collision"). Every row of one file has the same
+width (one kernel, one seq_printf): a row of another width is refused, not read with
+fewer columns. Offline CPUs have no line, so
 without the CPU id column the row index is mapped through the online CPU list.
 """
 
@@ -48,10 +50,14 @@ def parse(text: str, online_cpus: list[int] | None = None) -> SoftnetStat:
     if not lines:
         raise ParseError(TOOL, "no rows", text)
     rows = []
+    width = len(lines[0].split())
     for index, line in enumerate(lines):
         fields = line.split()
         if len(fields) not in _KNOWN_WIDTHS:
             raise ParseError(TOOL, f"{len(fields)} columns, expected one of {_KNOWN_WIDTHS}", line)
+        if len(fields) != width:  # one kernel prints one layout: a cut or widened row
+            raise ParseError(TOOL, f"row {index} has {len(fields)} columns, the first row "
+                             f"{width}", line)
         numbers = [_hex(f, line) for f in fields]
         if len(numbers) > _CPU_ID_COLUMN:
             cpu = numbers[_CPU_ID_COLUMN]

@@ -12,7 +12,8 @@ A metric is `name: {regex | json_path, unit, scale, aggregate, stream, optional}
 - a required metric that never matches fails the trial, naming metric and pattern; an
   `optional: true` one is left out (absent, never 0).
 Arguments may use `${target}`, `${bind}`, `${duration}`, `${workdir}`, `${trial}`.
-`metrics` may also name a preset: `xdpsock` or `testpmd` (see PRESETS).
+`metrics` may also name a preset: `xdpsock` or `testpmd`, read by runners.workloads.xdpsock
+and .testpmd (sockets and ports summed, cut output refused).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 
 from harness.errors import InputError
 from runners.base import ParseError, ToolFailed, Value, parse_float
+from runners.workloads import testpmd, xdpsock
 from runners.workloads.workload import (
     ArgSpec,
     ArgValue,
@@ -70,58 +72,21 @@ class Measured:
     matches: int
 
 
-_XDPSOCK_ROW = r"^\s*{dir}\s+(?P<value>[\d,]+)\s+[\d,]+"  # `rx  20,797,350  230,942,399`
-_XDPSOCK_TOTAL = r"^\s*{dir}\s+[\d,]+\s+(?P<value>[\d,]+)"
-PRESETS: dict[str, dict[str, dict[str, Any]]] = {
-    # samples/bpf xdpsock (2019+) and xdp-tools' xdpsock: a `pps pkts` table each second.
-    "xdpsock": {
-        "rx_pps": {"regex": _XDPSOCK_ROW.format(dir="rx"), "unit": "packets/s",
-                   "aggregate": "mean", "optional": True},
-        "rx_pps_max": {"regex": _XDPSOCK_ROW.format(dir="rx"), "unit": "packets/s",
-                       "aggregate": "max", "optional": True},
-        "rx_packets": {"regex": _XDPSOCK_TOTAL.format(dir="rx"), "unit": "packets",
-                       "optional": True},
-        "tx_pps": {"regex": _XDPSOCK_ROW.format(dir="tx"), "unit": "packets/s",
-                   "aggregate": "mean", "optional": True},
-        "tx_packets": {"regex": _XDPSOCK_TOTAL.format(dir="tx"), "unit": "packets",
-                       "optional": True},
-    },
-    # dpdk-testpmd: `show port stats` / --stats-period blocks (Rx-pps is "since last
-    # show", so the first block of a run reads 0: `last` and `max`, and `mean` with
-    # that caveat), and the forward statistics printed by `stop`.
-    "testpmd": {
-        "rx_pps": {"regex": r"Rx-pps:\s+(?P<value>\d+)", "unit": "packets/s",
-                   "optional": True},
-        "rx_pps_max": {"regex": r"Rx-pps:\s+(?P<value>\d+)", "unit": "packets/s",
-                       "aggregate": "max", "optional": True},
-        "rx_pps_mean": {"regex": r"Rx-pps:\s+(?P<value>\d+)", "unit": "packets/s",
-                        "aggregate": "mean", "optional": True},
-        "tx_pps": {"regex": r"Tx-pps:\s+(?P<value>\d+)", "unit": "packets/s",
-                   "optional": True},
-        "rx_bps": {"regex": r"Rx-bps:\s+(?P<value>\d+)", "unit": "bits/s", "optional": True},
-        "tx_bps": {"regex": r"Tx-bps:\s+(?P<value>\d+)", "unit": "bits/s", "optional": True},
-        "rx_missed": {"regex": r"RX-missed:\s+(?P<value>\d+)", "unit": "packets",
-                      "optional": True},
-        # The accumulated block comes after the per-port ones: `last` is the total.
-        "rx_packets": {"regex": r"RX-total:\s+(?P<value>\d+)", "unit": "packets",
-                       "optional": True},
-        "tx_packets": {"regex": r"TX-total:\s+(?P<value>\d+)", "unit": "packets",
-                       "optional": True},
-        "rx_dropped": {"regex": r"RX-dropped:\s+(?P<value>\d+)", "unit": "packets",
-                       "optional": True},
-        "tx_dropped": {"regex": r"TX-dropped:\s+(?P<value>\d+)", "unit": "packets",
-                       "optional": True},
-    },
+# Outputs that regexes cannot read exactly (per-socket and per-port blocks to sum, totals
+# to check) have their own parsers; `metrics: xdpsock` or `metrics: testpmd` uses them.
+PRESETS: dict[str, Callable[[str], list[Value]]] = {
+    "xdpsock": lambda text: xdpsock.values(xdpsock.parse(text)),
+    "testpmd": lambda text: testpmd.values(testpmd.parse(text)),
 }
 
 
 def metric_specs(config: object) -> tuple[MetricSpec, ...]:
-    """Validate a profile's `metrics` (a mapping, or a preset's name)."""
+    """Validate a profile's `metrics` (a mapping, or a preset's name: no specs)."""
     if isinstance(config, str):
         if config not in PRESETS:
             raise InputError(f"command: no metrics preset {config!r}; presets are "
                              f"{sorted(PRESETS)}")
-        config = PRESETS[config]
+        return ()
     if not isinstance(config, Mapping):
         raise InputError("command: `metrics` must map metric names to {regex|json_path, unit}")
     return tuple(_spec(str(name), body) for name, body in config.items())
@@ -236,9 +201,8 @@ def values(measured: Sequence[Measured]) -> list[Value]:
 
 
 def preset_parser(preset: str) -> Callable[[str], list[Value]]:
-    """`napilab parse xdpsock FILE`: a preset's metrics read from stdout."""
-    specs = metric_specs(preset)
-    return lambda text: values(parse(text, specs))
+    """`napilab parse xdpsock FILE`: a preset's parser."""
+    return PRESETS[preset]
 
 
 class CommandTool:
@@ -267,6 +231,7 @@ class CommandTool:
 
     def __init__(self) -> None:
         self._specs: tuple[MetricSpec, ...] = ()
+        self._preset: str | None = None
         self._program = "the command"
         self._exit_codes: tuple[int, ...] = (0,)
 
@@ -278,14 +243,17 @@ class CommandTool:
             raise InputError("command: client `argv` is required")
         argv = _argv(args["argv"], "argv", ctx)
         specs = metric_specs(args["metrics"]) if "metrics" in args else ()
-        self._specs, self._program = specs, argv[0]
+        metrics = args.get("metrics")
+        preset = metrics if isinstance(metrics, str) else None
+        self._specs, self._preset, self._program = specs, preset, argv[0]
         raw_codes = args.get("exit_codes", 0)
         codes = [c for c in (raw_codes if isinstance(raw_codes, list) else [raw_codes])
                  if isinstance(c, int) and not isinstance(c, bool)]
         if len(codes) != (len(raw_codes) if isinstance(raw_codes, list) else 1):
             raise InputError("command: `exit_codes` must be integers")
         self._exit_codes = tuple(codes)
-        context = {"specs": specs, "program": argv[0], "exit_codes": tuple(codes)}
+        context = {"specs": specs, "preset": preset, "program": argv[0],
+                   "exit_codes": tuple(codes)}
         server = None
         if "server_argv" in sargs:
             port, pattern = sargs.get("ready_port"), sargs.get("ready_pattern")
@@ -313,7 +281,10 @@ class CommandTool:
         if client.exit_code not in exit_codes:
             raise ToolFailed(TOOL, f"{program} exited {client.exit_code}",
                              client.stderr or client.stdout)
+        preset = context.get("preset", self._preset)
         try:
+            if preset is not None:
+                return ToolResult(client=PRESETS[preset](client.stdout))
             measured = parse(client.stdout, specs, stderr=client.stderr)
         except ParseError as error:
             raise ToolFailed(TOOL, error.reason, client.stderr) from None

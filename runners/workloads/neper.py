@@ -174,104 +174,172 @@ def _rusage(report: Mapping[str, float]) -> list[Value]:
     return rows
 
 
-# --- the tools -------------------------------------------------------------------------
-
-# (short flag, long flag, kind, help) shared by every binary; `c`, `H`, `l`, `nolog` are
-# napilab's. Long flags are neper's option names with `-` for `_` (getopt_long).
-_COMMON: tuple[tuple[str, str, type | tuple[type, ...], str], ...] = (
-    ("F", "num-flows", int, "total number of flows (copied to the server unless set there)"),
-    ("T", "num-threads", int, "number of threads"),
-    ("C", "control-port", (int, str), f"control port, default {CONTROL_PORT} (both sides)"),
-    ("P", "port", (int, str), "data port, default 12867 (both sides)"),
-    ("A", "all-samples", (bool, str), "per-interval CSV; true: a file under the run's workdir"),
-    ("s", "suicide-length", int, "exit after this many seconds whatever happens"),
-    ("U", "pin-cpu", bool, "pin threads to CPU cores"),
-    ("I", "interval", (int, float), "seconds per sample"),
-    ("m", "max-pacing-rate", (int, str), "SO_MAX_PACING_RATE"),
-    ("M", "mark", int, "SO_MARK"),
-    ("L", "local-hosts", str, "local addresses to bind"),
-    ("4", "ipv4", bool, "AF_INET only"),
-    ("6", "ipv6", bool, "AF_INET6 only"),
-    ("", "num-clients", int, "clients the server waits for"),
-    ("", "nonblocking", bool, "non-blocking syscalls"),
-    ("", "busywait", int, "epoll busy wait (ns)"),
-    ("", "iostat-ms", int, "print `t=` io stats every N ms"),
-    ("", "wait-start", int, "seconds before data flows start"),
-    ("", "source-port", int, "first source port"),
-    ("", "time-wait", bool, "close gracefully (TIME_WAIT)"),
-    ("", "freebind", bool, "IP_FREEBIND"),
-    ("", "logtostderr", bool, "log to stderr"),
-)
-_RR: tuple[tuple[str, str, type | tuple[type, ...], str], ...] = (
-    ("Q", "request-size", int, "request bytes"),
-    ("R", "response-size", int, "response bytes"),
-    ("p", "percentiles", (str, int, float), "latency percentiles, e.g. '50,90,99,99.9'"),
-    ("B", "buffer-size", int, "bytes per read()/send()"),
-    ("D", "delay", (int, str), "delay between sends"),
-    ("", "noburst", (int, str), "noburst interval (tcp_rr)"),
-    ("", "async-connect", bool, "non-blocking connect"),
-)
-_STREAM: tuple[tuple[str, str, type | tuple[type, ...], str], ...] = (
-    ("B", "buffer-size", int, "bytes per read/write"),
-    ("D", "delay", int, "ns between sends"),
-    ("r", "enable-read", bool, "read from flows"),
-    ("w", "enable-write", bool, "write to flows"),
-    ("E", "edge-trigger", bool, "edge-triggered epoll"),
-    ("Z", "zerocopy", bool, "MSG_ZEROCOPY"),
-    ("z", "rx-zerocopy", bool, "TCP RX zerocopy (tcp_stream)"),
-    ("", "enable-tcp-maerts", bool, "server writes, client reads (tcp_stream)"),
-    ("", "split-bidir", bool, "separate tx/rx sockets (tcp_stream)"),
-    ("", "skip-rx-copy", bool, "skip the payload copy on receive (tcp_stream)"),
-    ("", "throughput-opt", str, "throughput unit, e.g. Mb, Gb"),
-)
-_RESERVED = {"c", "client", "H", "host", "l", "test-length", "nolog", "n", "dry-run"}
-# Options both sides must agree on (docs/formats.md 1.6: the server must know -F, and the
-# ports are where the client connects).
-_SHARED = ("num-flows", "control-port", "port")
+# --- the options and which side reads them ----------------------------------------------
+# Read at google/neper ea5890f (2025-11-04); `source` is where the side(s) use the value.
+# neper's control connection carries no option to the server (control_plane.c:279 only
+# logs the client's -T/-F/-l/-m): a server sizes and shapes its side of the exchange from
+# its own flags, so napilab gives it those the client was given.
+SAME = "same"  # both must hold one value: copied across, a different value is refused
+SERVER_TOO = "server too"  # the server reads its own: copied unless server.args sets it
+EACH = "each"  # each process applies its own to its own sockets/threads: never copied
+CLIENT = "client"  # only the client reads it: refused in server.args
+SERVER = "server"  # only the server reads it: refused in client.args
+MIRROR = "mirror"  # tcp_stream: the client reading means the server writes
 
 
-def _arg_specs(table: tuple[tuple[str, str, type | tuple[type, ...], str], ...]
-               ) -> dict[str, ArgSpec]:
-    specs = {}
-    for short, long, kind, text in table:
-        specs[long] = ArgSpec(kind, text)
-        if short:
-            specs[short] = ArgSpec(kind, f"-{short}: {text}")
-    return specs
+@dataclass(frozen=True)
+class NeperOption:
+    long: str  # neper's name with `-` for `_` (getopt_long)
+    short: str
+    kind: type | tuple[type, ...]
+    sides: str
+    source: str
+    help: str
+
+
+_O = NeperOption
+_DURATION = (int, str)  # parse_duration: ns, or with a unit ("10us")
+_COMMON = (  # add_flags_common, define_all_flags.c:24
+    _O("magic", "", int, SAME, "control_plane.c:72", "control message magic"),
+    _O("maxevents", "", int, EACH, "loop.c:74", "epoll events per epoll_wait()"),
+    _O("num-flows", "F", int, SERVER_TOO, "thread.c:426,449", "total number of flows"),
+    _O("num-threads", "T", int, EACH, "thread.c:413", "threads of this process"),
+    _O("num-clients", "", int, SERVER, "control_plane.c:448", "clients the server waits for"),
+    _O("listen-backlog", "", int, SERVER, "control_plane.c:227", "listen() backlog"),
+    _O("suicide-length", "s", int, EACH, "tcp_rr_main.c:52", "exit after this many seconds"),
+    _O("source-port", "", int, CLIENT, "socket.c:294", "first source port"),
+    _O("stime-use-proc", "S", bool, EACH, "thread.c:578", "stime from /proc/stat"),
+    _O("ipv4", "4", bool, SAME, "common.c:80", "AF_INET only"),
+    _O("ipv6", "6", bool, SAME, "common.c:82", "AF_INET6 only"),
+    _O("debug", "d", bool, EACH, "socket.c:46", "SO_DEBUG"),
+    _O("pin-cpu", "U", bool, EACH, "thread.c:459", "pin threads to CPU cores"),
+    _O("nonblocking", "", bool, EACH, "flow.c:258", "non-blocking syscalls"),
+    _O("freebind", "", bool, EACH, "socket.c:52", "IP_FREEBIND"),
+    _O("interval", "I", (int, float), EACH, "thread.c:435", "seconds per sample"),
+    _O("max-pacing-rate", "m", (int, str), SERVER_TOO, "socket.c:78,122", "pacing rate"),
+    _O("local-hosts", "L", str, CLIENT, "check_all_options.c:39", "local addresses to bind"),
+    _O("control-port", "C", (int, str), SAME, "control_plane.c:353,361", "default 12866"),
+    _O("port", "P", (int, str), SAME, "socket.c:246,322", "data port, default 12867"),
+    _O("all-samples", "A", (bool, str), EACH, "rr.c:576", "CSV; true: under the workdir"),
+    _O("time-wait", "", bool, CLIENT, "socket.c:56", "close gracefully (TIME_WAIT)"),
+    _O("iostat-ms", "", int, CLIENT, "control_plane.c:436", "print `t=` io stats every N ms"),
+    _O("wait-start", "", int, CLIENT, "check_all_options.c:57", "seconds before data flows"),
+)
+_TCP = (  # add_flags_tcp, define_all_flags.c:65
+    _O("num-ports", "", int, SAME, "socket.c:263,320", "server data ports"),
+    _O("tcp-fastopen", "X", bool, CLIENT, "socket.c:325", "TCP_FASTOPEN_CONNECT"),
+    _O("pin-numa", "N", bool, EACH, "thread.c:473", "pin threads to NUMA nodes"),
+    _O("tcp-tx-delay", "t", int, EACH, "socket.c:85", "TCP_TX_DELAY (us) on own sends"),
+    _O("no-delay", "", bool, EACH, "socket.c:64", "TCP_NODELAY"),
+    _O("congestion-control", "", str, EACH, "socket.c:83", "TCP_CONGESTION"),
+)
+_RR = (  # add_flags_rr, define_all_flags.c:89
+    _O("request-size", "Q", int, SAME, "rr.c:168-173,182", "request bytes"),
+    _O("response-size", "R", int, SAME, "rr.c:161-166", "response bytes"),
+    _O("percentiles", "p", (str, int, float), CLIENT, "rr.c:439-442", "e.g. '50,99,99.9'"),
+    _O("buffer-size", "B", int, SERVER_TOO, "rr.c:140-141,243-245,279", "bytes per send"),
+    _O("log-rtt", "", (bool, str), CLIENT, "rr.c:209", "per-transaction RTT file"),
+    _O("logrtt-entries-per-flow", "", int, CLIENT, "rr.c:210-211", "RTT entries per flow"),
+    _O("mark", "M", int, EACH, "socket.c:48", "SO_MARK"),
+)
+_STREAM = (  # add_flags_stream, define_all_flags.c:109
+    _O("edge-trigger", "E", bool, EACH, "stream.c:49", "edge-triggered epoll"),
+    _O("reuseaddr", "R", bool, EACH, "socket.c:50", "SO_REUSEADDR"),
+    _O("zerocopy", "Z", bool, EACH, "socket.c:54", "MSG_ZEROCOPY"),
+    _O("throughput-opt", "", str, SERVER_TOO, "stream.c:185-195", "unit, e.g. Mb, Gb"),
+)
+_RR_DELAY = _O("delay", "D", _DURATION, CLIENT, "rr.c:380,398", "delay between requests")
+_STREAM_DELAY = _O("delay", "D", _DURATION, SERVER_TOO, "stream.c:126",
+                   "ns after each send, on the writing side")
+_STREAM_BUFFER = _O("buffer-size", "B", int, SERVER_TOO, "stream.c:33,98,118",
+                    "bytes per read()/write()")
+_CONNECT = _O("async-connect", "", bool, CLIENT, "socket.c:349", "non-blocking connect")
+_TCP_RR = (  # add_flags_tcp_rr, define_all_flags.c:124
+    _RR_DELAY, _CONNECT,
+    _O("reuseaddr", "", bool, EACH, "socket.c:50", "SO_REUSEADDR"),
+    _O("noburst", "", _DURATION, CLIENT, "rr.c:380,398", "noburst interval"),
+)
+_TCP_STREAM = (  # add_flags_tcp_stream, define_all_flags.c:147
+    _STREAM_DELAY, _STREAM_BUFFER, _CONNECT,
+    _O("skip-rx-copy", "", bool, EACH, "tcp_stream_main.c:57", "MSG_TRUNC on receive"),
+    _O("rx-zerocopy", "z", bool, EACH, "stream.c:94", "TCP RX zerocopy"),
+    _O("enable-read", "r", bool, MIRROR, "tcp_stream_main.c:46-49", "read from flows"),
+    _O("enable-write", "w", bool, EACH, "tcp_stream_main.c:46-49", "write to flows"),
+    _O("split-bidir", "", bool, SAME, "tcp_stream_main.c:51-54", "separate tx/rx sockets"),
+    _O("enable-tcp-maerts", "M", bool, SAME, "tcp_stream_main.c:42-44", "server writes"),
+    _O("no-cork", "", bool, EACH, "tcp_stream_main.c:61", "no MSG_MORE on sends"),
+    _O("mark", "", int, EACH, "socket.c:48", "SO_MARK"),
+)
+OPTIONS: dict[str, tuple[NeperOption, ...]] = {  # each binary's *_main.c add_flags_* calls
+    "tcp_rr": _COMMON + _TCP + _RR + _TCP_RR,
+    "udp_rr": _COMMON + _RR + (_RR_DELAY,),
+    "tcp_crr": _COMMON + _TCP + _RR + (_CONNECT,),
+    "tcp_stream": _COMMON + _TCP + _STREAM + _TCP_STREAM,
+    "udp_stream": _COMMON + _STREAM + (_STREAM_DELAY, _STREAM_BUFFER,
+                                       _O("mark", "M", int, EACH, "socket.c:48", "SO_MARK")),
+}
+BINARIES = tuple(OPTIONS)
+# napilab's own: -c, -H and -l on both sides (the server's -l sets its sampling interval,
+# tcp_rr_main.c:51 adjust_interval, so a short test still gives it 2 samples), --nolog
+# (check_all_options.c:25 refuses --logtostderr with it), never --dry-run.
+_RESERVED = {"c", "client", "H", "host", "l", "test-length", "nolog", "logtostderr", "n",
+             "dry-run"}
 
 
 class NeperTool:
-    """One neper binary. Server: `BIN --nolog -H BIND [flags]`, ready when its control
-    port listens, exits by itself after one test. Client: `BIN -c -H TARGET -l SECS
-    --nolog [flags]`."""
+    """One neper binary. Server: `BIN --nolog -H BIND -l SECS [flags]`, ready when its
+    control port listens, exits by itself after one test. Client: `BIN -c -H TARGET -l SECS
+    --nolog [flags]`. Which client flag the server also gets is the OPTIONS table."""
 
     def __init__(self, binary: str) -> None:
         self.binary = binary
         self.name = f"neper.{binary}"
-        self.family = "stream" if binary.endswith("stream") else "rr"
-        table = _COMMON + (_STREAM if self.family == "stream" else _RR)
-        self.client_args: Mapping[str, ArgSpec] = _arg_specs(table)
-        self.server_args: Mapping[str, ArgSpec] = self.client_args
-        self._long = {short: long for short, long, _, _ in table if short}
+        self.options = {option.long: option for option in OPTIONS[binary]}
+        self._long = {o.short: o.long for o in OPTIONS[binary] if o.short}
+        self.client_args: Mapping[str, ArgSpec] = self._specs(exclude=SERVER)
+        self.server_args: Mapping[str, ArgSpec] = self._specs(exclude=CLIENT)
+
+    def _specs(self, exclude: str) -> dict[str, ArgSpec]:
+        specs = {}
+        for option in self.options.values():
+            if option.sides != exclude:
+                text = f"{option.help} [{option.sides}: neper {option.source}]"
+                specs[option.long] = ArgSpec(option.kind, text)
+                if option.short:
+                    specs[option.short] = ArgSpec(option.kind, f"-{option.short}: {text}")
+        return specs
 
     def commands(self, client_args: Mapping[str, ArgValue], server_args: Mapping[str, ArgValue],
                  ctx: Context) -> ToolCommands:
         client, server = dict(client_args), dict(server_args)
         client_long = self._long_names(client, "client")
         server_long = self._long_names(server, "server")
-        for key in _SHARED:  # written the way the user wrote it on the other side
-            if key in client_long and key not in server_long:
-                server[client_long[key]] = client[client_long[key]]
-            elif key in server_long and key not in client_long:
-                client[server_long[key]] = server[server_long[key]]
+        for long, key in list(client_long.items()):  # in the order the profile gives them
+            option, there = self.options[long], server_long.get(long)
+            if option.sides == SAME and there is not None and str(client[key]) != str(
+                    server[there]):
+                raise InputError(f"{self.name}: {long} is {client[key]!r} for the client and "
+                                 f"{server[there]!r} for the server; neper needs one value "
+                                 f"on both sides ({option.source})")
+            if option.sides in (SAME, SERVER_TOO) and there is None:
+                server[key] = client[key]  # written the way the user wrote it
+                server_long[long] = key
+            elif option.sides == MIRROR and client[key] is True \
+                    and "enable-write" not in server_long:
+                server["w" if key == "r" else "enable-write"] = True
+        for long, key in list(server_long.items()):
+            if self.options[long].sides == SAME and long not in client_long:
+                client[key] = server[key]
+                client_long[long] = key
         client_files = self._all_samples(client, client_long, "client", ctx)
         server_files = self._all_samples(server, server_long, "server", ctx)
-        port = server.get(server_long.get("control-port", ""),
-                          client.get(client_long.get("control-port", ""), CONTROL_PORT))
+        port = client.get(client_long.get("control-port", ""), CONTROL_PORT)
+        seconds = _whole_seconds(ctx.duration)
         return ToolCommands(
-            client=[self.binary, "-c", "-H", ctx.target, "-l", _whole_seconds(ctx.duration),
-                    "--nolog", *flags(client)],
-            server=ServerCommand([self.binary, "--nolog", "-H", ctx.bind, *flags(server)],
+            client=[self.binary, "-c", "-H", ctx.target, "-l", seconds, "--nolog",
+                    *flags(client)],
+            server=ServerCommand([self.binary, "--nolog", "-H", ctx.bind, "-l", seconds,
+                                  *flags(server)],
                                  Readiness(port=int(str(port)), protocol="tcp"),
                                  exits_by_itself=True),
             client_files=client_files,
@@ -286,6 +354,12 @@ class NeperTool:
                 raise InputError(f"{self.name}: {side} argument {key!r} is set by napilab "
                                  "(target, duration and logging come from the profile)")
             long = self._long.get(key, key)
+            option = self.options.get(long)
+            if option is None:
+                raise InputError(f"{self.name}: {key!r} is not an option of {self.binary}")
+            if option.sides == (CLIENT if side == "server" else SERVER):
+                raise InputError(f"{self.name}: {key!r} is read by the {option.sides} only "
+                                 f"(neper {option.source}); give it under {option.sides}.args")
             if long in names:
                 raise InputError(f"{self.name}: {side} arguments give {long!r} twice")
             names[long] = key
@@ -337,6 +411,3 @@ class NeperTool:
 def _whole_seconds(duration: float) -> str:
     # neper's -l is an int; a fractional duration is rounded up, never down to 0.
     return str(max(1, math.ceil(duration)))
-
-
-BINARIES = ("tcp_rr", "udp_rr", "tcp_crr", "tcp_stream", "udp_stream")

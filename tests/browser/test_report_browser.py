@@ -44,7 +44,7 @@ def rendered(run_dir: Path, tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("name", ["synthetic-seed-000-5e1f0000",
-                                  "demo-20261129T204634Z-bbc627aa"])
+                                  "demo-20261130T163215Z-7a9ae54f"])
 def test_report_loads_clean_and_complete(browser: Browser, tmp_path: Path, name: str) -> None:
     run_dir = rendered(RUNS / name, tmp_path)
     run = load_run(run_dir)

@@ -18,7 +18,7 @@ from tests.report_runs import STARTED, neper_run
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMO = ROOT / "tests" / "golden" / "reports" / "runs" / "demo-20261129T204634Z-bbc627aa"
+DEMO = ROOT / "tests" / "golden" / "reports" / "runs" / "demo-20261130T163215Z-7a9ae54f"
 HOSTILE = "<script>alert('profile')</script><img src=x onerror=alert('img')>"
 TRENDS = """() => [...document.querySelectorAll('figure.plot svg')].map(s => {
   const r = s.getBoundingClientRect(); return [r.width, r.height]; })"""

@@ -75,6 +75,12 @@ def test_iperf3_sockperf_and_ping_between_namespaces(testbed: tb.Testbed,
     server = json.loads((run_dir / "raw" / "002" / "b" / "server.json").read_text())
     assert "iperf3" in server["argv"] and server["exit_code"] == 0  # exited by itself
     assert manifest["status"] == "complete"
+    versions = {h: f["tool_versions"] for h, f in manifest["host_facts"].items()}
+    assert versions["a"]["ping"].startswith("ping from iputils")  # the client side only
+    assert "ping" not in versions["b"]
+    for host in ("a", "b"):
+        assert versions[host]["iperf3"].startswith("iperf 3.")
+        assert versions[host]["sockperf"].startswith("sockperf, version 3.")
     left = subprocess.run(["ip", "netns", "pids", f"{testbed.prefix}-b"], capture_output=True,
                           text=True).stdout.split()
     comms = {Path(f"/proc/{p}/comm").read_text().strip() for p in left

@@ -1,6 +1,7 @@
 """`napilab check` end to end on stored runs (RunStore, fixed seeds): exit 3 on a
-regression beyond the threshold, 0 on an improvement or noise; the JUnit XML parses and
-carries the failure with change, CI and p; the JSON summary says the same."""
+regression beyond the threshold, 0 on an improvement or a change shown within it, 5 when
+nothing could be judged; the JUnit XML parses and carries the failure with change, CI
+and p; the JSON summary says the same; the baseline pool never takes a regressed night."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main as cli
-from harness.stats.stats import GateStatus, check_regression
+from harness.stats.gate import GateStatus, check_regression
 from reports.ab.compare import load_run
+from reports.nightly.baselines import PIN_FILE, Reference, find_reference
 from reports.nightly.check import gate, parse_thresholds
 from tests.synthetic_runs import lognormal, store_run
 
@@ -24,6 +26,7 @@ SIGMA = 0.01
 BASE = {"ping.rtt_avg": {"off": lognormal(1, N, 100, SIGMA), "on": lognormal(2, N, 50, SIGMA)},
         "ping.received": {"off": lognormal(3, N, 1e6, SIGMA), "on": lognormal(4, N, 2e6, SIGMA)}}
 UNITS = {"ping.received": "count"}
+POLICIES = {"rtt_avg": {}, "received": {}}  # the primary metrics (gated)
 
 
 def candidate(rtt_factor: float, seed: int = 10) -> dict[str, dict[str, list[float]]]:
@@ -43,7 +46,8 @@ def napilab(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
 
 @pytest.fixture()
 def results(tmp_path: Path) -> Path:
-    store_run(tmp_path / "results", BASE, profile="nightly", units=UNITS, started=1000.0)
+    store_run(tmp_path / "results", BASE, profile="nightly", units=UNITS, started=1000.0,
+              policies=POLICIES)
     return tmp_path / "results"
 
 
@@ -58,7 +62,8 @@ def run_check(results: Path, cand: Path, tmp_path: Path, capsys: pytest.CaptureF
 def test_regression_exits_3_with_junit_failure_and_json(results: Path, tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]
                                                         ) -> None:
-    cand = store_run(tmp_path / "new", candidate(1.15), profile="nightly", units=UNITS)
+    cand = store_run(tmp_path / "new", candidate(1.15), profile="nightly", units=UNITS,
+                     policies=POLICIES)
     code, out, junit, summary = run_check(results, cand, tmp_path, capsys)
     assert code == 3
     assert out.startswith("napilab check: REGRESSION")
@@ -81,26 +86,29 @@ def test_regression_exits_3_with_junit_failure_and_json(results: Path, tmp_path:
 
 def test_improvement_exits_0(results: Path, tmp_path: Path,
                              capsys: pytest.CaptureFixture[str]) -> None:
-    cand = store_run(tmp_path / "new", candidate(0.8), profile="nightly", units=UNITS)
+    cand = store_run(tmp_path / "new", candidate(0.8), profile="nightly", units=UNITS,
+                     policies=POLICIES)
     code, out, junit, summary = run_check(results, cand, tmp_path, capsys)
     assert code == 0 and out.startswith("napilab check: pass")
     assert junit.get("failures") == "0"
     statuses = {(c["variant"], c["metric"]): c["status"] for c in summary["cases"]}  # type: ignore
     assert statuses[("on", "rtt_avg")] == "improvement"
-    assert statuses[("off", "rtt_avg")] == "noise"
+    assert statuses[("off", "rtt_avg")] == "within"
 
 
 def test_noise_exits_0(results: Path, tmp_path: Path,
                        capsys: pytest.CaptureFixture[str]) -> None:
-    cand = store_run(tmp_path / "new", candidate(1.0), profile="nightly", units=UNITS)
+    cand = store_run(tmp_path / "new", candidate(1.0), profile="nightly", units=UNITS,
+                     policies=POLICIES)
     code, _, junit, summary = run_check(results, cand, tmp_path, capsys)
     assert code == 0 and junit.get("failures") == "0" and junit.get("skipped") == "0"
-    assert {c["status"] for c in summary["cases"]} == {"noise"}  # type: ignore
+    assert {c["status"] for c in summary["cases"]} == {"within"}  # type: ignore
 
 
 def test_threshold_from_cli_then_policy_then_default(results: Path, tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    cand = store_run(tmp_path / "new", candidate(1.08), profile="nightly", units=UNITS)
+    cand = store_run(tmp_path / "new", candidate(1.08), profile="nightly", units=UNITS,
+                     policies=POLICIES)
     assert run_check(results, cand, tmp_path, capsys)[0] == 3  # +8% > default 5%
     code, _, _, summary = run_check(results, cand, tmp_path, capsys,
                                     "--max-regression", "ping.rtt_avg=10%")
@@ -108,9 +116,9 @@ def test_threshold_from_cli_then_policy_then_default(results: Path, tmp_path: Pa
     case = next(c for c in summary["cases"] if c["metric"] == "rtt_avg"  # type: ignore
                 and c["variant"] == "on")
     assert (case["max_regression_pct"], case["threshold_origin"]) == (10.0, "cli")
-    assert case["status"] == "noise"  # significant, but within the tolerated 10%
+    assert case["status"] == "within"  # +8%, shown to be inside the tolerated 10%
     lenient = store_run(tmp_path / "policy", candidate(1.08), profile="nightly", units=UNITS,
-                        policies={"rtt_avg": {"max_regression": 12.0}})
+                        policies={**POLICIES, "rtt_avg": {"max_regression": 12.0}})
     code, _, _, summary = run_check(results, lenient, tmp_path, capsys)
     assert code == 0
     assert {c["threshold_origin"] for c in summary["cases"]  # type: ignore
@@ -118,12 +126,12 @@ def test_threshold_from_cli_then_policy_then_default(results: Path, tmp_path: Pa
 
 
 def test_gate_with_one_metric_is_check_regression(tmp_path: Path) -> None:
-    """The gate is stats.check_regression with Holm across metrics: for one metric and
-    one variant (no adjustment) the verdicts and numbers are identical."""
+    """The gate is stats_gate with Holm across cases: for one metric and one variant (no
+    adjustment) the verdicts and numbers are identical."""
     base, slow = lognormal(1, N, 100), lognormal(2, N, 110)
     a = load_run(store_run(tmp_path / "a", {"ping.rtt_avg": {"x": base}}))
     b = load_run(store_run(tmp_path / "b", {"ping.rtt_avg": {"x": slow}}))
-    report = gate(a, b)
+    report = gate(Reference("run", (a,)), b)
     expected = check_regression(base, slow, "lower", 5.0)
     (case,) = report.cases
     assert case.status == expected.status.value == GateStatus.REGRESSION.value
@@ -133,50 +141,104 @@ def test_gate_with_one_metric_is_check_regression(tmp_path: Path) -> None:
     assert case.comparison.p_value == expected.comparison.p_value
 
 
-def test_baseline_from_results_dir_is_newest_complete_run_of_the_profile(
+def nightly(results: Path, values: dict[str, dict[str, list[float]]], started: float,
+            **kwargs: object) -> Path:
+    return store_run(results, values, profile="nightly", units=UNITS, policies=POLICIES,
+                     started=started, **kwargs)  # type: ignore[arg-type]
+
+
+def test_baseline_pool_is_recent_runs_of_the_profile_that_passed(
         results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    newest = store_run(results, BASE, profile="nightly", units=UNITS, started=2000.0)
-    store_run(results, BASE, profile="nightly", units=UNITS, started=3000.0, status="partial")
+    newest = nightly(results, BASE, 2000.0)
+    nightly(results, BASE, 3000.0, status="partial")
     store_run(results, BASE, profile="other", units=UNITS, started=4000.0)
-    cand = store_run(results, candidate(1.0), profile="nightly", units=UNITS, started=5000.0)
+    cand = nightly(results, candidate(1.0), 5000.0)
     for where in (results, results / "nightly"):
         code, _, _, summary = run_check(where, cand, tmp_path, capsys)
         assert code == 0
-        assert summary["baseline"]["dir"] == str(newest)  # type: ignore
+        baseline = summary["baseline"]
+        assert baseline["dir"] == str(newest) and baseline["kind"] == "pool"  # type: ignore
+        assert len(baseline["runs"]) == 2  # type: ignore
 
 
-def test_not_enough_data_is_skipped_in_junit_and_warned(tmp_path: Path,
-                                                        capsys: pytest.CaptureFixture[str]
-                                                        ) -> None:
-    few = {"ping.rtt_avg": {"x": [100.0, 101, 99]}}
-    base = store_run(tmp_path / "a", few)
-    cand = store_run(tmp_path / "b", {"ping.rtt_avg": {"x": [150.0, 151, 149]}})
+def test_a_regressed_night_never_becomes_the_baseline(
+        results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No ratchet: night 2 regresses (its check says so); night 3 is as slow as night 2
+    and is still a regression against the pool, which left night 2 out."""
+    slow = nightly(results, candidate(1.3, seed=20), 2000.0)
+    assert run_check(results, slow, tmp_path, capsys)[0] == 3  # writes slow/check.json
+    again = nightly(results, candidate(1.3, seed=30), 3000.0)
+    code, _, _, summary = run_check(results, again, tmp_path, capsys)
+    assert code == 3
+    assert str(slow) not in {r["dir"] for r in summary["baseline"]["runs"]}  # type: ignore
+    # pinned: that run and no other, until unpinned
+    code, _, _ = napilab(["baseline", "pin", str(slow)], capsys)
+    assert code == 0 and (results / "nightly" / PIN_FILE).exists()
+    code, _, _, summary = run_check(results, again, tmp_path, capsys)
+    assert code == 0 and summary["baseline"]["kind"] == "pinned"  # type: ignore
+    code, _, _ = napilab(["baseline", "unpin", str(results / "nightly")], capsys)
+    assert code == 0 and not (results / "nightly" / PIN_FILE).exists()
+
+
+def test_a_baseline_of_another_profile_digest_is_refused(
+        results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cand = nightly(tmp_path / "new", candidate(1.0), 5000.0)
+    manifest_path = cand / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["profile"]["digest"] = "1" * 64
+    manifest_path.write_text(json.dumps(manifest))
+    base = next((results / "nightly").glob("*"))
+    for where in (base, results):
+        code, _, err = napilab(["check", str(cand), "--baseline", str(where)], capsys)
+        assert code == 2 and "digest" in err and "--intended profile" in err
+    code, _, _ = napilab(["check", str(cand), "--baseline", str(base), "--intended",
+                          "profile"], capsys)
+    assert code == 0
+    assert find_reference(results, load_run(cand), intended=True).kind == "run"
+
+
+def test_nothing_judged_is_inconclusive_exit_5_and_junit_fails(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = store_run(tmp_path / "a", {"ping.rtt_avg": {"x": [100.0]}})
+    cand = store_run(tmp_path / "b", {"ping.rtt_avg": {"x": [101.0]}})
     junit_path = tmp_path / "few.xml"
-    code, _, err = napilab(["check", str(cand), "--baseline", str(base), "--junit",
-                            str(junit_path)], capsys)
-    assert code == 0 and "a pass here means nothing" in err
+    code, out, err = napilab(["check", str(cand), "--baseline", str(base), "--junit",
+                              str(junit_path)], capsys)
+    assert code == 5 and "inconclusive" in err and out.startswith("napilab check: INCONCLUSIVE")
     junit = ET.parse(junit_path).getroot()
-    summary = gate(load_run(base), load_run(cand))
-    assert junit.get("skipped") == "1" and junit.find(".//skipped") is not None
-    skipped = junit.find(".//skipped")
-    assert skipped is not None and "not-enough-data" in (skipped.get("message") or "")
-    assert summary.counts() == {"not-enough-data": 1}
+    assert junit.get("skipped") == "1" and junit.get("failures") == "1"
+    gate_case = next(c for c in junit.iter("testcase") if c.get("name") == "gate")
+    failure = gate_case.find("failure")
+    assert failure is not None and failure.get("type") == "inconclusive"
+    report = gate(Reference("run", (load_run(base),)), load_run(cand))
+    assert report.counts() == {"inconclusive": 1} and report.status == "inconclusive"
+    # with a spread but too few repetitions, the text names the repeat that would decide
+    wide = store_run(tmp_path / "c", {"ping.rtt_avg": {"x": [100.0, 120, 85]}})
+    again = store_run(tmp_path / "d", {"ping.rtt_avg": {"x": [104.0, 90, 118]}})
+    code, out, _ = napilab(["check", str(again), "--baseline", str(wide)], capsys)
+    assert code == 5 and "repeat >=" in out
 
 
-def test_unknown_direction_is_not_gated_without_a_threshold(tmp_path: Path) -> None:
-    values = {"softnet_stat.processed": {"x": lognormal(1, N, 1000)}}
-    worse = {"softnet_stat.processed": {"x": lognormal(2, N, 1500)}}
-    a = load_run(store_run(tmp_path / "a", values, units={"softnet_stat.processed": "count"}))
-    b = load_run(store_run(tmp_path / "b", worse, units={"softnet_stat.processed": "count"}))
-    (case,) = gate(a, b).cases
-    assert case.status == "skipped" and "direction unknown" in case.reason
-    (case,) = gate(a, b, {"processed": 10.0}).cases
-    assert case.status == "regression" and case.direction_origin == "assumed"
+def test_descriptive_metrics_are_not_gated_and_assumed_directions_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    values = {"softnet_stat.processed": {"x": lognormal(1, N, 1000)},
+              "ping.rtt_avg": {"x": lognormal(3, N, 100)}}
+    worse = {"softnet_stat.processed": {"x": lognormal(2, N, 1500)},
+             "ping.rtt_avg": {"x": lognormal(4, N, 100)}}
+    units = {"softnet_stat.processed": "count"}
+    a = store_run(tmp_path / "a", values, units=units)
+    b = store_run(tmp_path / "b", worse, units=units)
+    (case,) = gate(Reference("run", (load_run(a),)), load_run(b)).cases
+    assert case.metric == "rtt_avg"  # ping's default primary metric; processed descriptive
+    code, _, err = napilab(["check", str(b), "--baseline", str(a), "--max-regression",
+                            "processed=10"], capsys)
+    assert code == 2 and "processed: {direction: lower}" in err
 
 
 def test_bad_thresholds_are_bad_input(results: Path, tmp_path: Path,
                                       capsys: pytest.CaptureFixture[str]) -> None:
-    cand = store_run(tmp_path / "new", candidate(1.0), profile="nightly", units=UNITS)
+    cand = store_run(tmp_path / "new", candidate(1.0), profile="nightly", units=UNITS,
+                     policies=POLICIES)
     for bad in ("rtt_avg", "rtt_avg=0", "rtt_avg=x", "=5"):
         code, _, err = napilab(["check", str(cand), "--baseline", str(results),
                                 "--max-regression", bad], capsys)

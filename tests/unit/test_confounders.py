@@ -48,7 +48,7 @@ def test_knob_requested_differently_is_intended() -> None:
 def test_knob_set_in_one_run_only_is_intended_and_says_what_the_host_had() -> None:
     found = diff_manifests(manifest(), manifest(settings=[change("data0/threaded", "1")]))
     (one,) = found.intended
-    assert one.a == "unset" and "set in run B only" in one.note and "'0'" in one.note
+    assert one.a == "unset" and "set in one run only" in one.note and "'0'" in one.note
 
 
 def test_same_request_read_back_differently_is_a_confounder() -> None:

@@ -19,7 +19,7 @@ from reports.nightly.history import history
 from tests.report_runs import NAME, STARTED, neper_run
 
 GOLDEN_RUN = Path(__file__).resolve().parents[2] / "tests" / "golden" / "reports" / "runs" / \
-    "demo-20261129T204634Z-bbc627aa"
+    "demo-20261130T163215Z-7a9ae54f"
 
 
 def test_report_csv_is_the_samples_table(tmp_path: Path,

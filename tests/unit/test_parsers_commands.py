@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -19,13 +20,17 @@ def commands(tool: str, client: dict[str, Any], server: dict[str, Any] | None = 
     return TOOLS[tool].commands(client, server or {}, ctx)
 
 
-def test_neper_tcp_rr_seed_000_flags_and_server_learns_the_flow_count() -> None:
+def test_neper_tcp_rr_seed_000_server_gets_the_sizes_flows_and_length() -> None:
+    # The server sizes its side of the exchange from its own flags (rr.c:161-173): without
+    # -Q/-R it answers 1-byte requests with 1-byte responses and the client never completes
+    # a transaction. -T and -p stay the client's (each side's threads; server has no latency).
     got = commands("neper.tcp_rr", {"Q": 200, "R": 400, "T": 1, "F": 50,
                                     "p": "50,90,99,999"})
     assert got.client == ["tcp_rr", "-c", "-H", "192.0.2.2", "-l", "10", "--nolog",
                           "-Q", "200", "-R", "400", "-T", "1", "-F", "50",
                           "-p", "50,90,99,999"]
-    assert got.server == ServerCommand(["tcp_rr", "--nolog", "-H", "192.0.2.1", "-F", "50"],
+    assert got.server == ServerCommand(["tcp_rr", "--nolog", "-H", "192.0.2.1", "-l", "10",
+                                        "-Q", "200", "-R", "400", "-F", "50"],
                                        Readiness(port=12866, protocol="tcp"),
                                        exits_by_itself=True)
     assert got.client_files == {} and got.server_files == {}
@@ -36,9 +41,24 @@ def test_neper_ports_are_shared_and_readiness_follows_the_control_port() -> None
     assert got.client == ["udp_rr", "-c", "-H", "192.0.2.2", "-l", "10", "--nolog",
                           "--num-flows=2", "-C", "22866", "-P", "22867"]
     assert got.server is not None
-    assert got.server.argv == ["udp_rr", "--nolog", "-H", "192.0.2.1", "-C", "22866",
-                               "-P", "22867", "--num-flows=2"]
+    assert got.server.argv == ["udp_rr", "--nolog", "-H", "192.0.2.1", "-l", "10",
+                               "-C", "22866", "-P", "22867", "--num-flows=2"]
     assert got.server.ready.port == 22866
+
+
+def test_neper_server_keeps_its_own_value_of_what_it_reads_for_itself() -> None:
+    got = commands("neper.tcp_rr", {"B": 4096, "m": "1G", "num-ports": 2, "t": 50,
+                                    "D": "10us"}, {"B": 1024, "T": 2})
+    assert got.server is not None
+    assert got.server.argv[6:] == ["-B", "1024", "-T", "2", "-m", "1G", "--num-ports=2"]
+
+
+def test_neper_stream_maerts_buffer_and_a_reading_client() -> None:
+    got = commands("neper.tcp_stream", {"B": 65536, "M": True, "D": 1000})
+    assert got.server is not None
+    assert got.server.argv[6:] == ["-B", "65536", "-M", "-D", "1000"]
+    bidir = commands("neper.tcp_stream", {"r": True, "w": True})
+    assert bidir.server is not None and bidir.server.argv[6:] == ["-w"]
 
 
 def test_neper_all_samples_is_attached_to_its_flag_and_fetched() -> None:
@@ -54,11 +74,13 @@ def test_neper_all_samples_is_attached_to_its_flag_and_fetched() -> None:
 
 def test_neper_fractional_duration_rounds_up() -> None:
     ctx = Context("192.0.2.2", "192.0.2.1", 2.5, "/w", "t")
-    assert commands("neper.tcp_crr", {}, ctx=ctx).client[:7] == [
-        "tcp_crr", "-c", "-H", "192.0.2.2", "-l", "3", "--nolog"]
+    got = commands("neper.tcp_crr", {}, ctx=ctx)
+    assert got.client[:7] == ["tcp_crr", "-c", "-H", "192.0.2.2", "-l", "3", "--nolog"]
+    assert got.server.argv == ["tcp_crr", "--nolog", "-H", "192.0.2.1", "-l", "3"]
 
 
-@pytest.mark.parametrize("args", [{"l": 5}, {"H": "x"}, {"c": True}, {"nolog": True}])
+@pytest.mark.parametrize("args", [{"l": 5}, {"H": "x"}, {"c": True}, {"nolog": True},
+                                  {"logtostderr": True}])
 def test_neper_refuses_what_napilab_sets(args: dict[str, Any]) -> None:
     with pytest.raises(InputError, match="set by napilab"):
         commands("neper.tcp_rr", args)
@@ -67,6 +89,32 @@ def test_neper_refuses_what_napilab_sets(args: dict[str, Any]) -> None:
 def test_neper_refuses_a_flag_given_short_and_long() -> None:
     with pytest.raises(InputError, match="num-flows"):
         commands("neper.tcp_rr", {"F": 2, "num-flows": 3})
+
+
+@pytest.mark.parametrize(("tool", "client", "server", "match"), [
+    ("neper.tcp_rr", {"Q": 200}, {"Q": 100}, "one value on both sides"),
+    ("neper.tcp_rr", {}, {"p": "50,99"}, "read by the client only"),
+    ("neper.tcp_rr", {}, {"wait-start": 1}, "read by the client only"),
+    ("neper.tcp_rr", {"num-clients": 2}, {}, "read by the server only"),
+    ("neper.tcp_crr", {"D": 10}, {}, "not an option of tcp_crr"),
+    ("neper.udp_stream", {"r": True}, {}, "not an option of udp_stream"),
+])
+def test_neper_refuses_what_the_other_side_or_binary_cannot_take(
+        tool: str, client: dict[str, Any], server: dict[str, Any], match: str) -> None:
+    with pytest.raises(InputError, match=match):
+        commands(tool, client, server)
+
+
+def test_neper_option_table_covers_every_binary_and_cites_the_source() -> None:
+    from runners.workloads import neper
+    for binary, options in neper.OPTIONS.items():
+        shorts = [o.short for o in options if o.short]
+        assert len(shorts) == len(set(shorts)), binary
+        assert len({o.long for o in options}) == len(options), binary
+        for option in options:
+            assert option.sides in (neper.SAME, neper.SERVER_TOO, neper.EACH, neper.CLIENT,
+                                    neper.SERVER, neper.MIRROR)
+            assert re.fullmatch(r"[a-z_]+\.c:[0-9,-]+", option.source), option
 
 
 def test_iperf3_client_and_one_off_server() -> None:

@@ -141,8 +141,12 @@ def test_command_tool_failure_names_the_metric_and_its_pattern() -> None:
     with pytest.raises(ToolFailed, match="exited 2"):
         tool.parse(ToolOutput(ProcessOutput(2, "Rx-pps: 5\n", "")))
     tool.commands({"argv": "testpmd", "metrics": "testpmd", "exit_codes": [0, 2]}, {}, CTX)
-    assert tool.parse(ToolOutput(ProcessOutput(2, "Rx-pps: 5\n", ""))).client[0] == \
-        Value("rx_pps", 5, "packets/s")
+    block = ("  #### NIC statistics for port 0 ####\n  RX-packets: 9  TX-packets: 0\n"
+             "  Rx-pps: 5\n  ####\n")
+    assert Value("rx_pps", 5, "packets/s") in tool.parse(
+        ToolOutput(ProcessOutput(2, block, ""))).client
+    with pytest.raises(ToolFailed, match="no closing line"):
+        tool.parse(ToolOutput(ProcessOutput(0, block[:-7], "")))
 
 
 # --- registry -----------------------------------------------------------------------------

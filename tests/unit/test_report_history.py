@@ -110,3 +110,32 @@ def test_history_command(results: Path, capsys: pytest.CaptureFixture[str]) -> N
         main(["history", str(results), "--profile", NAME, "--metric", "nope"])
     assert bad.value.code == 2
     assert "--metric nope" in capsys.readouterr().err
+
+
+def test_change_points_mark_a_level_shift_in_text_json_and_trend(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[
+                                                                     str]) -> None:
+    """16 nights, rtt_avg +20% from night 10 on: one change point, at night 10."""
+    from reports.nightly.trends import trend
+    from tests.synthetic_runs import lognormal, store_run
+
+    results = tmp_path / "results"
+    for night in range(16):
+        level = 100 * (1.2 if night >= 10 else 1.0)
+        store_run(results, {"ping.rtt_avg": {"x": lognormal(night, 5, level, 0.01)}},
+                  profile="nightly", started=1000.0 + 86400 * night)
+    found = history(results, "nightly", ["ping.rtt_avg"])
+    shifts = found.change_points()
+    ((run, point),) = shifts["ping.rtt_avg"]["x"]
+    assert run is found.runs[10] and point.change == pytest.approx(0.2, abs=0.03)
+    assert "change point: x from run" in history_text(found)
+    doc = history_doc(found)
+    assert [c["run_id"] for c in doc["change_points"]] == [run.run_id]
+    with pytest.raises(SystemExit) as exc:
+        main(["history", str(results), "--profile", "nightly", "--metric", "ping.rtt_avg",
+              "--format", "json"])
+    assert exc.value.code in (0, None)
+    listed = json.loads(capsys.readouterr().out)["change_points"]
+    assert [(c["metric"], c["variant"]) for c in listed] == [("ping.rtt_avg", "x")]
+    plot = trend("nightly", "a", found.runs, ["ping.rtt_avg"])
+    assert "change point" in plot.note  # type: ignore[union-attr]

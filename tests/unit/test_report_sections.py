@@ -23,7 +23,7 @@ from tests.synthetic_runs import lognormal, store_run
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "tests" / "golden" / "reports" / "runs"
-DEMO = RUNS / "demo-20261129T204634Z-bbc627aa"
+DEMO = RUNS / "demo-20261130T163215Z-7a9ae54f"
 SYNTHETIC = RUNS / "synthetic-seed-000-5e1f0000"
 # What each recorded run can show; the rest must be omitted with a reason.
 DRAWN = {DEMO: {"per_repetition", "throughput_latency", "per_cpu_counters",

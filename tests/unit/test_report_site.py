@@ -16,7 +16,7 @@ from reports.nightly.site import publish
 from tests.report_runs import NAME, STARTED, neper_run
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMO = ROOT / "tests" / "golden" / "reports" / "runs" / "demo-20261129T204634Z-bbc627aa"
+DEMO = ROOT / "tests" / "golden" / "reports" / "runs" / "demo-20261130T163215Z-7a9ae54f"
 ATOM = "{http://www.w3.org/2005/Atom}"
 SCRIPT = "<script>alert(1)</script>"
 

@@ -1,7 +1,8 @@
 """The A/B table's statistics on synthetic stored runs (RunStore, fixed seeds): each line's
-Comparison equals harness.stats.stats on the same values, p-values are Holm-adjusted across
-the lines, directions come from the profile's policies or the documented defaults, and
-the text and HTML renderers show the evidence."""
+Comparison equals harness.stats.compare on the same values, p-values are Holm-adjusted
+across the primary lines (the others are exploratory), directions come from the
+profile's policies or the documented defaults, a NaN drops a value and an infinite one
+fails only its line, and the text and HTML renderers show the evidence."""
 
 from __future__ import annotations
 
@@ -9,16 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import stats as sps
 
-from harness.stats.pool import pooled_percentiles
-from harness.stats.stats import (
-    Adjust,
-    MetricSamples,
-    Verdict,
-    adjust_p,
-    compare_metrics,
-    mann_whitney,
-)
+from harness.stats.compare import MetricSamples, compare_metrics
+from harness.stats.pool import pooled_change, pooled_percentiles
+from harness.stats.stats import Adjust, Verdict, adjust_p
 from reports.ab.compare import load_run, table
 from reports.ab.directions import default_direction, judge
 from reports.ab.table_json import table_doc
@@ -27,8 +23,9 @@ from tests.synthetic_runs import lognormal, store_run
 
 BASE = [100.0, 101, 102, 103, 104, 105, 106, 107]
 STRONG = [120.0, 121, 122, 123, 124, 125, 126, 127]  # complete separation: p = 2/C(16,8)
-MODERATE = [102.5, 104.5, 105.5, 106.5, 107.5, 108.5, 109.5, 110.5]  # raw p = 0.028
+MODERATE = [102.5, 104.0, 105, 106, 107, 108, 109, 110]  # Welch on logs: raw p = 0.034
 NULL = [100.5, 101.5, 102.5, 103.5, 104.5, 105.5, 106.5, 107.5]
+ALL_PRIMARY = {"rtt_min": {}, "rtt_avg": {}, "rtt_max": {}, "received": {}}
 
 
 def test_line_comparison_is_harness_stats_on_the_stored_values(tmp_path: Path) -> None:
@@ -56,24 +53,51 @@ def test_holm_across_lines_turns_a_lone_significant_line_into_noise(tmp_path: Pa
     values = {"ping.rtt_min": {"off": BASE, "on": STRONG},
               "ping.rtt_avg": {"off": BASE, "on": MODERATE},
               "ping.rtt_max": {"off": BASE, "on": NULL}}
-    tab = table(load_run(store_run(tmp_path / "three", values)))
+    tab = table(load_run(store_run(tmp_path / "three", values, policies=ALL_PRIMARY)))
     assert tab.family == 3
-    raw = [mann_whitney(BASE, v)[0] for v in (STRONG, MODERATE, NULL)]
+    raw = [float(sps.ttest_ind(np.log(v), np.log(BASE), equal_var=False).pvalue)
+           for v in (STRONG, MODERATE, NULL)]
     assert 0.025 < raw[1] < 0.05
     adjusted = adjust_p(raw, Adjust.HOLM)
     found = [ln.comparisons["on"] for ln in tab.lines]
+    assert {c.test_method for c in found} == {"welch-log-t"}  # 8 repetitions per arm
     assert [c.p_value for c in found] == pytest.approx(raw)
     assert [c.p_adjusted for c in found] == pytest.approx(adjusted)
     assert adjusted[1] == pytest.approx(2 * raw[1])  # second smallest p, times m - 1
     assert [c.verdict for c in found] == [Verdict.WORSE, Verdict.SAME, Verdict.SAME]
 
 
+def test_descriptive_rows_are_exploratory_and_outside_the_family(tmp_path: Path) -> None:
+    values = {"ping.rtt_min": {"off": BASE, "on": STRONG},
+              "ping.rtt_avg": {"off": BASE, "on": MODERATE}}
+    tab = table(load_run(store_run(tmp_path, values)))  # ping's default primary: rtt_avg
+    rtt_min, rtt_avg = tab.lines
+    assert (rtt_min.primary, rtt_avg.primary, tab.family) == (False, True, 1)
+    assert rtt_min.comparisons["on"].verdict is Verdict.EXPLORATORY
+    assert rtt_min.comparisons["on"].change_ci[0] > 0.15  # change and CI still shown
+    assert rtt_avg.comparisons["on"].verdict is Verdict.WORSE  # a family of one
+    assert "exploratory" in text(load_run(next(tmp_path.glob("*/*"))))
+
+
 def test_holm_family_spans_every_compared_variant(tmp_path: Path) -> None:
     values = {"ping.rtt_avg": {"off": BASE, "on": MODERATE, "other": NULL}}
     tab = table(load_run(store_run(tmp_path, values)))
     assert tab.pairs == (("off", "on"), ("off", "other")) and tab.family == 2
-    assert tab.lines[0].comparisons["on"].p_adjusted == pytest.approx(
-        2 * mann_whitney(BASE, MODERATE)[0])
+    found = tab.lines[0].comparisons["on"]
+    assert found.p_adjusted == pytest.approx(2 * found.p_value)
+
+
+def test_a_nan_drops_a_value_and_an_infinite_one_fails_only_its_line(tmp_path: Path) -> None:
+    nan, inf = float("nan"), float("inf")
+    values = {"ping.rtt_avg": {"off": [*BASE[:7], nan], "on": STRONG},
+              "ping.rtt_min": {"off": BASE, "on": [*STRONG[:7], inf]}}
+    run = load_run(store_run(tmp_path, values, policies=ALL_PRIMARY))
+    tab = table(run)
+    avg, low = tab.lines
+    assert avg.comparisons["on"].baseline.n == 7 and avg.comparisons["on"].verdict is \
+        Verdict.WORSE
+    assert low.comparisons == {} and "infinite value in this column" in low.notes["on"]
+    assert "infinite value" in text(run) and tab.family == 1
 
 
 @pytest.mark.parametrize(("source", "metric", "unit", "expected"), [
@@ -113,9 +137,9 @@ def test_direction_from_policy_decides_better_or_worse(tmp_path: Path) -> None:
     more = [v * 1.3 for v in BASE]
     default = table(load_run(store_run(tmp_path / "d", {
         "softnet_stat.processed": {"off": BASE, "on": more}}, units={
-            "softnet_stat.processed": "count"})))
+            "softnet_stat.processed": "count"}, policies={"processed": {}})))
     line = default.lines[0]
-    assert (line.direction, line.direction_origin) == ("lower", "assumed")
+    assert (line.direction, line.direction_origin, line.primary) == ("lower", "assumed", True)
     assert line.comparisons["on"].verdict is Verdict.WORSE
     assert "direction unknown" in text(load_run(next((tmp_path / "d").glob("*/*"))))
     policy = table(load_run(store_run(tmp_path / "p", {
@@ -133,16 +157,17 @@ def test_min_effect_from_policy(tmp_path: Path) -> None:
     judged = table(load_run(store_run(tmp_path / "b", values, policies={
         "rtt_avg": {"min_effect": 5.0}}))).lines[0].comparisons["on"]
     assert judged.min_effect == 0.05 and judged.verdict is Verdict.SAME
-    assert "min effect" in judged.reason
+    assert "within" in judged.reason
 
 
 def test_not_enough_data_names_the_n_needed(tmp_path: Path) -> None:
     run = store_run(tmp_path, {"ping.rtt_avg": {"off": [100.0, 101, 99], "on": [110.0, 112,
-                                                                                 111]}})
+                                                                                 111]}},
+                    policies={"rtt_avg": {"min_effect": 10}})
     line = table(load_run(run)).lines[0]
     found = line.comparisons["on"]
     assert found.verdict is Verdict.NOT_ENOUGH_DATA and found.n_needed is not None
-    assert line.noise["on"].exceeds  # n = 3: no CI of the median, noise unknown
+    assert line.noise["on"].known  # n = 3: the t interval of the log mean
     assert f"need n={found.n_needed}" in text(load_run(run))
 
 
@@ -169,7 +194,7 @@ def test_pooled_percentile_lines_bootstrap_over_repetitions(tmp_path: Path) -> N
     slow = [rng.lognormal(3.3, 0.3, 2000) for _ in range(6)]
     run = store_run(tmp_path, {"ping.rtt_avg": {
         "off": [float(np.mean(r)) for r in fast], "on": [float(np.mean(r)) for r in slow]}},
-        latencies={"off": fast, "on": slow})
+        latencies={"off": fast, "on": slow}, policies={"pooled.latency_p99": {}})
     tab = table(load_run(run))
     pooled = {ln.metric: ln for ln in tab.lines if ln.source == "pooled"}
     assert list(pooled) == ["latency_p50", "latency_p90", "latency_p99", "latency_p99.9",
@@ -177,11 +202,20 @@ def test_pooled_percentile_lines_bootstrap_over_repetitions(tmp_path: Path) -> N
     p99 = pooled["latency_p99"]
     expected = pooled_percentiles(fast).percentiles[2]
     cell = p99.cells["off"]
-    assert cell.pooled == expected and cell.value == expected.value
+    assert cell.pooled is not None and cell.value == expected.value
+    assert cell.pooled.ci == expected.ci
     assert expected.ci is not None and expected.ci[0] <= expected.value <= expected.ci[1]
     assert cell.values == expected.per_repetition
-    assert p99.comparisons["on"].verdict is Verdict.WORSE
-    assert tab.family == 6  # the rtt_avg line and five pooled percentiles
+    found = p99.comparisons["on"]
+    assert found.verdict is Verdict.WORSE and tab.family == 1  # only the named line
+    # the change column describes the pooled values the row shows
+    on = p99.cells["on"].pooled
+    assert on is not None
+    assert found.change == pytest.approx(on.value / expected.value - 1)
+    change, ci = pooled_change(cell.pooled, on)
+    assert ci is not None and found.change_ci == pytest.approx(ci)
+    assert ci[0] < change < ci[1]
+    assert pooled["latency_p50"].comparisons["on"].verdict is Verdict.EXPLORATORY
     assert "latency p99 (pooled)" in text(load_run(run))
 
 
@@ -189,13 +223,14 @@ def test_renderers_show_the_evidence_in_80_columns(tmp_path: Path) -> None:
     values = {"ping.rtt_min": {"off": BASE, "on": STRONG},
               "ping.received": {"off": BASE, "on": [v * 0.7 for v in BASE]},
               "ping.rtt_avg": {"off": BASE, "on": NULL}}
-    run = load_run(store_run(tmp_path, values, units={"ping.received": "count"}))
+    run = load_run(store_run(tmp_path, values, units={"ping.received": "count"},
+                             policies=ALL_PRIMARY))
     report = text(run)
     assert max(len(line) for line in report.splitlines()) <= 80
     rows = {line.split()[0]: line for line in report.splitlines() if line.startswith("  rtt")
             or line.startswith("  received")}
     assert "worse" in rows["rtt_min"] and "+19.3%" in rows["rtt_min"]
-    assert "5e-04" in rows["rtt_min"]  # Holm: 3 x 2/C(16,8)
+    assert "e-10" in rows["rtt_min"]  # Holm over 3 of a Welch p ~1e-10 (8 per arm)
     page = html(run)
     assert 'id="verdicts"' in page and "verdict-worse" in page
     assert page.index('id="verdicts"') < page.index('id="ab-table"')

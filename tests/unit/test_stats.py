@@ -1,4 +1,4 @@
-"""harness.stats (stats, power, noise, pool): synthetic data, known answers, fixed seeds.
+"""harness.stats, stats_power, stats_noise, stats_pool: synthetic data, known answers, fixed seeds.
 
 The simulation tests print the rates they measure (visible in `pytest` output);
 `benchmarks/stats_power.py` prints the same figures at larger scale, with timings.
@@ -18,33 +18,30 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 
 from harness.errors import NapilabError
+from harness.stats.changes import change_points
+from harness.stats.compare import Comparison, MetricSamples, compare, compare_metrics
+from harness.stats.gate import GateStatus, check_regression
 from harness.stats.noise import calibrate, drift, noise_exceeds_effect
 from harness.stats.pool import _weighted_percentiles, pooled_percentiles
 from harness.stats.power import (
     Noise,
-    min_attainable_p,
     min_n_per_arm,
     minimal_detectable_effect,
     n_per_arm_needed,
+    reachability,
 )
 from harness.stats.stats import (
     Adjust,
     Array,
-    Comparison,
     Direction,
-    GateStatus,
-    MetricSamples,
     StatsError,
     Verdict,
     adjust_p,
-    check_regression,
-    compare,
-    compare_metrics,
     mann_whitney,
     median_ci,
-    relative_change,
     summarize,
 )
+from harness.stats.two_sample import RANK, WELCH, choose_test, resolution, welch_log_t
 
 SIGMA = 0.05  # log-normal noise of the acceptance simulations
 N = 10  # repetitions per arm
@@ -63,32 +60,59 @@ def say(capsys: pytest.CaptureFixture[str]) -> Iterator[Say]:
     yield emit
 
 
-def _arms(rng: np.random.Generator, shift: float) -> tuple[Array, Array]:
-    base = rng.lognormal(math.log(100), SIGMA, N)
-    return base, rng.lognormal(math.log(100 * (1 + shift)), SIGMA, N)
+def _arms(rng: np.random.Generator, shift: float, n: int = N) -> tuple[Array, Array]:
+    base = rng.lognormal(math.log(100), SIGMA, n)
+    return base, rng.lognormal(math.log(100 * (1 + shift)), SIGMA, n)
 
 
-# --- acceptance simulations -------------------------------------------------------------
+# --- acceptance simulations (benchmarks/stats_power.py prints them at full scale) ------
 
 
-def test_aa_false_positive_rate_at_most_5_percent(say: Say) -> None:
-    rng = np.random.default_rng(20240601)
-    verdicts = [compare(*_arms(rng, 0.0), "lower", seed=i).verdict for i in range(SIMS)]
-    fpr = sum(v in (Verdict.BETTER, Verdict.WORSE) for v in verdicts) / SIMS
-    say(f"A/A false-positive rate, n={N}/arm, sigma={SIGMA}: {fpr:.1%} ({SIMS} sims)")
-    assert fpr <= 0.05
+def _table(rng: np.random.Generator, n: int, shift: float, sigma: float = SIGMA,
+           family: int = 5, shifted: int = 5, seed: int = 0) -> list[Verdict]:
+    metrics = {str(i): MetricSamples(rng.lognormal(math.log(100), sigma, n),
+                                     rng.lognormal(math.log(100 * (1 + shift if i < shifted
+                                                                   else 1)), sigma, n),
+                                     "lower") for i in range(family)}
+    found = compare_metrics(metrics, n_boot=200, seed=seed)
+    return [found[str(i)].verdict for i in range(family)]
 
 
-def test_ten_percent_shift_detected_in_the_right_direction(say: Say) -> None:
+@pytest.mark.parametrize("n", [3, 5, 10])
+def test_aa_false_positives_per_table_at_most_5_percent(n: int, say: Say) -> None:
+    rng = np.random.default_rng(20240601 + n)
+    sims = 300
+    hits = sum(any(v in (Verdict.BETTER, Verdict.WORSE) for v in _table(rng, n, 0.0, seed=i))
+               for i in range(sims))
+    say(f"A/A tables with a false verdict, n={n}, 5 primary metrics: {hits / sims:.1%}")
+    assert hits / sims <= 0.05
+
+
+def test_ten_percent_shift_of_five_primary_metrics_is_flagged_at_n5(say: Say) -> None:
     rng = np.random.default_rng(20240602)
-    up = [compare(*_arms(rng, 0.10), "lower", seed=i).verdict for i in range(SIMS // 2)]
-    down = [compare(*_arms(rng, -0.10), "lower", seed=i).verdict for i in range(SIMS // 2)]
-    power = (up.count(Verdict.WORSE) + down.count(Verdict.BETTER)) / SIMS
-    wrong = (up.count(Verdict.BETTER) + down.count(Verdict.WORSE)) / SIMS
-    say(f"power for a ±10% median shift, n={N}/arm, sigma={SIGMA}: {power:.1%} "
-        f"(wrong direction {wrong:.1%})")
-    assert power >= 0.80
-    assert wrong == 0
+    tables = [_table(rng, 5, 0.10, seed=i) for i in range(300)]
+    flagged = np.mean([Verdict.WORSE in t and Verdict.BETTER not in t for t in tables])
+    say(f"+10% on 5 primary metrics, n=5, sigma 0.05: table flags it {flagged:.1%}")
+    assert flagged >= 0.80
+
+
+def test_a_doubling_at_n3_is_judged(say: Say) -> None:
+    rng = np.random.default_rng(20240603)
+    verdicts = [v for i in range(200) for v in _table(rng, 3, 1.0, 0.1, 1, 1, seed=i)]
+    say(f"x2 at n=3, sigma 0.1: judged worse {verdicts.count(Verdict.WORSE) / 200:.1%}")
+    assert verdicts.count(Verdict.WORSE) / 200 >= 0.95
+
+
+def test_threshold_is_tested_itself_not_zero(say: Say) -> None:
+    """A true +3% with a 5% threshold must be flagged at most alpha of the time; a +3%
+    judged "significant against 0 with the point estimate past 5%" would be far more."""
+    rng = np.random.default_rng(20240604)
+    flagged = sum(check_regression(rng.lognormal(math.log(100), SIGMA, 5),
+                                   rng.lognormal(math.log(103), SIGMA, 5), "lower", 5.0,
+                                   n_boot=200).status is GateStatus.REGRESSION
+                  for _ in range(400))
+    say(f"true +3% flagged against a 5% threshold, n=5: {flagged / 400:.1%}")
+    assert flagged / 400 <= 0.05
 
 
 def test_median_ci_coverage_matches_its_exact_binomial_coverage(say: Say) -> None:
@@ -104,25 +128,26 @@ def test_median_ci_coverage_matches_its_exact_binomial_coverage(say: Say) -> Non
     assert abs(hits - nominal) < 3 * math.sqrt(nominal * (1 - nominal) / len(cis))
 
 
-def test_bootstrap_ci_of_relative_change_covers_the_true_change(say: Say) -> None:
+def test_welch_ci_of_the_change_covers_the_true_change(say: Say) -> None:
     rng = np.random.default_rng(11)
     covered = 0
     for i in range(SIMS):
-        _, low, high = relative_change(*_arms(rng, 0.10), seed=i)
-        covered += low <= 0.10 <= high
-    say(f"bootstrap 95% CI of the median change covers +10%: {covered / SIMS:.1%}")
-    assert 0.92 <= covered / SIMS <= 0.995
+        c = compare(*_arms(rng, 0.10, n=5), "lower", seed=i)
+        covered += c.change_ci[0] <= 0.10 <= c.change_ci[1]
+    say(f"Welch 95% CI of the change covers +10% (n=5): {covered / SIMS:.1%}")
+    assert 0.93 <= covered / SIMS <= 0.97
 
 
 def test_power_formula_predicts_simulated_power(say: Say) -> None:
     """At the MDE the formula reports, simulated detection should be near 80%."""
-    mde = minimal_detectable_effect(Noise(SIGMA, True), N, N)
-    assert mde is not None
-    rng = np.random.default_rng(5)
-    hits = sum(compare(*_arms(rng, mde), "lower", seed=i).verdict is Verdict.WORSE
-               for i in range(300))
-    say(f"MDE n={N} sigma={SIGMA}: {mde:.1%}; simulated power there: {hits / 300:.0%}")
-    assert 0.75 <= hits / 300 <= 0.95
+    for n in (5, N):
+        mde = minimal_detectable_effect(Noise(SIGMA, True), n, n)
+        assert mde is not None
+        rng = np.random.default_rng(5)
+        hits = sum(compare(*_arms(rng, mde, n=n), "lower", seed=i, n_boot=200).verdict
+                   is Verdict.WORSE for i in range(300))
+        say(f"MDE n={n} sigma={SIGMA}: {mde:.1%}; simulated power there: {hits / 300:.0%}")
+        assert 0.72 <= hits / 300 <= 0.95
 
 
 # --- multiple testing: hand-computed ------------------------------------------------------
@@ -167,42 +192,120 @@ def test_compare_metrics_applies_holm_across_metrics() -> None:
     assert all(c.adjust is Adjust.HOLM for c in out.values())
 
 
-def test_holm_floor_makes_small_runs_not_enough_data() -> None:
-    # n = 4 per arm: smallest p = 2/C(8,4) = 2/70 = 0.029 < 0.05 alone, but Holm over two
-    # metrics needs 2 * 0.029 = 0.057 < 0.05, which no data can give.
-    base, var = [10.0, 11, 12, 13], [20.0, 21, 22, 23]
-    assert compare(base, var, "lower").verdict is Verdict.WORSE
+def test_rank_floor_makes_small_runs_of_counters_not_enough_data() -> None:
+    # values <= 0 have no logarithm: Mann-Whitney decides. n = 4 per arm: smallest p =
+    # 2/C(8,4) = 2/70 = 0.029 < 0.05 alone, but Holm over two metrics needs 2 * 0.029.
+    base, var = [0.0, 11, 12, 13], [20.0, 21, 22, 23]
+    alone = compare(base, var, "lower")
+    assert (alone.verdict, alone.test_method) == (Verdict.WORSE, "mann-whitney (exact)")
     two = compare_metrics({m: MetricSamples(base, var, "lower") for m in ("a", "b")})
     assert {c.verdict for c in two.values()} == {Verdict.NOT_ENOUGH_DATA}
+
+
+# --- which test, known answers -------------------------------------------------------------
+
+
+def test_the_test_depends_on_the_design_only() -> None:
+    assert choose_test(3, 3, True) == choose_test(9, 12, True) == WELCH
+    assert choose_test(10, 10, True) == choose_test(25, 10, True) == RANK
+    assert choose_test(3, 3, False) == RANK  # a value <= 0: no logarithm
+
+
+def test_welch_log_t_hand_computed() -> None:
+    x, y = np.array([100.0, 110, 105]), np.array([200.0, 190, 210])
+    t = welch_log_t(x, y)
+    assert t is not None
+    a, b = np.var(np.log(x), ddof=1) / 3, np.var(np.log(y), ddof=1) / 3
+    assert t.diff == pytest.approx(np.log(y).mean() - np.log(x).mean())
+    assert t.se == pytest.approx(math.sqrt(a + b))
+    assert t.df == pytest.approx((a + b) ** 2 / (a * a / 2 + b * b / 2))
+    # the same p as scipy's Welch test on the logs, one-sided
+    assert t.p(0.0, "greater") == pytest.approx(sps.ttest_ind(
+        np.log(y), np.log(x), equal_var=False, alternative="greater").pvalue)
+    # a bound is tested itself: H0 "change <= +50%"
+    shifted = (t.diff - math.log(1.5)) / t.se
+    assert t.p(0.5, "greater") == pytest.approx(sps.t.sf(shifted, t.df))
+    c = compare(x, y, "lower")
+    assert (c.verdict, c.test_method) == (Verdict.WORSE, WELCH)
+    assert c.change == pytest.approx(200 / 105 - 1)
+    assert c.change_ci[0] < math.exp(t.diff) - 1 < c.change_ci[1]
+
+
+def test_rounded_data_get_a_resolution_floor() -> None:
+    assert resolution(np.array([20.0, 21, 22])) == 1.0
+    assert resolution(np.array([20.5, 21, 22])) == 0.1
+    assert resolution(np.array([math.pi])) == 0.0
+    # each arm repeats one integer: without the floor t would be infinite
+    t = welch_log_t(np.array([20.0, 20, 20]), np.array([21.0, 21, 21]))
+    assert t is not None and t.se > 0
+    assert compare([20.0, 20, 20], [21.0, 21, 21], "lower").verdict is Verdict.SAME
+    assert compare([20.0] * 5, [40.0] * 5, "lower").verdict is Verdict.WORSE
+
+
+def test_mann_whitney_methods() -> None:
+    p, how = mann_whitney([1.0, 2, 3], [4.0, 5, 6])
+    assert how == "exact"
+    assert p == pytest.approx(0.1)  # 2/C(6,3): the most extreme of 20 splits, both tails
+    for n1, n2 in ((3, 4), (6, 6), (12, 9)):
+        rng = np.random.default_rng(n1 * n2)
+        x, y = rng.normal(0, 1, n1), rng.normal(1, 1, n2)
+        assert mann_whitney(x, y)[0] == pytest.approx(
+            sps.mannwhitneyu(x, y, method="exact").pvalue)
+    assert mann_whitney([1.0, 1, 1], [1.0, 1, 1]) == (1.0, "all-equal")
+    tied = mann_whitney([1.0, 1, 2, 2, 3], [2.0, 3, 3, 4, 4])
+    assert tied[1] == "permutation"
+    # C(10, 5) = 252 relabellings: exhaustive, so close to the tie-corrected normal approx
+    assert tied[0] == pytest.approx(
+        sps.mannwhitneyu([1, 1, 2, 2, 3], [2, 3, 3, 4, 4], method="asymptotic").pvalue, abs=0.05)
+    big = np.arange(60.0)
+    assert mann_whitney(big, big + 0.5)[1] == "asymptotic"
+
+
+# --- the edge cases of a few repetitions -----------------------------------------------------
+
+
+def test_one_repetition_per_arm_gives_no_verdict() -> None:
+    c = compare([100.0], [300.0], "lower")
+    assert c.verdict is Verdict.NOT_ENOUGH_DATA and "one repetition" in c.reason
+    assert compare([100.0, 101], [300.0], "lower").verdict is Verdict.NOT_ENOUGH_DATA
+    assert check_regression([100.0], [300.0], "lower", 5).status is GateStatus.INCONCLUSIVE
+
+
+def test_all_equal_arms_are_the_same() -> None:
+    c = compare([7.0, 7, 7], [7.0, 7, 7], "lower")
+    assert (c.verdict, c.change, c.reason) == (Verdict.SAME, 0.0, "all values equal")
+
+
+def test_a_nan_drops_one_value_not_the_comparison() -> None:
+    c = compare([100.0, 101, 99, float("nan"), 100], [150.0, 151, 149, 152, 150], "lower")
+    assert c.baseline.n == 4 and c.baseline.n_missing == 1
+    assert c.verdict is Verdict.WORSE
+
+
+def test_an_infinite_value_is_an_error_naming_it() -> None:
+    with pytest.raises(StatsError, match="infinite"):
+        compare([100.0, float("inf"), 99], [100.0, 101, 99], "lower")
 
 
 # --- verdict rules -------------------------------------------------------------------------
 
 
-def test_significant_change_below_min_effect_is_same() -> None:
+def test_min_effect_is_tested_as_a_bound() -> None:
     rng = np.random.default_rng(8)
     base, var = _arms(rng, 0.10)
     assert compare(base, var, "lower").verdict is Verdict.WORSE
-    c = compare(base, var, "lower", min_effect=0.5)
-    assert c.p_value < 0.05
-    assert c.verdict is Verdict.SAME
-    assert "min effect" in c.reason
+    within = compare(base, var, "lower", min_effect=0.5)
+    assert within.verdict is Verdict.SAME and "within" in within.reason
+    edge = compare(base, var, "lower", min_effect=0.10)  # +10% against a 10% bound
+    assert edge.verdict is Verdict.NOT_ENOUGH_DATA and "neither" in edge.reason
 
 
 def test_not_enough_data_reports_the_n_needed() -> None:
     rng = np.random.default_rng(9)
     c = compare(rng.lognormal(0, 0.3, 5), rng.lognormal(0, 0.3, 5), "lower", min_effect=0.05)
     assert c.verdict is Verdict.NOT_ENOUGH_DATA
-    assert c.mde is not None and c.mde > 0.05
     assert c.n_needed is not None and c.n_needed > 5
     assert f"{c.n_needed} per arm" in c.reason
-
-
-def test_three_per_arm_can_never_be_significant() -> None:
-    c = compare([1.0, 2, 3], [100.0, 200, 300], "lower")
-    assert min_attainable_p(3, 3) == pytest.approx(0.1)
-    assert c.verdict is Verdict.NOT_ENOUGH_DATA
-    assert c.mde is None
 
 
 def test_throughput_increase_is_better() -> None:
@@ -212,18 +315,16 @@ def test_throughput_increase_is_better() -> None:
     assert c.change_ci[0] > 0
 
 
-def test_mann_whitney_methods() -> None:
-    p, how = mann_whitney([1.0, 2, 3], [4.0, 5, 6])
-    assert how == "exact"
-    assert p == pytest.approx(0.1)  # 2/C(6,3): the most extreme of 20 splits, both tails
-    assert mann_whitney([1.0, 1, 1], [1.0, 1, 1]) == (1.0, "all-equal")
-    tied = mann_whitney([1.0, 1, 2, 2, 3], [2.0, 3, 3, 4, 4])
-    assert tied[1] == "permutation"
-    # C(10, 5) = 252 relabellings: exhaustive, so close to the tie-corrected normal approx
-    assert tied[0] == pytest.approx(
-        sps.mannwhitneyu([1, 1, 2, 2, 3], [2, 3, 3, 4, 4], method="asymptotic").pvalue, abs=0.05)
-    big = np.arange(60.0)
-    assert mann_whitney(big, big + 0.5)[1] == "asymptotic"
+def test_reachability_of_a_design() -> None:
+    # the rank test's floor at 5 vs 5 is 2/252 = 0.0079; times 9 primary comparisons 0.071
+    nine = reachability(5, 9)
+    assert nine.rank_floor == pytest.approx(9 * 2 / 252)
+    assert not nine.ok and "0.071 > 0.05" in nine.message()
+    assert "repeat >= 6" in nine.message()
+    assert reachability(5, 2).ok and reachability(5, 2).message() == ""
+    assert not reachability(5, 12).ok
+    assert "one repetition" in reachability(1, 2).message()
+    assert "no primary metric" in reachability(5, 0).message()
 
 
 # --- properties ----------------------------------------------------------------------------
@@ -323,10 +424,17 @@ def test_power_helpers_known_values() -> None:
     assert mde is not None
     # (t(0.975, 18) + t(0.8, 18)) * 0.05 * sqrt(0.2 / (2/pi)) = 2.9632 * 0.05 * 0.5605
     assert mde == pytest.approx(math.expm1(2.9632 * 0.05 * math.sqrt(0.2 * math.pi / 2)), rel=1e-3)
-    needed = n_per_arm_needed(noise, mde)
-    assert needed == N
-    assert minimal_detectable_effect(noise, 3, 3) is None
+    # from 10 per arm the rank test (efficiency 2/pi) decides; Welch's t on logs, below
+    # 10, detects that change with fewer repetitions: the smallest n is returned
+    assert n_per_arm_needed(noise, mde) == 7
+    assert minimal_detectable_effect(noise, 7, 7) <= mde  # type: ignore[operator]
+    # below 10 per arm the test is Welch's t on logs, efficiency 1, df 4 at n = 3:
+    # (t(0.975, 4) + t(0.8, 4)) * 0.05 * sqrt(2/3) = (2.7764 + 0.9410) * 0.05 * 0.8165
+    assert minimal_detectable_effect(noise, 3, 3) == pytest.approx(
+        math.expm1(3.7174 * 0.05 * math.sqrt(2 / 3)), rel=1e-3)
+    assert minimal_detectable_effect(noise, 1, 5) is None
     assert n_per_arm_needed(noise, 0.0) is None
+    assert n_per_arm_needed(noise, 0.2) == 3  # a large change needs few repetitions
 
 
 # --- gate and calibration ------------------------------------------------------------------
@@ -339,11 +447,14 @@ def test_regression_gate_statuses() -> None:
     same = rng.lognormal(math.log(50), SIGMA, N)
     assert check_regression(base, slow, "lower", 5).status is GateStatus.REGRESSION
     assert check_regression(slow, base, "lower", 5).status is GateStatus.IMPROVEMENT
-    assert check_regression(base, same, "lower", 10).status is GateStatus.NOISE
-    tiny = check_regression(base[:3], slow[:3], "lower", 5)
-    assert tiny.status is GateStatus.NOT_ENOUGH_DATA
+    assert check_regression(base, same, "lower", 10).status is GateStatus.WITHIN
+    tiny = check_regression(rng.lognormal(0, 0.2, 3), rng.lognormal(0, 0.2, 3), "lower", 5)
+    assert tiny.status is GateStatus.INCONCLUSIVE and tiny.comparison.n_needed
+    assert "repetitions per run would" in tiny.comparison.reason
     gate = check_regression(base, slow, "lower", 5)
     assert gate.comparison.change > 0.05 and gate.comparison.p_value < 0.05
+    # throughput: worse is down
+    assert check_regression(slow, base, "higher", 5).status is GateStatus.REGRESSION
 
 
 def test_calibration_reports_noise_and_detectable_change() -> None:
@@ -354,7 +465,7 @@ def test_calibration_reports_noise_and_detectable_change() -> None:
     assert cal.mde == minimal_detectable_effect(Noise(cal.log_sd, True), N, N)
     assert cal.mde is not None and 0.05 < cal.mde < 0.13
     by_n = dict(cal.mde_by_n)
-    assert by_n[3] is None
+    assert by_n[3] is not None and by_n[3] > by_n[5]  # type: ignore[operator]
     assert by_n[30] is not None and by_n[10] is not None and by_n[30] < by_n[10]
     assert cal.ci_rel_width is not None and cal.drift is not None
 
@@ -367,8 +478,10 @@ def test_noise_exceeds_effect() -> None:
     base = rng.lognormal(0, SIGMA, N)
     assert noise_exceeds_effect(base, 0.005).exceeds
     assert not noise_exceeds_effect(base, 0.5).exceeds
-    unknown = noise_exceeds_effect(base[:4], 0.5)
-    assert unknown.exceeds and unknown.half_width is None
+    small = noise_exceeds_effect(base[:4], 0.5)  # no median CI: the log-mean t interval
+    assert small.known and not small.exceeds and "t interval" in small.reason
+    unknown = noise_exceeds_effect(base[:1], 0.001)
+    assert not unknown.known and not unknown.exceeds and "noise unknown" in unknown.reason
 
 
 def test_drift_detects_a_trend_and_not_noise(say: Say) -> None:
@@ -430,3 +543,33 @@ def test_pooled_percentiles_without_enough_repetitions_give_no_ci() -> None:
     out = pooled_percentiles([[1.0, 2, 3], [2.0, 3, 4]], [50])
     assert out.percentiles[0].ci is None
     assert "too few" in out.note
+
+
+# --- change points across nightly runs -----------------------------------------------------
+
+
+def _nights(rng: np.random.Generator) -> Array:
+    return np.median(rng.lognormal(math.log(100), SIGMA, (30, 5)), axis=1)
+
+
+def test_a_level_shift_is_found_within_one_night(say: Say) -> None:
+    found = quiet = 0
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        quiet += not change_points(list(_nights(rng)))
+        step = _nights(rng)
+        step[20:] *= 1.08
+        points = change_points(list(step))
+        found += any(abs(p.index - 20) <= 1 for p in points)
+    say(f"change points, 40 seeds: +8% step at night 20 found {found / 40:.0%}, "
+        f"A/A quiet {quiet / 40:.0%}")
+    assert found / 40 >= 0.9 and quiet / 40 >= 0.95
+
+
+def test_change_points_skip_missing_nights_and_short_series() -> None:
+    values = [100.0] * 8 + [float("nan")] + [150.0] * 8
+    values = [v * (1 + 0.01 * ((i * 7) % 3 - 1)) for i, v in enumerate(values)]
+    (point,) = change_points(values)
+    assert point.index == 9 and point.change == pytest.approx(0.5, abs=0.03)
+    assert change_points([1.0, 2, 3]) == []
+    assert change_points([5.0] * 10) == []

@@ -1,0 +1,88 @@
+"""Say it before the run: can this profile's design reach a verdict?
+
+`napilab validate` and `napilab plan` print these warnings (`--strict` makes them exit
+2). The family is counted as the A/B table will count it: primary lines
+(`harness.stats.family`) times the compared pairs (each variant with the baseline, or
+with the first variant of its comparison group), where both variants produce the
+line's source (a netperf line is not compared with an xdpsock variant). Pure: reads the
+Profile only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from harness.profile.profile import Profile, Variant
+from harness.stats.family import (
+    DEFAULT_PRIMARY,
+    POOLED_SOURCE,
+    default_direction,
+    is_primary,
+    named_primary,
+)
+from harness.stats.power import Reach, reachability
+
+
+def _sources(variant: Variant) -> set[str]:
+    return {variant.workload.source, POOLED_SOURCE, *(c.name for c in variant.collect)}
+
+
+def _produced(source: str, variant: Variant) -> bool:
+    return source.split(".")[0] in _sources(variant)
+
+
+def primary_lines(profile: Profile) -> list[tuple[str, str]]:
+    """(source, metric) of each primary line of the A/B table."""
+    policies = {name: asdict(policy) for name, policy in profile.metrics.items()}
+    workload = profile.variants[0].workload.source
+    if profile.table:
+        return [(row.source, row.metric) for row in profile.table
+                if is_primary(row.source, row.metric, policies, workload)]
+    named = named_primary(policies)
+    if named:
+        return [_split(n, profile.variants[0]) for n in sorted(named)]
+    return [(workload, m) for m in DEFAULT_PRIMARY.get(workload, ())]
+
+
+def _split(name: str, variant: Variant) -> tuple[str, str]:
+    """`source.metric` or a bare metric (names may hold dots: latency_p99.9)."""
+    for source in sorted(_sources(variant), key=len, reverse=True):
+        if name.startswith(f"{source}."):
+            return source, name[len(source) + 1:]
+    return variant.workload.source, name
+
+
+def family_size(profile: Profile) -> int:
+    """Primary lines x the compared pairs (each variant with its comparison group's
+    first, `Profile.comparisons`), where both variants produce the line's source."""
+    lines = primary_lines(profile)
+    return sum(1 for base, other in profile.comparisons for source, _ in lines
+               if _produced(source, profile.variant(base))
+               and _produced(source, profile.variant(other)))
+
+
+def reach(profile: Profile) -> Reach:
+    return reachability(profile.repeat, family_size(profile))
+
+
+def design_warnings(profile: Profile) -> list[str]:
+    """What keeps this profile's table or gate from reaching a verdict, in words."""
+    out = []
+    found = reach(profile)
+    if len(profile.variants) > 1 or found.n < 2:
+        message = found.message()
+        if message:
+            out.append(message)
+    for name, policy in profile.metrics.items():
+        if not policy.primary:
+            continue
+        rows = [(row.source, row.metric) for row in profile.table
+                if name in (row.metric, f"{row.source}.{row.metric}")]
+        if profile.table and not rows:
+            out.append(f"metrics: {name} is primary but not a row of report.table: it is "
+                       "not judged")
+        source, metric = rows[0] if rows else _split(name, profile.variants[0])
+        if policy.direction is None and default_direction(source, metric) is None:
+            out.append(f"metrics: {name}: which way is better is unknown (no rule matches "
+                       f"its name): add direction: lower or higher")
+    return out

@@ -1,0 +1,177 @@
+"""The two-sample tests behind every verdict, and the rule for which one applies.
+
+Pure (numpy + scipy). A comparison asks whether the variant's level differs from the
+baseline's by more than a relative `bound` (0 for "any change", a metric's min_effect, or
+the gate's threshold), one side at a time; a two-sided question is both sides, doubled.
+
+Which test (`choose_test`; the rule depends only on the design, never on the values'
+outcome, so it cannot be tuned into significance):
+- **Welch's t on log values** ("welch-log-t") when every value of both arms is positive
+  and an arm has fewer than RANK_TEST_MIN_N repetitions. Latency and rate noise is
+  multiplicative (a slow repetition is slow by a factor), so logs make it additive and
+  symmetric; Welch's t does not assume equal spread in the two arms (a knob that removes
+  jitter changes the spread). Its p can go below any level, so a large, clean effect is
+  judged at n = 3-5, where no distribution-free test can be: the smallest two-sided
+  Mann-Whitney p is 0.1 at 3 vs 3 and 0.0079 at 5 vs 5, before any multiplicity
+  adjustment. Integer-valued data (1 us resolution) get a variance floor of
+  (resolution/2)^2 per value: two arms that each repeat one integer are not infinitely
+  precise (benchmarks/stats_power.py measures the A/A rate on such data).
+- **Mann-Whitney U** ("mann-whitney") from RANK_TEST_MIN_N repetitions per arm, and at any
+  n when a value is <= 0 (counters: no logarithm). From 10 per arm its discreteness no
+  longer costs power, its efficiency relative to t is >= 0.95 for log-normal noise and
+  higher with outlier repetitions, and it needs no distributional model. A bound b is
+  tested by comparing variant/(1+b) with the baseline.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import combinations
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+from scipy import special
+from scipy import stats as sps
+
+Array = npt.NDArray[np.float64]
+Alternative = Literal["greater", "less"]
+
+RANK_TEST_MIN_N = 10  # repetitions per arm from which Mann-Whitney decides
+EXACT_MAX_N = 50  # exact Mann-Whitney null distribution up to this arm size (no ties)
+PERMUTATION_MAX_N = 100  # with ties: permutation test up to this total size
+PERMUTATIONS = 9999
+WELCH = "welch-log-t"
+RANK = "mann-whitney"
+_RESOLUTIONS = tuple(10.0 ** -k for k in range(0, 7))  # 1, 0.1, ... 1e-6
+
+
+def choose_test(n1: int, n2: int, all_positive: bool) -> str:
+    """WELCH for small arms of positive values, RANK otherwise (see the module doc)."""
+    if not all_positive or min(n1, n2) >= RANK_TEST_MIN_N:
+        return RANK
+    return WELCH
+
+
+def resolution(values: Array) -> float:
+    """The coarsest of 1, 0.1, ..., 1e-6 that every value is a multiple of; 0 if none.
+
+    Tools print latencies rounded (ping and neper to 1 us after conversion, sockperf to
+    1 ns): the rounding is a floor under the noise a few repetitions can show."""
+    for step in _RESOLUTIONS:
+        scaled = values / step
+        if np.all(np.abs(scaled - np.round(scaled)) <= 1e-9 * np.maximum(1.0, np.abs(scaled))):
+            return step
+    return 0.0
+
+
+@dataclass(frozen=True)
+class LogT:
+    """Welch's t on logs: the estimate and its standard error; one-sided p for any bound."""
+
+    diff: float  # mean(log variant) - mean(log baseline)
+    se: float  # standard error of diff, with the resolution floor
+    df: float  # Welch-Satterthwaite degrees of freedom
+    sd: float  # pooled SD of the logs (for power), with the floor
+
+    def p(self, bound: float, alternative: Alternative) -> float:
+        """H0: change <= bound ("greater") or change >= bound ("less"); change is
+        exp(diff) - 1, the ratio of geometric means minus 1."""
+        t = (self.diff - math.log1p(bound)) / self.se
+        return float(special.stdtr(self.df, -t if alternative == "greater" else t))
+
+    def ci(self, confidence: float) -> tuple[float, float]:
+        half = float(special.stdtrit(self.df, (1 + confidence) / 2)) * self.se
+        return math.expm1(self.diff - half), math.expm1(self.diff + half)
+
+
+def welch_log_t(x: Array, y: Array) -> LogT | None:
+    """Welch's t on log values (x baseline, y variant, both positive, n >= 2 each).
+
+    Method: d = mean(log y) - mean(log x); per arm the sample variance of the logs, at
+    least ((resolution/2) / median)^2 when the data are rounded (see `resolution`);
+    se = sqrt(v1/n1 + v2/n2); Welch-Satterthwaite df. None when both arms have no spread
+    and no resolution is known (nothing bounds the noise).
+    """
+    lx, ly = np.log(x), np.log(y)
+    step = resolution(np.concatenate([x, y]))
+    floors = [(step / 2 / float(np.median(a))) ** 2 for a in (x, y)]
+    v1 = max(float(np.var(lx, ddof=1)), floors[0])
+    v2 = max(float(np.var(ly, ddof=1)), floors[1])
+    n1, n2 = lx.size, ly.size
+    a, b = v1 / n1, v2 / n2
+    if a + b == 0:
+        return None
+    df = (a + b) ** 2 / (a * a / (n1 - 1) + b * b / (n2 - 1))
+    sd = math.sqrt(((n1 - 1) * v1 + (n2 - 1) * v2) / (n1 + n2 - 2))
+    return LogT(float(np.mean(ly) - np.mean(lx)), math.sqrt(a + b), df, sd)
+
+
+def rank_p(x: Array, y: Array, bound: float, alternative: Alternative, *,
+           seed: int = 0) -> tuple[float, str]:
+    """One-sided Mann-Whitney p of H0: y/(1+bound) is not shifted above ("greater") or
+    below ("less") x, and how it was computed:
+    - no ties, both arms <= EXACT_MAX_N: exact null distribution ("exact");
+    - ties and n1+n2 <= PERMUTATION_MAX_N: permutation of the midrank sum, exhaustive when
+      C(n1+n2, n1) <= PERMUTATIONS, else PERMUTATIONS seeded relabellings with
+      p = (hits+1)/(PERMUTATIONS+1) ("permutation");
+    - otherwise the normal approximation with tie correction ("asymptotic").
+    """
+    shifted = y / (1 + bound)
+    pooled = np.concatenate([x, shifted])
+    distinct = np.unique(pooled).size
+    if distinct == 1:
+        return 1.0, "all-equal"
+    if distinct == pooled.size and max(x.size, y.size) <= EXACT_MAX_N:
+        above = int(np.count_nonzero(shifted[:, None] > x[None, :]))  # U of the variant
+        counts = _u_counts(y.size, x.size)
+        tail = counts[above:] if alternative == "greater" else counts[:above + 1]
+        return float(tail.sum() / counts.sum()), "exact"
+    if distinct < pooled.size and pooled.size <= PERMUTATION_MAX_N:
+        return _permutation_p(pooled, y.size, alternative, np.random.default_rng(seed)), \
+            "permutation"
+    return float(sps.mannwhitneyu(shifted, x, alternative=alternative,
+                                  method="asymptotic").pvalue), "asymptotic"
+
+
+@lru_cache(maxsize=256)
+def _u_counts(m: int, n: int) -> Array:
+    """Null distribution of U (pairs where the m-sample is above the n-sample), as counts
+    of the C(m+n, m) equally likely orderings: c(m, n, u) = c(m-1, n, u-n) + c(m, n-1, u),
+    by whether the largest value belongs to the m-sample. scipy's exact test gives the
+    same numbers at ~50x the per-call cost, which the A/A simulations pay millions of
+    times."""
+    if m == 0 or n == 0:
+        return np.ones(1)
+    out = np.zeros(m * n + 1)
+    largest_in_m = _u_counts(m - 1, n)
+    out[n:n + largest_in_m.size] += largest_in_m
+    largest_in_n = _u_counts(m, n - 1)
+    out[:largest_in_n.size] += largest_in_n
+    return out
+
+
+def _permutation_p(pooled: Array, n_y: int, alternative: Alternative,
+                   rng: np.random.Generator) -> float:
+    """One-sided permutation p of the variant's midrank sum (the last n_y of `pooled`)."""
+    ranks = sps.rankdata(pooled)
+    sign = 1.0 if alternative == "greater" else -1.0
+    tail = ranks[::-1]  # the variant first: picks index the relabelled variant arm
+    observed = sign * float(tail[:n_y].sum()) - 1e-9  # midrank sums are k/2: exact
+    if math.comb(pooled.size, n_y) <= PERMUTATIONS:
+        picks = np.array(list(combinations(range(pooled.size), n_y)))
+        return float(np.mean(sign * tail[picks].sum(axis=1) >= observed))
+    shuffled = rng.permuted(np.tile(ranks, (PERMUTATIONS, 1)), axis=1)
+    hits = np.count_nonzero(sign * shuffled[:, :n_y].sum(axis=1) >= observed)
+    return (hits + 1) / (PERMUTATIONS + 1)
+
+
+def rank_floor(n1: int, n2: int) -> float:
+    """Smallest two-sided Mann-Whitney p possible with these arm sizes: 2 / C(n1+n2, n1)."""
+    if n1 + n2 <= 1000:
+        return min(1.0, 2 / math.comb(n1 + n2, n1))
+    # lgamma, not math.comb: the sample-size search asks about n in the tens of thousands
+    log_comb = math.lgamma(n1 + n2 + 1) - math.lgamma(n1 + 1) - math.lgamma(n2 + 1)
+    return min(1.0, 2 * math.exp(-log_comb))

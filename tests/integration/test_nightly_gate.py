@@ -1,0 +1,104 @@
+"""The nightly gate on the SSH testbed with the demo profile (2 s trials, 5 repetitions):
+a night like the last passes, a night under a token-bucket shaper is a regression, and a
+regressed night never becomes the next night's baseline.
+
+Runs A and B are plain; a night R and a candidate C run with
+`tc qdisc add dev data0 root tbf rate 2mbit burst 3000 latency 20ms` in host b's
+namespace (the ping flood's replies queue behind the bucket). Through the CLI:
+`check B --baseline A` exits 0; `check R --baseline RESULTS` exits 3 and records it in
+R/check.json; `check C --baseline A` exits 3; `check C --baseline RESULTS` (holding A, B
+and R) still exits 3, against a pool of A and B that leaves R out (no ratchet).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from harness.hosts import testbed as tb
+
+NAPILAB = str(Path(sys.executable).parent / "napilab")
+DEMO = Path(__file__).resolve().parents[2] / "profiles" / "demo.yaml"
+SHAPER = ["tbf", "rate", "2mbit", "burst", "3000", "latency", "20ms"]
+
+
+def napilab(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([NAPILAB, *args], capture_output=True, text=True, timeout=300,
+                          check=False)
+
+
+def run_night(bed: tb.Testbed, profile: Path, results: Path) -> Path:
+    before = set(results.glob("*/*"))
+    proc = napilab("run", str(profile), "-i", str(bed.inventory_path), "--transport", "ssh",
+                   "-o", str(results), "--format", "text")
+    assert proc.returncode == 0, proc.stderr
+    (created,) = {p for p in set(results.glob("*/*")) - before if p.is_dir()}
+    return created
+
+
+def tc(bed: tb.Testbed, *args: str) -> subprocess.CompletedProcess[str]:
+    netns = next(n.netns for n in bed.nodes if n.name == "b")
+    return subprocess.run(["ip", "netns", "exec", netns, "tc", "qdisc", *args],
+                          capture_output=True, text=True, check=False)
+
+
+@contextmanager
+def shaped(bed: tb.Testbed) -> Iterator[None]:
+    added = tc(bed, "add", "dev", "data0", "root", *SHAPER)
+    assert added.returncode == 0, added.stderr
+    try:
+        yield
+    finally:
+        tc(bed, "del", "dev", "data0", "root")
+
+
+@pytest.fixture(autouse=True)
+def _no_qdisc_left(testbed: tb.Testbed) -> Iterator[None]:
+    yield
+    tc(testbed, "del", "dev", "data0", "root")  # a failed test may have left it
+    assert "tbf" not in tc(testbed, "show", "dev", "data0").stdout
+
+
+def check(run: Path, baseline: Path, summary: Path) -> tuple[int, dict[str, object], str]:
+    proc = napilab("check", str(run), "--baseline", str(baseline), "--json", str(summary))
+    print(f"\n$ napilab check {run.name} --baseline {baseline.name} -> exit "
+          f"{proc.returncode}\n{proc.stdout}{proc.stderr}")
+    return proc.returncode, json.loads(summary.read_text()), proc.stdout + proc.stderr
+
+
+def test_demo_nightly_gate_passes_b_catches_the_shaper_and_does_not_ratchet(
+        testbed: tb.Testbed, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    profile = tmp_path / "demo-short.yaml"
+    profile.write_text(f"extends: {DEMO}\nworkload: {{duration: 2}}\n")
+    run_a = run_night(testbed, profile, results)
+    run_b = run_night(testbed, profile, results)
+
+    code, doc, out = check(run_b, run_a, tmp_path / "b.json")
+    assert code == 0, out
+    assert doc["status"] == "pass"
+
+    with shaped(testbed):
+        night = run_night(testbed, profile, results)
+    code, doc, out = check(night, results, tmp_path / "night.json")
+    assert code == 3, out
+    assert json.loads((night / "check.json").read_text())["status"] == "regression"
+
+    with shaped(testbed):
+        run_c = run_night(testbed, profile, results)
+    code, doc, out = check(run_c, run_a, tmp_path / "c-a.json")
+    assert code == 3, out
+    cases = {(c["variant"], c["metric"]): c for c in doc["cases"]}  # type: ignore[attr-defined]
+    rtt = cases[("rps-off", "rtt_avg")]
+    assert rtt["status"] == "regression" and rtt["comparison"]["change"] > 1.0
+
+    code, doc, out = check(run_c, results, tmp_path / "c-pool.json")
+    assert code == 3, out
+    pool = {r["dir"] for r in doc["baseline"]["runs"]}  # type: ignore[index]
+    assert pool == {str(run_a), str(run_b)} and str(night) not in pool
