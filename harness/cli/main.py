@@ -112,30 +112,35 @@ def validate(profile: str, inventory: str | None, strict: bool) -> None:
 @transport_option
 @json_option("the plan")
 @STRICT
+@click.option("--summary", is_flag=True,
+              help="Only the summary: each host's resolved SSH endpoint and what each "
+                   "variant changes, per host, against the variant it is compared with.")
 def plan(profile: str, inventory: str, transport: str | None, as_json: bool,
-         strict: bool) -> None:
+         strict: bool, summary: bool) -> None:
     """Print every command napilab would run, per host, trial by trial; touches nothing.
-    `napilab run --dry-run` does the same.
+    It opens with a summary: where each host is (ssh_config resolved: HostName, port,
+    user, ProxyJump) and what each variant changes. `napilab run --dry-run` does the same.
 
     \b
     Examples:
       napilab plan profiles/demo.yaml -i /run/napilab-testbed/inventory.yaml
+      napilab plan profile.yaml -i lab.yaml --summary
       napilab plan profile.yaml -i lab.yaml --json | jq '.trials | length'
     """
-    _print_plan(profile, inventory, transport, as_json, strict)
+    _print_plan(profile, inventory, transport, as_json, strict, summary)
 
 
 def _print_plan(profile: str, inventory: str, transport: str | None, as_json: bool,
-                strict: bool = False) -> None:
+                strict: bool = False, summary: bool = False) -> None:
     from harness.engine.plan_render import plan_json, plan_text
 
     bound, prof = _load(profile, inventory, transport)
     assert bound is not None
     _design(prof, strict)
     if as_json:
-        click.echo(json.dumps(plan_json(bound), indent=1))
+        click.echo(json.dumps(plan_json(bound, summary_only=summary), indent=1))
     else:
-        click.echo(plan_text(bound), nl=False)
+        click.echo(plan_text(bound, summary_only=summary), nl=False)
 
 
 @cli.command()
