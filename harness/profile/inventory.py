@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
+from harness.profile import keys
 from harness.profile.schema import Checker, Number, join
 from harness.profile.yamlsrc import Node, load_text, read_file
 
 TRANSPORTS = ("ssh", "local")
 HOST_KEY_POLICIES = ("reject", "accept-new")
-_HOST_KEYS = ("address", "port", "user", "key", "known_hosts", "become", "data_address",
-              "netns", "iface", "transport", "host_key_policy", "cpus")
-INVENTORY_KEYS = ("transport", "host_key_policy", "hosts", "ssh_config")
+_HOST_KEYS = keys.HOST_KEYS
+INVENTORY_KEYS = keys.INVENTORY_KEYS
 HOST_NUMBERS = {"port": Number(1, 65535, integer=True), "cpus": Number(1, 8192, integer=True)}
 BECOME = ("sudo",)
 HOSTNAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9-]{1,63})*")
@@ -103,6 +103,7 @@ def load_inventory(path: str | Path) -> Inventory:
     check = Checker()
     if not isinstance(data, Node):
         raise InputError(f"{path}: an inventory is a mapping with a `hosts:` key")
+    keys.not_a_profile(data, str(path), data.location)
     if "hosts" not in data and data:
         from harness.profile.inventory_ansible import ansible_hosts, relocate
         from harness.profile.inventory_formats import GroupVars, from_list_json, is_list_json

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from harness.errors import Written
 from harness.profile import cpus
 
 _IFACE = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
@@ -41,6 +42,7 @@ class Setting:
     kind: str
     target: str
     value: str
+    at: Written | None = field(default=None, compare=False, repr=False)  # the value's key
 
     def describe(self) -> str:
         return f"{self.kind} {self.target} = {self.value}"

@@ -18,17 +18,20 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError, Location, Problem
-from harness.profile import knobs
+from harness.profile import keys, knobs
 from harness.profile.matrix import (
     RESERVED,
     check_name,
     combinations,
+    declared_parameters,
     parse_matrix,
     placeholders,
     substitute,
+    unknown_placeholders,
 )
 from harness.profile.merge import clone, deep_merge, plain
 from harness.profile.schema import Checker, Number, join, suggest
+from harness.profile.scope import Scope
 from harness.profile.sections import (
     CollectSpec,
     TableRow,
@@ -38,15 +41,13 @@ from harness.profile.sections import (
     parse_workload,
 )
 from harness.profile.setup import parse_setup
-from harness.profile.yamlsrc import Node, load_file
+from harness.profile.yamlsrc import Node
 
-TOP_KEYS = ("name", "description", "extends", "hosts", "setup", "workload", "collect",
-            "report", "variants", "baseline", "repeat", "order", "seed", "cooldown",
-            "on_mismatch", "metrics", "matrix", "warmup_trials")
+TOP_KEYS = keys.PROFILE_KEYS
 VARIANT_KEYS = ("description", "group", "setup", "workload", "collect")
 ORDERS = ("interleaved", "randomized", "blocked")
 ON_MISMATCH = ("fail", "warn")
-ROLE_KEYS = ("host", "iface")
+ROLE_KEYS = keys.ROLE_KEYS
 METRIC_KEYS = ("direction", "min_effect", "max_regression", "primary")
 DIRECTIONS = ("lower", "higher")
 TOP_NUMBERS = {"repeat": Number(1, 10000, integer=True), "seed": Number(0, integer=True),
@@ -166,14 +167,20 @@ def load_profile(path: str | Path) -> Profile:
                     f"{suggest(baseline, names)}")
         baseline = None
     variants = []
+    declared = document.get("variants")
+    written = {id(node): name for name, node in declared.items()} \
+        if isinstance(declared, dict) else {}
     for name, overlay, values in arms:
         merged = deep_merge(_without_other_tool(base, overlay), Node(
             {k: v for k, v in overlay.items() if k not in ("description", "group")}))
         merged = substitute(merged, values)
-        _unknown_placeholders(check, merged, values)
+        start = len(check.problems)
+        unknown_placeholders(check, merged, values, declared_parameters(document))
         variant = _variant(check, name, merged, overlay, roles, values)
+        scope = Scope(join("variants", written.get(id(overlay), name)), overlay)
+        check.problems[start:] = scope.problems(check.problems[start:])
         if variant is not None:
-            variants.append(variant)
+            variants.append(scope.variant(variant))
     if baseline is not None:
         variants.sort(key=lambda v: v.name != baseline)
     report = check.mapping(document.get("report"), document.where("report"), "report") or Node()
@@ -197,7 +204,7 @@ def _resolve_extends(path: Path, chain: list[Path]) -> Node:
     if resolved in chain:
         cycle = " -> ".join(str(p) for p in [*chain, resolved])
         raise InputError([Problem(None, "extends", f"cycle: {cycle}")])
-    document = load_file(path)
+    document = keys.load_profile_document(path)
     if not isinstance(document, Node):
         raise InputError([Problem(Location(str(path), 1, 1), "",
                                   "a profile is a YAML mapping of keys (name, hosts, ...)")])
@@ -246,9 +253,10 @@ def _arms(check: Checker, document: Node) -> list[tuple[str, Node, dict[str, Any
             check.error(matrix.where("variants"), "matrix.variants", f"no variant {wanted!r}"
                         f"{suggest(wanted, names)}")
     used = placeholders({k: v for k, v in plain(document).items() if k != "matrix"})
+    misspelt = used - set(RESERVED) - set(spec.parameters)  # reported where written
     params_node = matrix.get("parameters", matrix)
     for param in spec.parameters:
-        if param not in used:
+        if param not in used and not suggest(param, misspelt):
             check.error(params_node.key_locations.get(param) if isinstance(params_node, Node)
                         else None, f"matrix.{param}",
                         f"parameter never used: write ${{{param}}} where its value goes")
@@ -279,12 +287,6 @@ def _without_other_tool(base: Node, overlay: Node) -> Node:
     return base
 
 
-def _unknown_placeholders(check: Checker, document: Node, values: dict[str, Any]) -> None:
-    for name in sorted(placeholders(plain(document)) - set(RESERVED) - set(values)):
-        check.error(document.location, "", f"unknown placeholder ${{{name}}}; matrix "
-                    f"parameters are {sorted(values)}{suggest(name, values)}")
-
-
 def _roles(check: Checker, document: Node) -> dict[str, RoleSpec]:
     hosts = check.mapping(document.get("hosts"), document.where("hosts"), "hosts")
     roles = {}
@@ -305,8 +307,9 @@ def _roles(check: Checker, document: Node) -> dict[str, RoleSpec]:
                 knobs.check_iface(iface)
             except knobs.KnobValueError as exc:
                 check.error(node.where("iface"), join(path, "iface"), str(exc))
-        if host:
-            roles[role] = RoleSpec(role, host, iface, where=node.where("host"))
+        # a role whose host is missing or wrong is still a role: one error, not one more
+        # for every section that names it
+        roles[role] = RoleSpec(role, host or "", iface, where=node.where("host"))
     if hosts is not None and not hosts:
         check.error(document.where("hosts"), "hosts", "no roles defined")
     return roles

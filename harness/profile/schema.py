@@ -21,7 +21,9 @@ T = TypeVar("T")
 
 def suggest(word: str, choices: Iterable[str]) -> str:
     """`; did you mean 'x'?` for the closest choice, or ''."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    options = list(choices)
+    same = [c for c in options if c.lower() == word.lower()]  # FIFO for fifo
+    close = same or difflib.get_close_matches(word, options, n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
 
 

@@ -11,7 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.errors import Written
 from harness.profile import cpus, knobs
+from harness.profile.matrix import unresolved
 from harness.profile.schema import Checker, Number, join, suggest, type_name
 from harness.profile.yamlsrc import Node, Seq
 from runners.collectors.collector import COLLECTORS
@@ -43,6 +45,8 @@ class ProcessSpec:
     args: Mapping[str, Any] = field(default_factory=dict)
     wrapper: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
+    # where `cpus` and `args` were written (for the checks of harness.profile.plan)
+    written: Mapping[str, Written] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,7 @@ class CollectSpec:
     roles: tuple[str, ...]
     cpus: tuple[int, ...] | None
     options: Mapping[str, Any] = field(default_factory=dict)
+    cpus_at: Written | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -84,7 +89,8 @@ def cpu_text(check: Checker, node: Node, key: str, path: str) -> str | None:
     try:
         return knobs.cpu_list(value)
     except knobs.KnobValueError as exc:
-        check.error(node.where(key), join(path, key), str(exc))
+        if not unresolved(value):
+            check.error(node.where(key), join(path, key), str(exc))
         return None
 
 
@@ -135,8 +141,10 @@ def _process(check: Checker, node: Node, path: str, roles: Mapping[str, Any],
                         f"expected a string or number, got {type_name(value)}")
     if role is None:
         return None
+    written = {key: Written(node.where(key), join(path, key)) for key in ("cpus", "args")
+               if key in node}
     return ProcessSpec(role, cpu_list, dict(args), tuple(wrapper),
-                       {k: str(v) for k, v in env.items()})
+                       {k: str(v) for k, v in env.items()}, written)
 
 
 def _check_args(check: Checker, args: Node, path: str, allowed: Mapping[str, ArgSpec]) -> None:
@@ -183,7 +191,8 @@ def parse_collect(check: Checker, node: Node, path: str,
                  for key, kind in COLLECTOR_OPTIONS.get(name, {}).items() if key in options}
         out.append(CollectSpec(name, tuple(r for r in chosen if r in roles),
                                cpus.parse_list(cpu_list) if cpu_list is not None else None,
-                               extra))
+                               extra, Written(options.where("cpus"), join(cpath, "cpus"))
+                               if cpu_list else None))
     return out
 
 

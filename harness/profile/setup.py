@@ -12,7 +12,9 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from harness.errors import Written
 from harness.profile import knobs
+from harness.profile.matrix import unresolved
 from harness.profile.schema import Checker, join, suggest
 from harness.profile.sections import PLACEHOLDER
 from harness.profile.yamlsrc import Node
@@ -68,8 +70,14 @@ def _value(check: Checker, node: Node, key: str, path: str,
     try:
         return str(convert(node[key]))
     except knobs.KnobValueError as exc:
-        check.error(node.where(key), join(path, key), str(exc))
+        if not unresolved(node[key]):
+            check.error(node.where(key), join(path, key), str(exc))
         return None
+
+
+def _at(node: Node, key: str, path: str) -> Written:
+    """Where node[key] was written; a short form (`rps: {eth0: "1"}`) is its own key."""
+    return Written(node.where(key), join(path, key) if key in node.key_locations else path)
 
 
 def _iface(check: Checker, node: Node, key: str, path: str) -> bool:
@@ -148,7 +156,8 @@ def _queues_kind(kind: str) -> Any:
             if "cpus" in spec:
                 value = _value(check, spec, "cpus", ipath, knobs.cpu_list)
                 if value is not None:
-                    out += [knobs.Setting(role, kind, f"{iface}/{q}", value) for q in queues]
+                    out += [knobs.Setting(role, kind, f"{iface}/{q}", value,
+                                          _at(spec, "cpus", ipath)) for q in queues]
             if "flow_cnt" in spec:
                 value = _value(check, spec, "flow_cnt", ipath, RPS_FLOW_CNT)
                 if value is not None:
@@ -231,7 +240,8 @@ def _irq_affinity(check: Checker, node: Node, path: str, role: str) -> list[knob
             check.error(spec.where("cpus"), join(ipath, "cpus"), "an IRQ needs at least one CPU")
         elif value is not None:
             target = f"{iface}/{match}" if match else iface
-            out.append(knobs.Setting(role, "irq_affinity", target, value))
+            out.append(knobs.Setting(role, "irq_affinity", target, value,
+                                     _at(spec, "cpus", ipath)))
     return out
 
 
@@ -244,15 +254,19 @@ def _napi_threads(check: Checker, node: Node, path: str, role: str) -> list[knob
         if "cpus" in spec:
             value = _value(check, spec, "cpus", opath, knobs.cpu_list)
             if value:
-                out.append(knobs.Setting(role, "napi_threads", f"{owner}/cpus", value))
+                out.append(knobs.Setting(role, "napi_threads", f"{owner}/cpus", value,
+                                         _at(spec, "cpus", opath)))
         policy = check.choice(spec, "policy", opath, POLICIES)
+        if "policy" in spec and policy is None:
+            continue  # a misspelt policy is one error: its priority cannot be judged
+        if "priority" in spec and policy is None:
+            check.error(spec.where("priority"), join(opath, "priority"),
+                        "a priority needs a policy (fifo or rr)")
+            continue
         realtime = policy in ("fifo", "rr")
         priority = check.number(spec, "priority", opath, integer=True,
                                 minimum=1 if realtime else 0, maximum=99 if realtime else 0,
                                 default=50 if realtime else 0)
-        if "priority" in spec and policy is None:
-            check.error(spec.where("priority"), join(opath, "priority"),
-                        "a priority needs a policy (fifo or rr)")
         if policy is not None and priority is not None:
             out.append(knobs.Setting(role, "napi_threads", f"{owner}/policy",
                                      f"{policy}:{priority}"))
@@ -277,7 +291,7 @@ def _cpufreq(check: Checker, node: Node, path: str, role: str) -> list[knobs.Set
         governor = None
     if not cpu_list or governor is None:
         return []
-    return [knobs.Setting(role, "cpufreq", cpu_list, governor)]
+    return [knobs.Setting(role, "cpufreq", cpu_list, governor, _at(node, "cpus", path))]
 
 
 _KIND_PARSERS = {"sysctl": _sysctl, "netdev": _netdev, "napi": _napi, "ethtool": _ethtool,

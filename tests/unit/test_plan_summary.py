@@ -97,7 +97,7 @@ def test_endpoints_as_ssh_config_resolves_them(tmp_path: Path,
         "  sut      ssh bench@198.51.100.20:2222 (ssh_config Host lab-sut) via ProxyJump "
         "jumper@198.51.100.30:22 -> ops@gw2:2200",
         "  peer     ssh root@198.51.100.21:22 (ssh_config Host lab-peer) via ProxyCommand "
-        "'nc -X connect -x 198.51.100.40:3128 %h %p'"]
+        "'nc -X connect -x 198.51.100.40:3128 198.51.100.21 22'"]  # %h %p as paramiko fills them
 
 
 def test_local_hosts_and_workload_changes(capsys: pytest.CaptureFixture[str]) -> None:
