@@ -3,7 +3,9 @@ fresh venv, run from a directory that is not the source tree. `napilab init` wri
 files that validate, the shipped profiles are there, and (root) `napilab demo` runs the
 shipped demo profile on the testbed and writes its report.
 
-pip reads its usual configuration (the same indexes `make test` installs from)."""
+The wheel is built with `build` and setuptools from the test extras (`make test`
+installs them); pip installs napilab's dependencies into the fresh venv with its usual
+configuration (the same indexes `make test` installs from)."""
 
 from __future__ import annotations
 
@@ -50,7 +52,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     source = base / "src"
     shutil.copytree(ROOT, source, ignore=lambda _, names: [n for n in names if n in SKIP
                                                           or n.endswith(".egg-info")])
-    _run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", base / "dist", source)
+    # `build` and setuptools come with the test extras (pyproject.toml): no isolated
+    # build environment to download
+    _run(sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", base / "dist",
+         source)
     wheel = next((base / "dist").glob("napilab-*.whl"))
     venv = base / "venv"
     _run(sys.executable, "-m", "venv", venv)
