@@ -71,7 +71,7 @@ def _value(check: Checker, node: Node, key: str, path: str,
         return str(convert(node[key]))
     except knobs.KnobValueError as exc:
         if not unresolved(node[key]):
-            check.error(node.where(key), join(path, key), str(exc))
+            check.error(node.where(key), _at(node, key, path).key_path, str(exc))
         return None
 
 
@@ -237,7 +237,8 @@ def _irq_affinity(check: Checker, node: Node, path: str, role: str) -> list[knob
                 match = None
         value = _value(check, spec, "cpus", ipath, knobs.cpu_list) if "cpus" in spec else None
         if value == "":
-            check.error(spec.where("cpus"), join(ipath, "cpus"), "an IRQ needs at least one CPU")
+            check.error(spec.where("cpus"), _at(spec, "cpus", ipath).key_path,
+                        "an IRQ needs at least one CPU")
         elif value is not None:
             target = f"{iface}/{match}" if match else iface
             out.append(knobs.Setting(role, "irq_affinity", target, value,
