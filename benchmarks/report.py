@@ -10,7 +10,7 @@
    time went. Target: <= 10 s for 50 x 10 x 30. With --latency N every trial also
    stores N per-transaction latencies (pooled percentile lines, distribution plots).
 2. RUNS runs of one profile (3 variants x 5 repetitions x 10 metrics each) and
-   `napilab history` over them (DuckDB over every samples.parquet plus the manifests).
+   `napilab history` over them (DuckDB over every run's samples plus the manifests).
    Target: <= 1 s for 1,000 runs.
 Exit status 1 when a target is missed.
 """
@@ -82,6 +82,7 @@ def store_run(results: Path, name: str, variants: int, reps: int, metrics: int, 
             if latency:
                 store.write_latencies(f"{index:03d}", rng.lognormal(3 + 0.01 * v, 0.3, latency))
     store.add_rows(rows)
+    store.merge_samples()  # as at the end of a run
     store.manifest.update(trials=trials, status="complete", incomplete=False, ended=started)
     store.save_manifest()
     return directory

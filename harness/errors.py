@@ -106,6 +106,10 @@ class CommandError(HostError):
         self.stderr = stderr
 
 
+class StorageError(NapilabError):
+    """The results directory cannot be written (disk full, read-only, quota)."""
+
+
 class SettingMismatch(NapilabError):
     """A knob read back a value other than the one written (policy: fail)."""
 

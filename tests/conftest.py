@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,8 +16,12 @@ import pytest
 from harness.hosts import testbed as tb
 
 ROOT = Path(__file__).resolve().parent.parent
+NAPILAB = str(Path(sys.executable).parent / "napilab")
 DATA = ROOT / "tests" / "data"
 TESTBED_PREFIX = "napilabt"
+# The suite's own /29 of 198.51.100.0/24 (`napilab testbed up` takes 198.51.100.0/29),
+# so that the suite runs beside a testbed someone brought up by hand.
+TESTBED_BLOCK = 128
 GLOBAL_SYSCTLS = ("net/core/busy_poll", "net/core/busy_read", "net/core/netdev_budget",
                   "net/core/netdev_budget_usecs", "net/core/dev_weight",
                   "net/core/rps_sock_flow_entries", "net/core/skb_defer_max")
@@ -65,7 +71,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         # The suite's own testbed, left by a session that was killed before its teardown
         # (CI images have been captured with one up): it is ours to remove, and removing it
         # must not count as this session changing the machine.
-        stale = tb.Testbed(prefix=TESTBED_PREFIX)
+        stale = tb.Testbed(prefix=TESTBED_PREFIX, block=TESTBED_BLOCK)
         if any(Path("/run/netns", n.netns).exists() for n in stale.nodes):
             stale.down()
             print(f"removed a stale {TESTBED_PREFIX} testbed left by an earlier session")
@@ -97,8 +103,11 @@ def testbed(root_only: None) -> Iterator[tb.Testbed]:
     """A real testbed with an sshd in each namespace, torn down even if tests fail."""
     if shutil.which("sshd") is None and not Path("/usr/sbin/sshd").exists():
         pytest.skip("needs openssh-server (make test installs it as root)")
-    bed = tb.Testbed(prefix=TESTBED_PREFIX)
+    bed = tb.Testbed(prefix=TESTBED_PREFIX, block=TESTBED_BLOCK)
     bed.down()  # a previous crashed session may have left one
+    taken = bed.addresses_in_use()
+    if taken:
+        pytest.skip(f"the suite's testbed range {bed.network} is routed already ({taken})")
     bed.up(ssh=True)
     try:
         yield bed
@@ -111,3 +120,41 @@ def sysfs(bed: tb.Testbed, node: str, relpath: str) -> str:
     netns = next(n.netns for n in bed.nodes if n.name == node)
     return subprocess.run(["ip", "netns", "exec", netns, "cat", f"/sys/class/net/data0/{relpath}"],
                           capture_output=True, text=True, check=True).stdout.strip()
+
+
+class NapilabRuns:
+    """`napilab` processes a test starts. At teardown, whatever the test did, each one
+    still alive gets SIGINT (it restores its hosts and exits), then SIGKILL; if one
+    died by SIGKILL, `napilab restore` replays what it left on the testbed."""
+
+    def __init__(self, bed: tb.Testbed) -> None:
+        self.bed = bed
+        self.procs: list[subprocess.Popen[str]] = []
+
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        proc = subprocess.Popen([NAPILAB, *args], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        self.procs.append(proc)
+        return proc
+
+    def stop_all(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+                try:
+                    proc.communicate(timeout=60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.communicate()
+        if any(p.returncode == -signal.SIGKILL for p in self.procs):
+            subprocess.run([NAPILAB, "restore", "-i", str(self.bed.inventory_path)],
+                           capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.fixture
+def napilab_runs(testbed: tb.Testbed) -> Iterator[NapilabRuns]:
+    runs = NapilabRuns(testbed)
+    try:
+        yield runs
+    finally:
+        runs.stop_all()

@@ -231,6 +231,7 @@ def neper_run(results: Path, *, variants: Sequence[str] = VARIANTS, reps: int = 
             store.write_raw_json(trial_id, "sut", "settings.json", entry["settings"])
             trials.append(entry)
     store.add_rows(rows)
+    store.merge_samples()  # as at the end of a run
     ok = sum(1 for t in trials if t["status"] == "ok")
     status = "complete" if ok == len(trials) else "partial"
     store.manifest.update(trials=trials, status=status, incomplete=status != "complete",

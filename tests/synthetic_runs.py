@@ -71,6 +71,7 @@ def store_run(results: Path, values: Values, *, profile: str = "synth",
             if per_rep is not None and rep <= len(per_rep):
                 store.write_latencies(trial["id"], np.asarray(per_rep[rep - 1]))
     store.add_rows(rows)
+    store.merge_samples()  # as at the end of a run
     store.manifest.update(trials=trials, status=status, incomplete=status != "complete",
                           started=started if started is not None else time.time(),
                           ended=time.time())

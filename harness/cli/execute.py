@@ -4,10 +4,11 @@ harness/cli/main.py, so the CLI modules import one another without a cycle."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from harness.engine.progress import Progress
-from harness.errors import ExitCode
+from harness.errors import ExitCode, NapilabError
 from harness.profile.inventory import Inventory, load_inventory
 from harness.profile.plan import Plan, bind
 from harness.profile.profile import load_profile
@@ -25,11 +26,15 @@ def load(profile: str, inventory: str | None, transport: str | None = None
 
 def execute(bound: Plan, results: str, *, keep_going: bool = False,
             formats: list[str] | None = None, break_lock: bool = False,
-            progress: Progress | None = None, resume: str | None = None) -> ExitCode:
-    """Lock the hosts, run (or resume) the plan, release, render the reports."""
+            progress: Progress | None = None, resume: str | None = None,
+            allow_host_change: bool = False) -> ExitCode:
+    """Lock the hosts, run (or resume) the plan, release, render the reports.
+
+    Every host's lock is released on its own: one that cannot be reached (or was not
+    restored) keeps its lock and is named, and the error that ended the run is the one
+    raised."""
     from harness.engine.engine import Engine
     from harness.hosts import lock
-    from harness.hosts.settings import tidy
     from harness.store.runs import new_manifest, open_for_resume
     from harness.store.store import RunStore, new_run_id
 
@@ -37,25 +42,43 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
     store = open_for_resume(bound, resume) if resume else None
     run_id = store.run_id if store else new_run_id()
     transports = connect(bound.hosts.values())
+    locked: list[Any] = []
     try:
         locked = lock.acquire_all(transports.values(), run_id, break_lock=break_lock)
+        if store is None:
+            store = RunStore.create(results, bound.profile.name, new_manifest(bound),
+                                    run_id=run_id)
     except BaseException:
+        lock.release_all(locked, run_id)
         close(transports.values())
         raise
-    if store is None:
-        store = RunStore.create(results, bound.profile.name, new_manifest(bound), run_id=run_id)
     code = ExitCode.ERROR
+    report_error = None
     try:
         engine = Engine(bound, store, transports, progress=progress, keep_going=keep_going)
-        code = engine.run(resume=resume is not None)
+        code = engine.run(resume=resume is not None, allow_host_change=allow_host_change)
     finally:
-        for transport in locked:
-            lock.release(transport, run_id)
-            tidy(transport, run_id)
+        for line in lock.release_all(locked, run_id):
+            progress.note(line)
         close(transports.values())
         if formats and store.manifest.get("trials"):
-            from reports.formats.render import write_reports
-
-            for path in write_reports(store.dir, formats):
-                progress.note(f"wrote {path}")
+            report_error = _write_reports(store.dir, formats, progress)
+    if report_error:
+        raise NapilabError(f"the run is stored in {store.dir}, but {report_error}",
+                           hint=f"`napilab report {store.dir}` renders it later")
     return code
+
+
+def _write_reports(run_dir: Path, formats: list[str], progress: Progress) -> str | None:
+    """Write the reports; what went wrong (said at once, never raised), or None."""
+    from reports.formats.render import write_reports
+
+    try:
+        for path in write_reports(run_dir, formats):
+            progress.note(f"wrote {path}")
+    except (NapilabError, OSError) as exc:
+        reason = exc.message if isinstance(exc, NapilabError) else str(exc)
+        progress.note(f"the report could not be written: {reason}; `napilab report {run_dir}` "
+                      "renders it later")
+        return f"the report could not be written: {reason}"
+    return None

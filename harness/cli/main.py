@@ -20,6 +20,7 @@ import click
 from harness import __version__
 from harness.cli import analysis as cli_analysis
 from harness.cli import history as cli_reports
+from harness.cli import lab as cli_lab
 from harness.cli import setup as cli_setup
 from harness.cli.execute import execute
 from harness.cli.execute import load as _load
@@ -38,7 +39,6 @@ from harness.profile import shipped
 from harness.profile.inventory import load_inventory
 from harness.profile.plan import bind
 from harness.profile.profile import load_profile
-from harness.transport.connect import close, connect
 from runners.registry import PARSERS
 
 DEMO_PROFILE = shipped.profile("demo.yaml")
@@ -152,13 +152,16 @@ def _print_plan(profile: str, inventory: str, transport: str | None, as_json: bo
               help="Take the hosts even if another run's lock is on them.")
 @click.option("--resume", "resume", type=click.Path(file_okay=False, exists=True),
               help="Continue an interrupted run in RUN_DIR (same profile and inventory).")
+@click.option("--allow-host-change", is_flag=True,
+              help="With --resume: continue even if a host's kernel or tools changed, and "
+                   "record it as a confounder.")
 @click.option("--quiet", is_flag=True, help="Print only failures.")
 @click.option("--json", "as_json", is_flag=True, help="Progress as JSON events on stdout.")
 @click.option("--dry-run", is_flag=True,
               help="Print the plan (as `napilab plan`) and run nothing.")
 def run(profile: str, inventory: str, results: str, transport: str | None, keep_going: bool,
-        formats: list[str], break_lock: bool, resume: str | None, quiet: bool,
-        as_json: bool, dry_run: bool) -> None:
+        formats: list[str], break_lock: bool, resume: str | None, allow_host_change: bool,
+        quiet: bool, as_json: bool, dry_run: bool) -> None:
     """Run a profile: apply, measure, restore, store, report.
 
     \b
@@ -174,7 +177,7 @@ def run(profile: str, inventory: str, results: str, transport: str | None, keep_
     assert bound is not None
     code = execute(bound, results, keep_going=keep_going, formats=formats,
                    break_lock=break_lock, progress=reporter(quiet=quiet, as_json=as_json),
-                   resume=resume)
+                   resume=resume, allow_host_change=allow_host_change)
     sys.exit(int(code))
 
 
@@ -207,13 +210,17 @@ def report(run_dir: str, formats: list[str]) -> None:
 @inventory_option()
 @click.option("--host", "only", multiple=True, help="Only this host (repeatable).")
 @transport_option
-def restore(inventory: str, only: tuple[str, ...], transport: str | None) -> None:
+@click.option("--break-lock", is_flag=True,
+              help="Replay journals and remove locks of runs that may still be alive "
+                   "(another controller's).")
+def restore(inventory: str, only: tuple[str, ...], transport: str | None,
+            break_lock: bool) -> None:
     """Replay on-host journals left by an interrupted run, and clear its stale locks.
 
     \b
     Examples:
       napilab restore -i lab.yaml
-      napilab restore -i lab.yaml --host sut
+      napilab restore -i lab.yaml --host sut --break-lock
     """
     from harness.hosts.journal_replay import replay
 
@@ -222,7 +229,7 @@ def restore(inventory: str, only: tuple[str, ...], transport: str | None) -> Non
     if unknown:
         raise InputError(f"--host {', '.join(unknown)}: not in {inventory}")
     hosts = [h for n, h in inv.hosts.items() if not only or n in only]
-    for line in replay(hosts):
+    for line in replay(hosts, break_lock=break_lock):
         click.echo(line)
 
 
@@ -254,87 +261,6 @@ def parse(tool: str, file: str, as_json: bool) -> None:
     else:
         for name, number in metrics.items():
             click.echo(f"{name:<32} {number:>16g} {units[name]}")
-
-
-@cli.group()
-def hosts() -> None:
-    """Facts about the inventory's hosts.
-
-    \b
-    Example:
-      napilab hosts check -i lab.yaml
-    """
-
-
-@hosts.command("check")
-@inventory_option()
-@transport_option
-@json_option("one report per host")
-def hosts_check(inventory: str, transport: str | None, as_json: bool) -> None:
-    """Kernel, CPUs, irqbalance, which knobs exist and are writable, which tools exist.
-    Reads only: nothing is changed on the hosts.
-
-    \b
-    Examples:
-      napilab hosts check -i lab.yaml
-      napilab hosts check -i /run/napilab-testbed/inventory.yaml --transport local --json
-    """
-    from harness.hosts import check
-
-    inv = load_inventory(inventory).with_transport(transport)
-    transports = connect(inv.hosts.values())
-    try:
-        reports = [check.check_host(inv.hosts[name], t) for name, t in transports.items()]
-    finally:
-        close(transports.values())
-    click.echo(check.as_json(reports) if as_json else check.render(reports), nl=False)
-
-
-@cli.group()
-def testbed() -> None:
-    """Local testbed (root): two network namespaces, a veth pair, optional sshd.
-
-    \b
-    Example:
-      napilab testbed up --ssh && napilab testbed status && napilab testbed down
-    """
-
-
-@testbed.command("up")
-@click.option("--ssh", is_flag=True, help="Run an sshd in each namespace.")
-def testbed_up(ssh: bool) -> None:
-    """Create the namespaces napilab-a and napilab-b, joined by a veth pair (GRO on),
-    and write an inventory for them (printed).
-
-    \b
-    Example:
-      napilab testbed up --ssh
-    """
-    path = Testbed().up(ssh=ssh)
-    click.echo(f"testbed up; inventory: {path}")
-
-
-@testbed.command("down")
-def testbed_down() -> None:
-    """Remove everything `testbed up` made (idempotent).
-
-    \b
-    Example:
-      napilab testbed down
-    """
-    Testbed().down()
-    click.echo("testbed down")
-
-
-@testbed.command("status")
-def testbed_status() -> None:
-    """What of the testbed exists, as JSON.
-
-    \b
-    Example:
-      napilab testbed status
-    """
-    click.echo(json.dumps(Testbed().status(), indent=1))
 
 
 @cli.command()
@@ -380,6 +306,8 @@ cli.add_command(cli_analysis.baseline)
 cli.add_command(cli_reports.history)
 cli.add_command(cli_reports.publish)
 cli.add_command(cli_setup.init)
+cli.add_command(cli_lab.hosts)
+cli.add_command(cli_lab.testbed)
 cli.add_command(cli_setup.schema)
 
 

@@ -18,11 +18,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from harness.engine import workload_exec
+from harness.engine import resume_check, workload_exec
 from harness.engine.fan_out import HostOps
 from harness.engine.plan_render import estimate
 from harness.engine.progress import Progress
-from harness.errors import ExitCode, HostError, Interrupted, NapilabError
+from harness.errors import ExitCode, HostError, Interrupted, NapilabError, StorageError
 from harness.hosts.settings import HostSettings, workdir
 from harness.profile.plan import Plan
 from harness.profile.profile import Trial, Variant
@@ -65,9 +65,12 @@ class Engine:
 
     # -- run ---------------------------------------------------------------------------
 
-    def run(self, *, resume: bool = False) -> ExitCode:
-        previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    def run(self, *, resume: bool = False, allow_host_change: bool = False) -> ExitCode:
         manifest = self.store.manifest
+        facts = self.hosts.facts()
+        if resume:  # before anything is recorded: a refusal leaves the run as it was
+            resume_check.compare(manifest, facts, allow_host_change, self.progress)
+        previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
         trials = self._schedule(resume)
         manifest.update(status="running", incomplete=True)
         manifest.setdefault("started", time.time())
@@ -77,11 +80,12 @@ class Engine:
         per_trial = estimate(self.plan) / max(1, len(self.plan.trials()))
         self.progress.run_start(self.store.run_id, str(self.store.dir), len(trials), per_trial)
         self.progress.done = len(trials) - len(todo)
+        self.store.reserve()
+        completed = False
         try:
-            facts = self.hosts.facts()
             manifest.setdefault("host_facts", facts)
             self._warmup_trials(resume)
-            self.store.save_manifest()
+            self.store.save_manifest(final=False)
             failed = self._run_trials(todo, len(trials))
             self._check_hosts(facts)
             done = sum(1 for t in manifest["trials"] if t["status"] == "ok")
@@ -92,16 +96,46 @@ class Engine:
                 error = next(t["error"] for t in manifest["trials"] if t["status"] == "failed")
                 raise NapilabError(f"trial failed: {error}",
                                    hint="hosts were restored; --keep-going runs the rest")
+            completed = True
             return ExitCode.PARTIAL if failed else ExitCode.OK
         except KeyboardInterrupt:
             manifest["status"] = "interrupted"
             raise Interrupted("interrupted; every host was restored; "
                               f"`napilab run ... --resume {self.store.dir}` continues") from None
+        except StorageError as exc:
+            manifest["status"] = "failed"
+            raise StorageError(exc.message, hint=(exc.hint + "; " if exc.hint else "")
+                               + "then `napilab run PROFILE -i INVENTORY --resume "
+                               f"{self.store.dir}` continues the run") from None
+        except NapilabError:
+            manifest["status"] = "failed"
+            raise
         finally:
             manifest["ended"] = time.time()
-            self.store.save_manifest()
+            self._merge_samples()
+            self._save_last(raise_error=completed)
             self.progress.run_end(str(manifest["status"]))
             signal.signal(signal.SIGTERM, previous)
+
+    def _merge_samples(self) -> None:
+        try:
+            self.store.merge_samples()
+        except (StorageError, OSError) as exc:
+            self.progress.note(f"the per-trial sample files stay in {self.store.dir}/samples "
+                               f"(they are read as they are): {exc}")
+
+    def _save_last(self, *, raise_error: bool) -> None:
+        """The manifest's final state. A failure to write it is raised after a run that
+        completed, and only said after one that failed (its error is the one to show)."""
+        try:
+            self.store.save_manifest()
+        except StorageError as exc:
+            if raise_error:
+                raise
+            self.progress.note(f"{exc.message}: manifest.json does not show how the run "
+                               "ended")
+        finally:
+            self.store.release_reserve()
 
     def _schedule(self, resume: bool) -> list[Trial]:
         """The trial order: the profile's, or on resume the one the manifest recorded
@@ -146,11 +180,13 @@ class Engine:
 
     def _check_hosts(self, facts: dict[str, dict[str, Any]]) -> None:
         changed = self.hosts.changed_hosts(facts)
-        if changed:
-            self.store.manifest["hosts_changed"] = changed
-            for host, what in changed.items():
-                self.progress.note(f"host {host} changed during the run: {', '.join(what)} "
-                                   "differ(s) from the start; its results are suspect")
+        flagged = self.store.manifest.setdefault("hosts_changed", {})
+        for host, what in changed.items():
+            flagged[host] = sorted({*flagged.get(host, []), *what})
+            self.progress.note(f"host {host} changed during the run: {', '.join(what)} "
+                               "differ(s) from the start; its results are suspect")
+        if not flagged:
+            del self.store.manifest["hosts_changed"]
 
     def _settings(self) -> dict[str, HostSettings]:
         return {name: HostSettings(t, self.store.run_id, policy=self.plan.profile.on_mismatch)
@@ -163,15 +199,15 @@ class Engine:
         entry = self.store.manifest["trials"][trial.index - 1]
         for stale in ("error", "settings", "restore", "absent", "end"):
             entry.pop(stale, None)
-        if (self.store.dir / "raw" / trial.id).exists():  # a resumed trial starts over
-            shutil.rmtree(self.store.dir / "raw" / trial.id)
-            self.store.drop_trial(trial.index)
         entry.update(status="running", start=time.time())
-        self.store.save_manifest()  # watchers see which trial runs
         self.progress.trial_start(trial.index, trial.variant, trial.rep)
         settings = self._settings()
         rows: list[Row] = []
         try:
+            if (self.store.dir / "raw" / trial.id).exists():  # a resumed trial starts over
+                shutil.rmtree(self.store.dir / "raw" / trial.id)
+            self.store.drop_trial(trial.index)
+            self.store.save_manifest(final=False)  # watchers see which trial runs
             try:
                 self.progress.phase("applying settings")
                 entry["settings"] = self.hosts.apply(trial, variant, settings)
@@ -188,17 +224,26 @@ class Engine:
             entry.update(status="interrupted", end=time.time())
             raise
         except NapilabError as exc:
-            entry.update(status="failed", error=str(exc), end=time.time())
-            self.progress.trial_end(trial.index, "failed", str(exc))
-            self.store.save_manifest()
-            if isinstance(exc, HostError) and "restore incomplete" in str(exc):
-                raise
-            return False
-        self.store.add_rows(rows)
-        entry.update(status="ok", end=time.time())
-        self.store.save_manifest()
+            return self._trial_failed(trial, entry, exc)
+        try:
+            self.store.add_rows(rows)
+            entry.update(status="ok", end=time.time())
+            self.store.save_manifest(final=False)
+        except StorageError as exc:
+            return self._trial_failed(trial, entry, exc)
         self.progress.trial_end(trial.index, "ok")
         return True
+
+    def _trial_failed(self, trial: Trial, entry: dict[str, Any], exc: NapilabError) -> bool:
+        """Record the failure; raise when the run cannot go on (a host not restored, a
+        results directory that cannot be written)."""
+        entry.update(status="failed", error=str(exc), end=time.time())
+        self.progress.trial_end(trial.index, "failed", str(exc))
+        self.store.save_manifest(final=False)
+        if isinstance(exc, StorageError) or (
+                isinstance(exc, HostError) and "restore incomplete" in str(exc)):
+            raise exc
+        return False
 
     def _measure(self, trial: Trial, variant: Variant) -> list[Row]:
         """Idle window (if any), warm-up (if any), then the measured load."""

@@ -14,9 +14,10 @@ from harness.engine.plan_summary import summary_json, summary_lines
 from harness.engine.workload_exec import SERVER_GRACE, compose
 from harness.hosts.backends import BACKENDS, Item
 from harness.hosts.resolve import KIND_ORDER, plan_items
-from harness.hosts.settings import ATOMIC_WRITE, JOURNAL_DIR, journal_path, workdir
+from harness.hosts.settings import CREATE_NEW, JOURNAL_DIR, journal_path, workdir
 from harness.profile.plan import Plan
 from harness.profile.profile import Trial, Variant
+from harness.profile.redact import shown_argv
 from harness.transport.transport import command_line
 from runners.collectors.collector import snapshot_argv
 from runners.registry import TOOLS
@@ -34,14 +35,14 @@ class _Steps:
 
     def add(self, host: str, phase: str, argv: list[str], stdin: str | None = None,
             env: dict[str, str] | None = None) -> None:
-        line = command_line(self.plan.hosts[host], argv, env)
-        self.out.append({"host": host, "phase": phase, "argv": line, "stdin": stdin})
+        line = shown_argv(command_line(self.plan.hosts[host], argv, env), env)
+        self.out.append({"host": host, "phase": phase, "argv": list(line), "stdin": stdin})
 
     def apply(self, host: str, items: list[Item], run_id: str) -> None:
         for argv in _reads(items):
             self.add(host, "apply", argv)
         journal = journal_path(run_id, host)
-        self.add(host, "apply", [*ATOMIC_WRITE, JOURNAL_DIR, journal + ".tmp", journal],
+        self.add(host, "apply", [*CREATE_NEW, JOURNAL_DIR, journal + ".tmp", journal],
                  stdin="<journal>")
         for item in items:
             self.add(host, "apply", BACKENDS[item.backend].write_argv(item.key, item.value),
@@ -157,7 +158,7 @@ def _scripts() -> dict[str, str]:
     from harness.hosts import backends, resolve
     from runners.collectors import collector
 
-    return {"snapshot": collector.SNAPSHOT_SCRIPT, "journal": ATOMIC_WRITE[2],
+    return {"snapshot": collector.SNAPSHOT_SCRIPT, "journal": CREATE_NEW[2],
             "sched-read": backends.SCHED_READ[2], "kprobe-list": backends.KPROBE_LIST[2],
             "kprobe-add": backends.KPROBE_ADD[2], "kprobe-del": backends.KPROBE_DEL[2],
             "msi-irqs": resolve.MSI_IRQS[2]}

@@ -1,65 +1,177 @@
-"""`napilab restore`: replay the on-host journals an interrupted run left behind."""
+"""`napilab restore`: replay the on-host journals an interrupted run left behind.
+
+Host by host (a host that fails does not stop the others):
+- the machine's journals (harness.lock.belongs: by machine and network namespace, so a
+  host renamed in the inventory still finds them) are replayed newest first by the
+  time each was created: when two killed runs changed one knob, the older run's
+  journal holds the true original and is written last;
+- a journal whose run is still alive, or which belongs to a run of another
+  controller that still holds the lock, is left alone (`--break-lock` replays it);
+- entries keyed by a PID or a NAPI id are skipped when the host rebooted since the
+  journal was written (its boot_id differs), and a thread's entry when its PID now
+  runs a thread of another name: those numbers now name other objects;
+- a journal that cannot be read, or is not in napilab's shape, is named and left in
+  place, and the lock stays with it;
+- the lock is removed once none of the machine's journals is left, if its holder is
+  dead or the lock is corrupt.
+"""
 
 from __future__ import annotations
 
-import json
-import os
-import socket
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from harness.errors import HostError, NapilabError
-from harness.hosts import lock
-from harness.hosts.settings import JOURNAL_DIR, HostSettings, tidy
+from harness.hosts import identity, lock
+from harness.hosts.backends import read_present
+from harness.hosts.settings import Change, HostSettings, JournalError, journal_entries, tidy
 from harness.profile.inventory import Host
 from harness.transport.connect import close, transport_for
+from harness.transport.transport import Transport
+
+BY_ID = ("sched", "napi")  # backends whose items are PIDs or NAPI ids
 
 
-def _running_here(doc: dict[str, object]) -> bool:
-    """The run that wrote the journal is still alive on this controller."""
-    return (doc.get("controller") == socket.gethostname() and lock.pid_alive(doc.get("pid"))
-            and doc.get("pid") != os.getpid())
-
-
-def replay(hosts: Iterable[Host]) -> Iterator[str]:
+def replay(hosts: Iterable[Host], *, break_lock: bool = False,
+           connect: Callable[[Host], Transport] = transport_for) -> Iterator[str]:
+    """A line per thing done or left; HostError naming every file or host that needs
+    attention, after every host was tried."""
     failures: list[str] = []
+    seen: dict[str, lock.Journal] = {}  # journals no host claimed, by path
+    claimed: set[str] = set()
     for host in hosts:
-        transport = transport_for(host)
+        transport = connect(host)
         try:
-            listing = transport.run(["find", JOURNAL_DIR, "-maxdepth", "1", "-name",
-                                     "journal-*.json"], check=False)
-            paths = sorted(listing.stdout.split()) if listing.exit_code == 0 else []
-            found = 0
-            for path in paths:
-                text = transport.read_file(path)
-                try:
-                    doc = json.loads(text)
-                except json.JSONDecodeError:
-                    failures.append(f"{host.name}: {path} is not valid JSON; left in place")
-                    continue
-                if doc.get("host") != host.name:
-                    continue  # another host's journal (namespaces share /var/tmp)
-                found += 1
-                if _running_here(doc):
-                    yield (f"{host.name}: run {doc.get('run_id')} is still running "
-                           f"(pid {doc.get('pid')}); its journal was left alone")
-                    continue
-                settings = HostSettings.from_journal(transport, text)
-                settings.journal = path
-                restored = settings.restore()
-                tidy(transport, settings.run_id)
-                yield (f"{host.name}: restored {len(restored)} setting(s) of run "
-                       f"{doc.get('run_id')}: "
-                       + (", ".join(f"{c.target}={c.original}" for c in restored) or "-"))
-            if not found:
-                yield f"{host.name}: no journal, nothing to restore"
-            holder = lock.read_lock(transport)
-            if holder is not None and lock.is_stale(holder):
-                transport.run(["rm", "-f", "--", lock.lock_path(host.name)])
-                tidy(transport, str(holder.get("run_id", "")))
-                yield f"{host.name}: removed the stale lock of {lock.describe(holder)}"
+            found = lock.journals(transport)
+            mine = [j for j in found if lock.belongs(j, transport)]
+            claimed.update(j.path for j in mine)
+            seen.update((j.path, j) for j in found if j not in mine)
+            yield from _replay_host(transport, mine, break_lock, failures)
         except NapilabError as exc:
             failures.append(str(exc))
         finally:
             close([transport])
+    for path, journal in seen.items():
+        if path not in claimed:
+            doc = journal.doc or {}
+            yield (f"{path} (host {doc.get('host', '?')}, run {journal.run_id}) belongs to no "
+                   "host of this inventory (by machine-id and network namespace): left in "
+                   "place")
     if failures:
-        raise HostError("; ".join(failures), hint="fix the host and run napilab restore again")
+        raise HostError("\n".join(failures), hint="fix what is named and run napilab restore "
+                        "again; a journal left in place keeps its host locked")
+
+
+def _replay_host(transport: Transport, mine: list[lock.Journal], break_lock: bool,
+                 failures: list[str]) -> Iterator[str]:
+    name = transport.host.name
+    holder = lock.read_lock(transport)
+    if not mine:
+        yield f"{name}: no journal, nothing to restore"
+    ordered = sorted(mine, key=lambda j: j.created, reverse=True)
+    for number, journal in enumerate(ordered):
+        lines: list[str] = []
+        try:
+            _replay_one(transport, journal, holder, break_lock, lines)
+        except NapilabError as exc:
+            failures.append(str(exc))
+            older = ordered[number + 1:]
+            if older:  # they hold older originals: written before this one, never after
+                failures.append(f"{name}: {len(older)} older journal(s) left for the next "
+                                "napilab restore: " + ", ".join(j.path for j in older))
+            yield from lines
+            yield from _clear_lock(transport, len(ordered) - number, break_lock)
+            return
+        yield from lines
+    yield from _clear_lock(transport, 0, break_lock)
+
+
+def _replay_one(transport: Transport, journal: lock.Journal, holder: dict[str, object] | None,
+                break_lock: bool, lines: list[str]) -> None:
+    """Restore what `journal` records, appending what happened to `lines`; a
+    NapilabError says why it was left in place."""
+    name = transport.host.name
+    keep = ("it was left in place: restore the values it lists by hand (or check they "
+            "are), then delete it")
+    if journal.doc is None:
+        raise HostError(f"{name}: the journal {journal.path} cannot be read: {journal.error}; "
+                        + keep)
+    try:
+        entries = journal_entries(journal.doc)
+    except JournalError as exc:
+        raise HostError(f"{name}: {journal.path} is not a journal napilab can replay "
+                        f"({exc.message}); " + keep) from None
+    run = journal.run_id
+    state = identity.holder_state(journal.doc)
+    lock_of_run = holder is not None and holder.get("run_id") == run
+    live = state == identity.ALIVE or (state == identity.UNKNOWN and lock_of_run)
+    if live and not break_lock:
+        where = "here" if state == identity.ALIVE else \
+            f"on controller {journal.doc.get('controller')}, which holds the lock"
+        raise HostError(f"{name}: run {run} may still be running ({where}, pid "
+                        f"{journal.doc.get('pid')}): its journal {journal.path} was left "
+                        "alone; if that run is dead, `napilab restore --break-lock` replays it")
+    kept, skipped = _fresh_entries(transport, journal, entries)
+    lines += [f"{name}: {line}" for line in skipped]
+    restored = HostSettings.from_journal(transport, journal.doc, journal.path, kept).restore()
+    tidy(transport, run)
+    renamed = journal.doc.get("host")
+    alias = f" (journalled as host {renamed})" if renamed and renamed != name else ""
+    lines.append(f"{name}: restored {len(restored)} setting(s) of run {run}{alias}: "
+                 + (", ".join(f"{c.target}={c.original}" for c in restored) or "-"))
+
+
+def _fresh_entries(transport: Transport, journal: lock.Journal,
+                   entries: list[Change]) -> tuple[list[Change], list[str]]:
+    """The entries that still name the objects they were written for, and a line per
+    skipped one."""
+    assert journal.doc is not None
+    boot = journal.doc.get("boot_id")
+    if isinstance(boot, str) and boot != identity.of(transport).boot_id:
+        stale = [c for c in entries if c.backend in BY_ID]
+        if stale:
+            return [c for c in entries if c.backend not in BY_ID], [
+                f"skipped {c.target} (was {c.original}): the host rebooted since run "
+                f"{journal.run_id}, so {c.path.split('/')[0]} names another object now"
+                for c in stale]
+        return entries, []
+    threads = [c for c in entries if c.backend == "sched"]
+    if not threads:
+        return entries, []
+    comms, _ = read_present(transport, sorted({f"/proc/{c.path.split('/')[0]}/comm"
+                                               for c in threads}))
+    kept, skipped = [], []
+    for change in entries:
+        comm = comms.get(f"/proc/{change.path.split('/')[0]}/comm", "").strip()
+        recorded = change.target.rpartition("/")[0]
+        if change.backend == "sched" and comm and comm != recorded:
+            skipped.append(f"skipped {change.target} (was {change.original}): PID "
+                           f"{change.path.split('/')[0]} is now {comm!r}, another thread")
+        else:
+            kept.append(change)
+    return kept, skipped
+
+
+def _clear_lock(transport: Transport, left: int, break_lock: bool) -> Iterator[str]:
+    name = transport.host.name
+    holder = lock.read_lock(transport)
+    if holder is None:
+        return
+    path = lock.lock_path(transport)
+    remaining = lock.leftover(transport) if left == 0 else []
+    if left or remaining:
+        yield (f"{name}: the lock {path} ({lock.describe(holder)}) stays: a journal of this "
+               "host is left")
+        return
+    state = "corrupt" if "corrupt" in holder else identity.holder_state(holder)
+    if state == identity.ALIVE or (state == identity.UNKNOWN and not break_lock):
+        why = ("it is running" if state == identity.ALIVE else
+               "it is another controller's (--break-lock removes it)")
+        yield f"{name}: the lock {path} of {lock.describe(holder)} stays: {why}"
+        return
+    transport.run(["rm", "-f", "--", path])
+    tidy(transport, str(holder.get("run_id", "")))
+    if state == "corrupt":
+        yield f"{name}: removed the corrupt lock {path} ({holder['corrupt']!r})"
+        return
+    what = "stale" if state == identity.DEAD else "live (--break-lock)"
+    yield f"{name}: removed the {what} lock of {lock.describe(holder)}"

@@ -1,102 +1,232 @@
-"""One napilab run per host at a time.
+"""One napilab run per host at a time, and never over settings a dead run left behind.
 
-The lock is a file on the host, `/var/tmp/napilab/lock-<host>.json`, created with the
-shell's noclobber (O_EXCL), so two runs starting together cannot both take it. It
-names the run, the controller machine and PID, and the start time. A lock whose PID no
-longer runs on this controller is stale: napilab explains it and still refuses, since
-the dead run may have left settings behind; `napilab restore` replays its journal and
-clears the stale lock, and `--break-lock` overrides.
+The lock is a file on the host, `/var/tmp/napilab/lock-<machine>.json`, keyed by the
+machine and network namespace (harness.identity), so one machine reached under two
+inventory names has one lock. It is written to a temporary file and hard-linked into
+place: `ln` fails if the lock exists, and a lock is either complete or absent (a full
+disk leaves no empty lock). It names the run, the controller (host name, machine-id,
+boot_id, PID and the PID's start time) and the start time.
+
+A lock whose process is gone (the controller rebooted, the PID no longer runs or now
+belongs to another process) is stale: napilab explains it and still refuses, since the
+dead run may have left settings behind; `napilab restore` replays its journal and
+clears the lock. `--break-lock` takes the lock anyway. A corrupt lock (empty, not
+JSON) is refused the same way and cleared by `napilab restore`.
+
+Taking a lock also looks for journals on the machine: while one is there, some run's
+settings were not restored, and a new run would record the changed values as its
+"originals". The run is refused, even with `--break-lock`, until `napilab restore`
+replayed them. A lock is released only when the run's own journals are gone.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import socket
+import secrets
 import sys
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import HostError
-from harness.hosts.settings import JOURNAL_DIR
+from harness.errors import HostError, NapilabError
+from harness.hosts import identity
+from harness.hosts.settings import CREATE_NEW, JOURNAL_DIR, tidy
 from harness.transport.transport import Transport
 
-# Creates the lock only if it does not exist (`set -C`); paths are positional.
-_CREATE = ["sh", "-c", 'umask 077 && mkdir -p "$1" && set -C && cat > "$2"', "napilab-lock"]
+# Journals on the host with their modification times, one per line: "MTIME PATH".
+LIST_JOURNALS = ["find", JOURNAL_DIR, "-maxdepth", "1", "-name", "journal-*.json",
+                 "-printf", "%T@ %p\\n"]
+RESTORE_HINT = "`napilab restore -i INVENTORY` replays it and clears the lock"
 
 
-def lock_path(host: str) -> str:
-    return f"{JOURNAL_DIR}/lock-{host}.json"
-
-
-def pid_alive(pid: object) -> bool:
-    if not isinstance(pid, int):
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def lock_path(transport: Transport) -> str:
+    return f"{JOURNAL_DIR}/lock-{identity.of(transport).key}.json"
 
 
 def describe(doc: dict[str, Any]) -> str:
+    if "corrupt" in doc:
+        return f"a corrupt lock ({doc['corrupt']!r})"
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(doc.get("started", 0))))
     return (f"run {doc.get('run_id')} (pid {doc.get('pid')} on {doc.get('controller')}, "
             f"since {started})")
 
 
 def is_stale(doc: dict[str, Any]) -> bool:
-    """The holder ran on this controller and its process is gone."""
-    return doc.get("controller") == socket.gethostname() and not pid_alive(doc.get("pid"))
+    """The holder's process is gone (judged only for this controller's runs)."""
+    return "corrupt" not in doc and identity.holder_state(doc) == identity.DEAD
 
 
 def read_lock(transport: Transport) -> dict[str, Any] | None:
-    result = transport.run(["cat", "--", lock_path(transport.host.name)], check=False)
+    """The lock's content; `{"corrupt": excerpt}` when it is empty or not a lock."""
+    result = transport.run(["cat", "--", lock_path(transport)], check=False)
     if result.exit_code != 0:
         return None
     try:
         doc = json.loads(result.stdout)
     except json.JSONDecodeError:
-        return {"run_id": "?", "pid": None, "controller": "?", "started": 0,
-                "corrupt": result.stdout[:200]}
-    return doc if isinstance(doc, dict) else None
+        doc = None
+    if not isinstance(doc, dict) or not isinstance(doc.get("run_id"), str):
+        return {"corrupt": result.stdout[:80]}
+    return doc
+
+
+@dataclass(frozen=True)
+class Journal:
+    """A journal file on a host and what it says, as far as it could be read."""
+
+    path: str
+    mtime: float
+    doc: dict[str, Any] | None  # None: unreadable or not JSON
+    error: str = ""
+
+    @property
+    def run_id(self) -> str:
+        return str((self.doc or {}).get("run_id", "?"))
+
+    @property
+    def created(self) -> float:
+        value = (self.doc or {}).get("created")
+        return float(value) if isinstance(value, int | float) else self.mtime
+
+
+def journals(transport: Transport) -> list[Journal]:
+    """Every journal file in napilab's directory on the host (of any machine sharing
+    the directory), read."""
+    listing = transport.run(LIST_JOURNALS, check=False)
+    found = []
+    for line in listing.stdout.splitlines():
+        mtime, _, path = line.partition(" ")
+        if not path.startswith(f"{JOURNAL_DIR}/journal-"):
+            continue
+        text = transport.run(["cat", "--", path], check=False)
+        try:
+            stamp = float(mtime)
+        except ValueError:
+            stamp = 0.0
+        if text.exit_code != 0:
+            found.append(Journal(path, stamp, None, text.stderr.strip() or "unreadable"))
+            continue
+        try:
+            doc = json.loads(text.stdout)
+        except json.JSONDecodeError as exc:
+            found.append(Journal(path, stamp, None, f"not valid JSON ({exc})"))
+            continue
+        if not isinstance(doc, dict):
+            found.append(Journal(path, stamp, None, "not a journal (not a JSON object)"))
+            continue
+        found.append(Journal(path, stamp, doc))
+    return found
+
+
+def belongs(journal: Journal, transport: Transport) -> bool:
+    """The journal was written for this machine: by its machine key, or for journals
+    of older napilab versions (and unreadable ones) by the host name in the file."""
+    machine = (journal.doc or {}).get("machine")
+    if isinstance(machine, str):
+        return machine == identity.of(transport).key
+    name = transport.host.name
+    if journal.doc is not None:
+        return journal.doc.get("host") == name
+    return journal.path.endswith(f"-{name}.json")
+
+
+def leftover(transport: Transport, run_id: str | None = None) -> list[Journal]:
+    """This machine's journals (of `run_id` only, when given)."""
+    return [j for j in journals(transport) if belongs(j, transport)
+            and (run_id is None or j.run_id == run_id)]
 
 
 def acquire(transport: Transport, run_id: str, *, break_lock: bool = False) -> None:
     host = transport.host.name
-    doc = {"run_id": run_id, "controller": socket.gethostname(), "pid": os.getpid(),
-           "started": time.time(), "argv": sys.argv}
+    path = lock_path(transport)
+    doc = {"run_id": run_id, **identity.controller(), "started": time.time(),
+           "argv": sys.argv, "host": host,
+           **identity.of(transport).record()}
+    tmp = f"{path}.{secrets.token_hex(4)}.tmp"
     for attempt in (1, 2):
-        result = transport.run([*_CREATE, JOURNAL_DIR, lock_path(host)],
-                               stdin=json.dumps(doc), check=False)
+        result = transport.run([*CREATE_NEW, JOURNAL_DIR, tmp, path], stdin=json.dumps(doc),
+                               check=False)
         if result.exit_code == 0:
-            return
+            break
         holder = read_lock(transport)
+        if holder is not None and holder.get("run_id") == run_id and \
+                identity.holder_state(holder) == identity.ALIVE:
+            return  # this run already holds it: the machine is in the inventory twice
         if holder is None and attempt == 1:
             continue  # released between our create and our read
         if break_lock and attempt == 1:
-            transport.run(["rm", "-f", "--", lock_path(host)])
+            transport.run(["rm", "-f", "--", path])
             continue
-        if holder is None:
-            raise HostError(f"{host}: cannot create {lock_path(host)}: {result.stderr.strip()}")
-        if is_stale(holder):
-            raise HostError(f"{host}: locked by {describe(holder)}, which is no longer running",
-                            hint="it may have left settings changed: `napilab restore -i "
-                            "INVENTORY` replays its journal and clears the stale lock; "
-                            "--break-lock runs anyway")
-        raise HostError(f"{host}: locked by {describe(holder)}",
-                        hint="one napilab run per host at a time; wait for it, or use "
-                        "--break-lock if you know it is dead")
+        _refuse(host, path, holder, result.stderr)
+    _refuse_leftover_journals(transport, run_id)
 
 
-def release(transport: Transport, run_id: str) -> None:
-    """Remove the lock if it is still ours."""
+def _refuse(host: str, path: str, holder: dict[str, Any] | None, stderr: str) -> None:
+    if holder is None:
+        raise HostError(f"{host}: cannot create {path}: {stderr.strip()}")
+    if "corrupt" in holder:
+        raise HostError(f"{host}: the lock {path} is empty or corrupt ({holder['corrupt']!r}); "
+                        "a full disk or a crash while it was written leaves that",
+                        hint="`napilab restore -i INVENTORY` replays any journal and clears "
+                        "it; --break-lock runs anyway")
+    if is_stale(holder):
+        raise HostError(f"{host}: locked by {describe(holder)}, which is no longer running",
+                        hint="it may have left settings changed: `napilab restore -i "
+                        "INVENTORY` replays its journal and clears the stale lock; "
+                        "--break-lock runs anyway")
+    raise HostError(f"{host}: locked by {describe(holder)}",
+                    hint="one napilab run per host at a time; wait for it, or use "
+                    "--break-lock if you know it is dead")
+
+
+def _refuse_leftover_journals(transport: Transport, run_id: str) -> None:
+    """With the lock held: refuse (and release) if a journal is left on the machine."""
+    try:
+        left = leftover(transport)
+    except BaseException:
+        release(transport, run_id)
+        raise
+    if left:
+        release(transport, run_id, check_journals=False)
+        first = left[0]
+        what = (f"of run {first.run_id}" if first.doc is not None
+                else f"({first.error})")
+        raise HostError(f"{transport.host.name}: the journal {first.path} {what} is still on "
+                        "the host: settings changed by an earlier run were not restored"
+                        + (f" (and {len(left) - 1} more journal(s))" if len(left) > 1 else ""),
+                        hint="`napilab restore -i INVENTORY` replays it; a new run would "
+                        "record the changed values as the originals")
+
+
+def release(transport: Transport, run_id: str, *, check_journals: bool = True) -> str | None:
+    """Remove the lock if it is still ours and the run left no journal on the machine;
+    returns why the lock was kept, or None."""
+    if check_journals:
+        kept = leftover(transport, run_id)
+        if kept:
+            return (f"{transport.host.name}: lock kept: {kept[0].path} was not restored; "
+                    + RESTORE_HINT)
     holder = read_lock(transport)
     if holder is not None and holder.get("run_id") == run_id:
-        transport.run(["rm", "-f", "--", lock_path(transport.host.name)], check=False)
+        transport.run(["rm", "-f", "--", lock_path(transport)], check=False)
+    tidy(transport, run_id)
+    return None
+
+
+def release_all(transports: Iterable[Transport], run_id: str) -> list[str]:
+    """Release every host's lock; a host that cannot be reached (or keeps a journal)
+    keeps its lock and does not stop the others. Returns a line per kept lock."""
+    kept = []
+    for transport in transports:
+        try:
+            note = release(transport, run_id)
+        except NapilabError as exc:
+            note = (f"{transport.host.name}: lock kept (cannot reach the host: "
+                    f"{exc.message}); {RESTORE_HINT} once the host is back")
+        if note:
+            kept.append(note)
+    return kept
 
 
 def acquire_all(transports: Iterable[Transport], run_id: str, *,
@@ -108,7 +238,6 @@ def acquire_all(transports: Iterable[Transport], run_id: str, *,
             acquire(transport, run_id, break_lock=break_lock)
             taken.append(transport)
     except BaseException:
-        for transport in taken:
-            release(transport, run_id)
+        release_all(taken, run_id)
         raise
     return taken

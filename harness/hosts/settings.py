@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import socket
 import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from harness.errors import HostError, NapilabError, SettingMismatch
+from harness.hosts import identity
 from harness.hosts.backends import BACKENDS, Gone, Item, KprobeUnavailable
 from harness.hosts.resolve import DYNAMIC, KIND_ORDER, QUEUE_KINDS, HostQuery, resolve
 from harness.profile import knobs
@@ -31,6 +31,11 @@ JOURNAL_DIR = "/var/tmp/napilab"
 # the old or the new one, never half written. Paths are positional parameters.
 ATOMIC_WRITE = ["sh", "-c", 'umask 077 && mkdir -p "$1" && cat > "$2" && mv -f "$2" "$3"',
                 "napilab-journal"]
+# The same, for a file that must not exist yet (a run's first journal, a lock): `ln`
+# fails if it does; the temp file is removed either way.
+CREATE_NEW = ["sh", "-c", 'umask 077 && mkdir -p "$1" && cat > "$2" && ln -- "$2" "$3"; '
+              'rc=$?; rm -f -- "$2"; exit $rc', "napilab-create"]
+JOURNAL_SCHEMA = 3
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,7 @@ class HostSettings:
         self.policy = policy
         self.changes: list[Change] = []
         self.journal = journal_path(run_id, transport.host.name)
+        self._created: float | None = None  # when this journal was first written
 
     @property
     def host(self) -> str:
@@ -138,9 +144,14 @@ class HostSettings:
         if not fresh:
             return
         originals = read_items(self.transport, [(i.backend, i.key) for _, i in fresh])
-        self.changes += [Change(s.role, s.kind, i.target, i.key, originals[i.key], i.value,
-                                backend=i.backend) for s, i in fresh]
-        self._write_journal()
+        new = [Change(s.role, s.kind, i.target, i.key, originals[i.key], i.value,
+                      backend=i.backend) for s, i in fresh]
+        self.changes += new
+        try:
+            self._write_journal()
+        except BaseException:
+            del self.changes[-len(new):]  # not journalled, so not written either
+            raise
 
     def _phase_writes(self, kind: str) -> list[tuple[Change, str]]:
         return [(c, c.requested) for c in self.changes
@@ -170,11 +181,22 @@ class HostSettings:
                             f"{value!r}: {exc.message}") from None
 
     def _write_journal(self) -> None:
-        doc = {"schema": 2, "run_id": self.run_id, "host": self.host,
-               "controller": socket.gethostname(), "pid": os.getpid(), "created": time.time(),
-               "entries": [asdict(c) for c in self.changes]}
-        self.transport.run([*ATOMIC_WRITE, JOURNAL_DIR, self.journal + ".tmp", self.journal],
-                           stdin=json.dumps(doc, indent=1))
+        """The first write creates the journal and fails if one is there (it would be
+        another run's record of the true originals); later ones replace it."""
+        first = self._created is None
+        created = self._created = self._created or time.time()
+        doc = {"schema": JOURNAL_SCHEMA, "run_id": self.run_id, "host": self.host,
+               **identity.of(self.transport).record(), **identity.controller(),
+               "created": created, "entries": [asdict(c) for c in self.changes]}
+        script = CREATE_NEW if first else ATOMIC_WRITE
+        result = self.transport.run([*script, JOURNAL_DIR, self.journal + ".tmp", self.journal],
+                                    stdin=json.dumps(doc, indent=1), check=False)
+        if result.exit_code != 0:
+            self._created = None if first else created
+            reason = result.stderr.strip().splitlines()[-1:] or [f"exit {result.exit_code}"]
+            raise HostError(f"{self.host}: cannot write the journal {self.journal}: {reason[0]}",
+                            hint="is /var/tmp full or read-only on the host? A journal that "
+                            "exists already is an earlier run's: `napilab restore` replays it")
 
     def restore(self) -> list[Change]:
         """Write originals back in reverse order; remove the journal once verified.
@@ -207,7 +229,9 @@ class HostSettings:
             raise HostError(f"{self.host}: restore incomplete: " + "; ".join(failures),
                             hint=f"the journal {self.journal} is kept on the host; "
                             "`napilab restore -i INVENTORY` replays it")
-        self.transport.run(["rm", "-f", "--", self.journal])
+        if self._created is not None:  # never another run's journal
+            self.transport.run(["rm", "-f", "--", self.journal])
+        self._created = None
         restored, self.changes = self.changes, []
         return restored
 
@@ -224,11 +248,44 @@ class HostSettings:
             return present
 
     @classmethod
-    def from_journal(cls, transport: Transport, text: str) -> HostSettings:
-        """Settings left by an interrupted run, ready for `restore()`."""
-        doc = json.loads(text)
+    def from_journal(cls, transport: Transport, doc: dict[str, Any], path: str,
+                     entries: Sequence[Change] | None = None) -> HostSettings:
+        """Settings left by an interrupted run, ready for `restore()` (which removes the
+        journal at `path` once every entry is verified). `entries` replaces the
+        journal's own (napilab restore leaves out entries that went stale)."""
         settings = cls(transport, str(doc["run_id"]))
-        fields = set(Change.__dataclass_fields__)
-        settings.changes = [Change(**{k: v for k, v in e.items() if k in fields})
-                            for e in doc["entries"]]
+        settings.journal = path
+        settings._created = float(doc.get("created") or 0)
+        settings.changes = list(journal_entries(doc) if entries is None else entries)
         return settings
+
+
+class JournalError(NapilabError):
+    """A journal that is not in the shape napilab writes."""
+
+
+def journal_entries(doc: dict[str, Any]) -> list[Change]:
+    """The changes a journal records, checked: every entry names a known backend and
+    has string fields, or JournalError says what is wrong."""
+    if not isinstance(doc.get("run_id"), str):
+        raise JournalError("no run_id")
+    entries = doc.get("entries")
+    if not isinstance(entries, list):
+        raise JournalError("no list of entries")
+    required = ("role", "kind", "target", "path", "original", "requested")
+    changes = []
+    for number, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict):
+            raise JournalError(f"entry {number} is not an object")
+        missing = [k for k in required if not isinstance(entry.get(k), str)]
+        if missing:
+            raise JournalError(f"entry {number} lacks {', '.join(missing)}")
+        backend = entry.get("backend", "file")
+        if backend not in BACKENDS:
+            raise JournalError(f"entry {number} has an unknown backend {backend!r}")
+        effective = entry.get("effective")
+        changes.append(Change(entry["role"], entry["kind"], entry["target"], entry["path"],
+                              entry["original"], entry["requested"],
+                              effective=effective if isinstance(effective, str) else None,
+                              backend=backend))
+    return changes

@@ -5,6 +5,10 @@ root namespace over management veths, optionally with an sshd in each.
              --napilab-b-m (198.51.100.5/30) == mgmt0 (198.51.100.6/30)--  napilab-b
     napilab-a: data0 192.0.2.1/24  <== veth, GRO on ==>  napilab-b: data0 192.0.2.2/24
 
+The management addresses are one /29 of 198.51.100.0/24 (`block`, default 0): a second
+testbed (the test suite's, next to a `napilab testbed up`) takes another /29 and its
+own prefix. The data range lives only inside the namespaces.
+
 GRO on a veth gives it NAPI instances, so `threaded`, `napi_defer_hard_irqs`,
 `gro_flush_timeout` and `queues/rx-0/rps_cpus` are real and writable. Addresses come
 from the documentation ranges and never leave the namespaces. Nothing of the
@@ -15,6 +19,7 @@ live in the state directory, which `down` removes with everything else.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import os
 import shutil
@@ -44,17 +49,20 @@ class Node:
 
 
 class Testbed:
-    def __init__(self, prefix: str = "napilab", state_dir: str | Path | None = None) -> None:
+    def __init__(self, prefix: str = "napilab", state_dir: str | Path | None = None,
+                 block: int = 0) -> None:
         if len(prefix) > 11:
             raise NapilabError(f"testbed prefix {prefix!r} too long (interface names are "
                                "limited to 15 characters)")
+        if block % 8 or not 0 <= block < 256:
+            raise NapilabError(f"testbed block {block}: a multiple of 8 below 256")
         self.prefix = prefix
         self.state = Path(state_dir or f"/run/{prefix}-testbed")
+        self.network = ipaddress.ip_network(f"198.51.100.{block}/29")
+        m = [str(self.network[i]) for i in range(8)]
         self.nodes = (
-            Node("a", f"{prefix}-a", "192.0.2.1", f"{prefix}-a-m", "198.51.100.1",
-                 "198.51.100.2"),
-            Node("b", f"{prefix}-b", "192.0.2.2", f"{prefix}-b-m", "198.51.100.5",
-                 "198.51.100.6"),
+            Node("a", f"{prefix}-a", "192.0.2.1", f"{prefix}-a-m", m[1], m[2]),
+            Node("b", f"{prefix}-b", "192.0.2.2", f"{prefix}-b-m", m[5], m[6]),
         )
 
     @property
@@ -81,14 +89,26 @@ class Testbed:
             raise
         return self.inventory_path
 
+    def addresses_in_use(self) -> str | None:
+        """The root namespace's route that overlaps this testbed's management /29, if
+        any. Only the management range reaches the root namespace; the data range
+        lives inside the two namespaces (the root namespace may use 192.0.2.0/24)."""
+        for line in _run(["ip", "-4", "route", "show"]).stdout.splitlines():
+            destination = line.split()[0] if line.split() else ""
+            try:
+                network = ipaddress.ip_network(destination, strict=False)
+            except ValueError:
+                continue  # "default", or a name
+            if network.overlaps(self.network):
+                return line.strip()
+        return None
+
     def _check_addresses_free(self) -> None:
-        # Only the management range reaches the root namespace; the data range lives
-        # inside the two namespaces (the root namespace may use 192.0.2.0/24 itself).
-        routes = _run(["ip", "-4", "route", "show"]).stdout
-        if "198.51.100." in routes:
-            raise NapilabError("the root namespace already routes 198.51.100.0/24",
-                               hint="another testbed or a lab network uses that "
-                               "documentation range; take it down first")
+        route = self.addresses_in_use()
+        if route:
+            raise NapilabError(f"the root namespace already routes {self.network} "
+                               f"({route})", hint="another testbed or a lab network uses "
+                               "that documentation range; take it down first")
 
     def _links(self) -> None:
         a, b = self.nodes

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
-_MASK = re.compile(r"^(0x)?[0-9a-fA-F]+(,[0-9a-fA-F]+)*$")
+_LIST = re.compile(r"\d+(-\d+)?(,\d+(-\d+)?)*")
+_MASK = re.compile(r"(0x)?[0-9a-fA-F]+(,[0-9a-fA-F]+)*")
 MAX_CPUS = 8192
 
 
@@ -18,7 +18,7 @@ def parse_list(text: str) -> tuple[int, ...]:
     text = text.strip()
     if text == "":
         return ()
-    if not _LIST.match(text):
+    if not _LIST.fullmatch(text):
         raise CpuListError(f"{text!r} is not a CPU list like '0-3,8'")
     cpus: set[int] = set()
     for part in text.split(","):
@@ -49,7 +49,7 @@ def format_list(cpus: tuple[int, ...] | list[int]) -> str:
 def parse_mask(text: str) -> tuple[int, ...]:
     """A sysfs/procfs hex mask (32-bit groups separated by commas) -> CPU numbers."""
     text = text.strip()
-    if not _MASK.match(text):
+    if not _MASK.fullmatch(text):
         raise CpuListError(f"{text!r} is not a hex CPU mask")
     value = int(text.removeprefix("0x").replace(",", ""), 16)
     return tuple(i for i in range(value.bit_length()) if value >> i & 1)

@@ -34,9 +34,11 @@ INVENTORY_KEYS = keys.INVENTORY_KEYS
 HOST_NUMBERS = {"port": Number(1, 65535, integer=True), "cpus": Number(1, 8192, integer=True)}
 BECOME = ("sudo",)
 HOSTNAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9-]{1,63})*")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_IFACE = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
-_USER = re.compile(r"^[a-z_][a-z0-9_.-]{0,31}\$?$")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_IFACE = re.compile(r"[A-Za-z0-9_.:@-]{1,15}")
+_NAME_RULE = ("host names are letters, digits, '.', '_' and '-', starting with a letter "
+              "or digit, at most 64")
+_USER = re.compile(r"[a-z_][a-z0-9_.-]{0,31}\$?")
 
 
 @dataclass(frozen=True)
@@ -113,9 +115,12 @@ def load_inventory(path: str | Path) -> Inventory:
             data = from_list_json(data, origins)
         files = GroupVars(Path(path) if str(path) != "-" else None)
         ansible_defaults = {"transport": "ssh", "host_key_policy": "reject", "ssh_config": None}
-        found = {name: _host(check, name, node, key_path, ansible_defaults)
-                 for name, (node, key_path)
-                 in ansible_hosts(check, data, files, origins).items()}
+        found = {}
+        for name, (host_node, key_path) in ansible_hosts(check, data, files, origins).items():
+            if not _NAME.fullmatch(name):  # it names files (raw/<trial>/<host>/)
+                check.error(host_node.location, key_path, f"{name!r}: " + _NAME_RULE)
+                continue
+            found[name] = _host(check, name, host_node, key_path, ansible_defaults)
         check.problems = relocate(check.problems, origins)
         check.raise_if_any()
         return Inventory(str(path), found)
@@ -131,9 +136,8 @@ def load_inventory(path: str | Path) -> Inventory:
     for name, raw in (hosts_node or {}).items():
         path_ = join("hosts", name)
         assert hosts_node is not None
-        if not _NAME.match(name):
-            check.error(hosts_node.key_locations.get(name), path_,
-                        "host names are letters, digits, '.', '_' and '-'")
+        if not _NAME.fullmatch(name):
+            check.error(hosts_node.key_locations.get(name), path_, _NAME_RULE)
         node = check.mapping(raw, hosts_node.where(name), path_)
         if node is not None:
             hosts[name] = _host(check, name, node, path_, defaults)
@@ -166,7 +170,7 @@ def _host(check: Checker, name: str, node: Node, path: str, defaults: dict[str, 
         fields[key] = value
     for key, pattern in (("user", _USER), ("netns", _NAME), ("iface", _IFACE)):
         value = check.get(node, key, path, str)
-        if value is not None and not pattern.match(value):
+        if value is not None and not pattern.fullmatch(value):
             check.error(node.where(key), join(path, key), f"{value!r} is not a valid {key}")
             value = None
         fields[key] = value

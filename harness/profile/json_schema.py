@@ -147,7 +147,7 @@ def _setup_role() -> Schema:
         "napi_threads": mapping_of(obj({
             "cpus": CPU_LIST, "policy": leaf({"enum": list(setup_kinds.POLICIES)}),
             "priority": leaf({"type": "integer", "minimum": 0, "maximum": 99})}),
-            keys=_regex(f"{knobs._IFACE.pattern[1:-1]}|backlog", placeholder=True)),
+            keys=_regex(f"{knobs._IFACE.pattern}|backlog", placeholder=True)),
     }
     assert set(kinds) == set(setup_kinds.SETUP_KINDS)
     return obj(kinds)
@@ -164,12 +164,15 @@ def _arg(spec: ArgSpec) -> Schema:
 
 
 def _process() -> Schema:
-    return obj({
+    properties: Schema = {
         "role": leaf(STRING), "cpus": CPU_LIST, "args": {"type": ["object", "null"]},
         "wrapper": one_or_list(leaf({"type": ["string", "number"]})),
         "env": mapping_of(leaf({"type": ["string", "number"]}),
                           keys=_regex(sections._ENV)),
-    })
+        "show_env": one_or_list(leaf({"type": "string", "pattern": _regex(sections._ENV)})),
+    }
+    assert set(properties) == set(sections.PROCESS_KEYS)
+    return obj(properties)
 
 
 def _tool_args(name: str) -> Schema:

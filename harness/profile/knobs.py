@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from harness.errors import Written
 from harness.profile import cpus
 
-_IFACE = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
-_SYSCTL = re.compile(r"^[a-z0-9_]+(\.[A-Za-z0-9_-]+)+$")
-_QUEUE = re.compile(r"^(rx|tx)-\d{1,4}$")
+_IFACE = re.compile(r"[A-Za-z0-9_.:@-]{1,15}")
+_SYSCTL = re.compile(r"[a-z0-9_]+(\.[A-Za-z0-9_-]+)+")
+_QUEUE = re.compile(r"(rx|tx)-\d{1,4}")
 SYSCTL_WORD = re.compile(r"[A-Za-z0-9_.:,/+-]{1,256}")
 U32_MAX = 2**32 - 1
 S32_MAX = 2**31 - 1
@@ -49,19 +49,19 @@ class Setting:
 
 
 def check_iface(name: str) -> str:
-    if not _IFACE.match(name) or name in (".", ".."):
+    if not _IFACE.fullmatch(name) or name in (".", ".."):
         raise KnobValueError(f"{name!r} is not an interface name")
     return name
 
 
 def check_sysctl(name: str) -> str:
-    if not _SYSCTL.match(name) or ".." in name:
+    if not _SYSCTL.fullmatch(name) or ".." in name:
         raise KnobValueError(f"{name!r} is not a sysctl name like net.core.busy_poll")
     return name
 
 
 def check_queue(name: str) -> str:
-    if not _QUEUE.match(name):
+    if not _QUEUE.fullmatch(name):
         raise KnobValueError(f"{name!r} is not a queue name like rx-0")
     return name
 

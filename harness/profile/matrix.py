@@ -29,7 +29,7 @@ from harness.profile.yamlsrc import Node, Seq
 
 RESERVED = ("iface", "target", "bind", "duration", "workdir", "trial", "variant")
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=+-]{0,63}$")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.=+-]{0,63}")
 MATRIX_KEYS = ("parameters", "name", "exclude", "variants")
 
 
@@ -169,7 +169,7 @@ def placeholders(value: Any) -> set[str]:
 
 
 def check_name(check: Checker, name: str, where: Any, path: str) -> None:
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         check.error(where, path, f"variant name {name!r}: use letters, digits and . _ = + -")
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import Written
-from harness.profile import cpus, knobs
+from harness.profile import cpus, knobs, redact
 from harness.profile.matrix import unresolved
 from harness.profile.schema import Checker, Number, join, suggest, type_name
 from harness.profile.yamlsrc import Node, Seq
@@ -31,11 +31,11 @@ COLLECTOR_OPTIONS: dict[str, dict[str, str]] = {
 WORKLOAD_KEYS = ("tool", "duration", "timeout", "client", "server", "idle", "warmup")
 WORKLOAD_NUMBERS = {"duration": Number(0.1, 86400), "timeout": Number(1, 172800),
                     "idle": Number(0, 3600), "warmup": Number(0, 3600)}
-PROCESS_KEYS = ("role", "cpus", "args", "wrapper", "env")
+PROCESS_KEYS = ("role", "cpus", "args", "wrapper", "env", "show_env")
 TABLE_ROW_KEYS = ("label", "source", "metric", "role")
 COLLECT_KEYS = ("roles", "cpus")
-_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,100}$")
-_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,100}")
+_ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -133,18 +133,24 @@ def _process(check: Checker, node: Node, path: str, roles: Mapping[str, Any],
     wrapper = check.string_list(node, "wrapper", path) or []
     env = check.mapping(node.get("env"), node.where("env"), join(path, "env")) or Node()
     for name, value in env.items():
-        if not _ENV.match(name):
+        if not _ENV.fullmatch(name):
             check.error(env.key_locations.get(name), join(path, f"env.{name}"),
                         "not a valid environment variable name")
         if not isinstance(value, str | int | float) or isinstance(value, bool):
             check.error(env.where(name), join(path, f"env.{name}"),
                         f"expected a string or number, got {type_name(value)}")
+    show = check.string_list(node, "show_env", path) or []
+    for name in show:
+        if name not in env:
+            check.error(node.where("show_env"), join(path, "show_env"),
+                        f"{name!r} is not in this process's env; expected some of "
+                        f"{sorted(env)}")
     if role is None:
         return None
     written = {key: Written(node.where(key), join(path, key)) for key in ("cpus", "args")
                if key in node}
     return ProcessSpec(role, cpu_list, dict(args), tuple(wrapper),
-                       {k: str(v) for k, v in env.items()}, written)
+                       redact.env_values(env, show), written)
 
 
 def _check_args(check: Checker, args: Node, path: str, allowed: Mapping[str, ArgSpec]) -> None:
@@ -223,7 +229,7 @@ def _option(check: Checker, node: Node, key: str, kind: str, path: str) -> Any:
         return dict(value)
     words = [value] if isinstance(value, str) else value
     if not isinstance(words, list) or not words or not all(
-            isinstance(w, str) and _WORD.match(w) for w in words):
+            isinstance(w, str) and _WORD.fullmatch(w) for w in words):
         what = "kernel function names" if kind == "functions" else "names"
         check.error(where, path, f"expected a list of {what}, got {value!r}")
         return []

@@ -35,8 +35,8 @@ NAPI_THREAD_KEYS = ("cpus", "policy", "priority")
 CPUFREQ_KEYS = ("cpus", "governor")
 IRQBALANCE = ("stopped", "running")
 RPS_FLOW_CNT = knobs.integer(0, 2**31)
-_ETHTOOL_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
-_GOVERNOR = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+_ETHTOOL_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+_GOVERNOR = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
 
 def parse_setup(check: Checker, node: Node, path: str, roles: Mapping[str, Any]
@@ -199,7 +199,7 @@ def _ethtool(check: Checker, node: Node, path: str, role: str) -> list[knobs.Set
             for name, value in (body or Node()).items():
                 assert body is not None
                 where, key_path = body.where(name), join(path, f"{iface}.{group}.{name}")
-                if not _ETHTOOL_NAME.match(name):
+                if not _ETHTOOL_NAME.fullmatch(name):
                     check.error(body.key_locations.get(name), key_path, "not an ethtool name")
                     continue
                 text = _ethtool_value(group, value)
@@ -287,7 +287,7 @@ def _cpufreq(check: Checker, node: Node, path: str, role: str) -> list[knobs.Set
     check.keys(node, path, CPUFREQ_KEYS, required=CPUFREQ_KEYS)
     cpu_list = _value(check, node, "cpus", path, knobs.cpu_list) if "cpus" in node else None
     governor = check.get(node, "governor", path, str)
-    if governor is not None and not _GOVERNOR.match(governor):
+    if governor is not None and not _GOVERNOR.fullmatch(governor):
         check.error(node.where("governor"), join(path, "governor"), "not a governor name")
         governor = None
     if not cpu_list or governor is None:

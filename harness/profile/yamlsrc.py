@@ -7,6 +7,7 @@ validation error can name file:line:column and the key path.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -82,12 +83,55 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _constru
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
 
 
+# C0 and C1 control characters and DEL. A NUL is dropped by a remote sh and refused by
+# a local exec; a newline turns one value into two lines of a file or a command.
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+_TEXT_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # free text: \t \n allowed
+FREE_TEXT = ("description",)
+
+
+def control_characters(data: Any, path: str = "") -> list[Problem]:
+    """Every key and string value that holds a control character (tabs and newlines
+    are allowed in `description` texts only)."""
+    problems: list[Problem] = []
+    if isinstance(data, Node):
+        for key, value in data.items():
+            shown = _CONTROL.sub(lambda m: repr(m[0])[1:-1], key)
+            where = f"{path}.{shown}" if path else shown
+            if _CONTROL.search(key):
+                problems.append(Problem(data.key_locations.get(key), where,
+                                        f"the key {key!r} contains a control character"))
+            if isinstance(value, str):
+                pattern = _TEXT_CONTROL if key in FREE_TEXT else _CONTROL
+                if pattern.search(value):
+                    problems.append(Problem(data.where(key), where, f"{value!r} contains a "
+                                            "control character"))
+            else:
+                problems += control_characters(value, where)
+    elif isinstance(data, Seq):
+        for index, item in enumerate(data):
+            where = f"{path}[{index}]"
+            if isinstance(item, str) and _CONTROL.search(item):
+                location = data.item_locations[index] if index < len(data.item_locations) \
+                    else data.location
+                problems.append(Problem(location, where,
+                                        f"{item!r} contains a control character"))
+            elif not isinstance(item, str):
+                problems += control_characters(item, where)
+    return problems
+
+
 def load_text(text: str, name: str) -> Any:
-    """Parse YAML text; syntax errors become InputError with file:line:column."""
+    """Parse YAML text; syntax errors, and control characters in any key or value,
+    become InputError with file:line:column."""
     loader = _Loader(text)
     loader.source_name = name
     try:
-        return loader.get_single_data()
+        data = loader.get_single_data()
+        problems = control_characters(data)
+        if problems:
+            raise InputError(problems)
+        return data
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = _loc(name, mark) if mark is not None else None

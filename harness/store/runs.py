@@ -14,6 +14,7 @@ from typing import Any
 
 from harness import __version__
 from harness.errors import InputError
+from harness.profile import redact
 from harness.profile.plan import Plan
 from harness.store.store import RunStore
 
@@ -42,7 +43,8 @@ def new_manifest(plan: Plan) -> dict[str, Any]:
     return {
         "profile": {"name": profile.name, "path": profile.path, "digest": profile.digest,
                     "description": profile.description, "repeat": profile.repeat,
-                    "order": profile.order, "seed": profile.seed, "document": profile.document},
+                    "order": profile.order, "seed": profile.seed,
+                    "document": redact.document(profile.document)},
         "variants": [v.name for v in profile.variants], "baseline": profile.baseline,
         "groups": {v.name: v.group for v in profile.variants if v.group is not None},
         "comparisons": [list(pair) for pair in profile.comparisons],

@@ -3,18 +3,34 @@
     RESULTS/<profile>/<UTC timestamp>-<short id>/
       manifest.json       versioned; rewritten atomically after every trial
       raw/<trial>/<host>/<name>.{out,err,json}
-      samples.parquet     run_id, trial, variant, rep, role, host, source, metric, cpu, value, unit
+      samples/<trial>.parquet   while the run goes on: one file per trial, written once
+      samples.parquet     the samples table: run_id, trial, variant, rep, role, host,
+                          source, metric, cpu, value, unit; the per-trial files merged
+                          into it when the run (or a part of it) ends
       latency/<trial>.parquet   per-transaction latencies (µs) when the tool gives them
       report.html
 
-Every write goes to a temporary file renamed into place, so a crash leaves the previous
-complete state. A finished run is never rewritten.
+The directory is made under a hidden name and renamed once its manifest is in it, so a
+run directory is never seen without its manifest. Every write goes to a temporary file
+renamed into place, so a crash leaves the previous complete state. A trial's rows go
+to their own file, written once, so storing a trial costs the same at trial 1 and
+trial 400; at the end they are merged once into samples.parquet, so that a finished
+run is one file to read (as it always was). Readers take both (load_samples): a run
+that stopped before the merge has per-trial files, and a trial's own file wins over
+samples.parquet. A finished run is never rewritten.
+
+A write that fails (disk full, read-only, quota) raises StorageError naming the file.
+Room for the manifest is held in `.reserve` while a run is going on and given back
+when the disk fills up, so the run can still record which trial failed and why.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
+import re
 import secrets
 import time
 from collections.abc import Iterable
@@ -24,9 +40,10 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from harness.errors import InputError
+from harness.errors import InputError, StorageError
 
 SCHEMA_VERSION = 1
 COLUMNS = ("run_id", "trial", "variant", "rep", "role", "host", "source", "metric", "cpu",
@@ -37,6 +54,13 @@ SAMPLES_SCHEMA = pa.schema([
     ("source", pa.string()), ("metric", pa.string()), ("cpu", pa.int32()),
     ("value", pa.float64()), ("unit", pa.string()),
 ])
+SAMPLES_DIR = "samples"
+LEGACY_SAMPLES = "samples.parquet"
+RESERVE = ".reserve"
+RESERVE_MIN = 64 * 1024
+# A name under RUN_DIR/raw: a trial id, an inventory host name, a file name. Never a
+# path: no separator, no "..", no control character.
+_COMPONENT = re.compile(r"[A-Za-z0-9_@:+-][A-Za-z0-9_.@:+-]{0,127}")
 
 
 @dataclass(frozen=True)
@@ -54,13 +78,29 @@ class Row:
 
 
 def atomic_write(path: Path, data: bytes | str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write `path` whole or not at all; StorageError (naming the path) when the file
+    system refuses."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(data.encode() if isinstance(data, str) else data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as handle:
+            handle.write(data.encode() if isinstance(data, str) else data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise StorageError(f"cannot write {path}: {exc.strerror or exc}",
+                           hint=_storage_hint(exc)) from None
+
+
+def _storage_hint(exc: OSError) -> str:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "the results file system is full: free some space"
+    if exc.errno == errno.EROFS:
+        return "the results file system is read-only"
+    return ""
 
 
 def new_run_id() -> str:
@@ -71,7 +111,7 @@ class RunStore:
     def __init__(self, directory: Path, manifest: dict[str, Any]) -> None:
         self.dir = directory
         self.manifest = manifest
-        self._rows: list[Row] = []
+        self._merged: set[int] | None = None  # trials in samples.parquet, once read
 
     @property
     def run_id(self) -> str:
@@ -80,31 +120,73 @@ class RunStore:
     @classmethod
     def create(cls, results: str | Path, profile_name: str, manifest: dict[str, Any],
                run_id: str | None = None) -> RunStore:
+        """A new run directory, which appears (renamed from a hidden name) with its
+        manifest in it."""
         run_id = run_id or new_run_id()
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         directory = Path(results) / profile_name / f"{stamp}-{run_id}"
-        directory.mkdir(parents=True, exist_ok=False)
-        store = cls(directory, {"schema_version": SCHEMA_VERSION, "run_id": run_id, **manifest})
-        store.save_manifest()
+        hidden = directory.with_name(f".{directory.name}.tmp")
+        store = cls(hidden, {"schema_version": SCHEMA_VERSION, "run_id": run_id, **manifest})
+        try:
+            if directory.exists():  # rename() would replace an empty directory
+                raise FileExistsError(errno.EEXIST, "the run directory exists")
+            hidden.mkdir(parents=True, exist_ok=False)
+            store.save_manifest()
+            os.rename(hidden, directory)
+        except OSError as exc:
+            _remove_tree(hidden)
+            raise StorageError(f"cannot create {directory}: {exc.strerror or exc}",
+                               hint=_storage_hint(exc)) from None
+        except StorageError:
+            _remove_tree(hidden)
+            raise
+        store.dir = directory
         return store
 
     @classmethod
     def open(cls, directory: str | Path) -> RunStore:
         directory = Path(directory)
-        manifest = load_manifest(directory)
-        store = cls(directory, manifest)
-        samples = directory / "samples.parquet"
-        if samples.exists():
-            frame = pd.read_parquet(samples)
-            store._rows = [_row({str(k): v for k, v in rec.items()})
-                           for rec in frame.to_dict("records")]
-        return store
+        return cls(directory, load_manifest(directory))
 
-    def save_manifest(self) -> None:
-        atomic_write(self.dir / "manifest.json", json.dumps(self.manifest, indent=1,
-                                                            default=str) + "\n")
+    def save_manifest(self, *, final: bool = True) -> None:
+        """Write the manifest. `final=False` (the saves during a run, after each trial)
+        writes it compact: json's C encoder, about 4x faster than the indented form a
+        run ends with, which matters once a run has hundreds of trials."""
+        data = json.dumps(self.manifest, default=str, indent=1 if final else None) + "\n"
+        try:
+            atomic_write(self.dir / "manifest.json", data)
+        except StorageError:
+            if not self.release_reserve():
+                raise
+            atomic_write(self.dir / "manifest.json", data)  # with the reserve's room
+
+    def reserve(self) -> None:
+        """Hold room for a manifest write (twice its size, at least 64 KiB) while the run
+        is going on; best effort: a disk too full for it is found by the next write."""
+        size = max(RESERVE_MIN, 2 * len(json.dumps(self.manifest, indent=1, default=str)))
+        try:
+            fd = os.open(self.dir / RESERVE, os.O_WRONLY | os.O_CREAT, 0o600)
+            try:
+                if os.fstat(fd).st_size < size:
+                    os.posix_fallocate(fd, 0, size)
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+
+    def release_reserve(self) -> bool:
+        """Give the reserved room back (the disk is full, or the run ends); True if
+        there was some."""
+        try:
+            (self.dir / RESERVE).unlink()
+        except OSError:
+            return False
+        return True
 
     def raw_path(self, trial: str, host: str, name: str) -> Path:
+        for part in (trial, host, name):
+            if not _COMPONENT.fullmatch(part) or ".." in part:
+                raise StorageError(f"{part!r} cannot name a file under {self.dir / 'raw'}")
         return self.dir / "raw" / trial / host / name
 
     def write_raw(self, trial: str, host: str, name: str, data: str) -> None:
@@ -114,24 +196,55 @@ class RunStore:
         self.write_raw(trial, host, name, json.dumps(doc, indent=1, default=str) + "\n")
 
     def add_rows(self, rows: Iterable[Row]) -> None:
-        """Append one trial's rows and rewrite samples.parquet atomically."""
-        self._rows.extend(rows)
-        self._write_samples()
+        """Store rows: each trial's in its own file, written once."""
+        by_trial: dict[int, list[Row]] = {}
+        for row in rows:
+            by_trial.setdefault(row.trial, []).append(row)
+        for trial, trial_rows in by_trial.items():
+            atomic_write(self.dir / SAMPLES_DIR / f"{trial:03d}.parquet",
+                         _parquet(self.run_id, trial_rows))
 
     def drop_trial(self, trial: int) -> None:
-        self._rows = [r for r in self._rows if r.trial != trial]
-        self._write_samples()
+        """Forget a trial's rows (it runs again on --resume)."""
+        (self.dir / SAMPLES_DIR / f"{trial:03d}.parquet").unlink(missing_ok=True)
+        legacy = self.dir / LEGACY_SAMPLES
+        if self._merged is None:  # the trials samples.parquet holds, read once
+            self._merged = set(pq.read_table(legacy, columns=["trial"])["trial"].to_pylist()) \
+                if legacy.exists() else set()
+        if trial in self._merged:  # rare: rows stored, then the trial did not end "ok"
+            table = pq.read_table(legacy)
+            sink = pa.BufferOutputStream()
+            pq.write_table(table.filter(pc.not_equal(table["trial"], trial)), sink,
+                           compression="zstd")
+            atomic_write(legacy, sink.getvalue().to_pybytes())
+            self._merged.discard(trial)
 
-    def _write_samples(self) -> None:
-        columns: dict[str, list[Any]] = {c: [] for c in COLUMNS}
-        for row in self._rows:
-            columns["run_id"].append(self.run_id)
-            for name in COLUMNS[1:]:
-                columns[name].append(getattr(row, name))
-        table = pa.Table.from_pydict(columns, schema=SAMPLES_SCHEMA)
+    def merge_samples(self) -> None:
+        """At the end of a run (or of a part of it): the per-trial files and any earlier
+        samples.parquet become one samples.parquet, the run's samples table in one file
+        as other tools and older napilab versions read it; then the per-trial files go.
+        If napilab stops in between, both are there and readers take a trial's own file
+        over samples.parquet (load_samples, reports.nightly.history)."""
+        per_trial = sorted((self.dir / SAMPLES_DIR).glob("[0-9]*.parquet"))
+        if not per_trial:
+            return
+        tables = [pq.read_table(path) for path in per_trial]
+        legacy = self.dir / LEGACY_SAMPLES
+        if legacy.exists():
+            own = pa.array({t for table in tables for t in table["trial"].to_pylist()},
+                           type=pa.int32())
+            old = pq.read_table(legacy)
+            tables.insert(0, old.filter(pc.invert(pc.is_in(old["trial"].cast(pa.int32()),
+                                                           value_set=own))))
+        merged = pa.concat_tables(tables, promote_options="default")
+        merged = merged.take(pc.sort_indices(merged, [("trial", "ascending")]))
         sink = pa.BufferOutputStream()
-        pq.write_table(table, sink, compression="zstd")
-        atomic_write(self.dir / "samples.parquet", sink.getvalue().to_pybytes())
+        pq.write_table(merged, sink, compression="zstd")
+        atomic_write(legacy, sink.getvalue().to_pybytes())
+        self._merged = None
+        for path in per_trial:
+            path.unlink()
+        (self.dir / SAMPLES_DIR).rmdir()
 
     def write_latencies(self, trial: str, latencies_us: Any) -> None:
         table = pa.table({"latency_us": pa.array(latencies_us, type=pa.float64())})
@@ -140,13 +253,27 @@ class RunStore:
         atomic_write(self.dir / "latency" / f"{trial}.parquet", sink.getvalue().to_pybytes())
 
 
-def _row(record: dict[str, Any]) -> Row:
-    cpu = record["cpu"]
-    return Row(trial=int(record["trial"]), variant=str(record["variant"]), rep=int(record["rep"]),
-               role=str(record["role"]), host=str(record["host"]), source=str(record["source"]),
-               metric=str(record["metric"]),
-               cpu=None if cpu is None or cpu != cpu else int(cpu),
-               value=float(record["value"]), unit=str(record["unit"]))
+def _parquet(run_id: str, rows: list[Row]) -> bytes:
+    columns: dict[str, list[Any]] = {c: [] for c in COLUMNS}
+    for row in rows:
+        columns["run_id"].append(run_id)
+        for name in COLUMNS[1:]:
+            columns[name].append(getattr(row, name))
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.Table.from_pydict(columns, schema=SAMPLES_SCHEMA), sink,
+                   compression="zstd")
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def _remove_tree(directory: Path) -> None:
+    if not directory.exists():
+        return
+    for path in sorted(directory.rglob("*"), reverse=True):
+        if path.is_dir():
+            path.rmdir()
+        else:
+            path.unlink()
+    directory.rmdir()
 
 
 def load_manifest(directory: Path) -> dict[str, Any]:
@@ -164,8 +291,33 @@ def load_manifest(directory: Path) -> dict[str, Any]:
     return manifest
 
 
+def sample_files(directory: Path) -> list[Path]:
+    """The files that hold a run's samples: samples.parquet (runs of older napilab
+    versions) and samples/<trial>.parquet, in trial order."""
+    legacy = directory / LEGACY_SAMPLES
+    return ([legacy] if legacy.exists() else []) + sorted(
+        (directory / SAMPLES_DIR).glob("[0-9]*.parquet"))
+
+
+def read_parquet_files(files: list[Path], columns: list[str] | None = None) -> pd.DataFrame:
+    """Several Parquet files of one schema as one frame (as pandas.read_parquet reads
+    one)."""
+    frame: pd.DataFrame = pq.read_table([str(f) for f in files], columns=columns).to_pandas()
+    return frame
+
+
 def load_samples(directory: Path) -> pd.DataFrame:
-    path = directory / "samples.parquet"
-    if not path.exists():
+    """A run's samples as one table (a trial's own file wins over samples.parquet)."""
+    legacy = directory / LEGACY_SAMPLES
+    per_trial = sorted((directory / SAMPLES_DIR).glob("[0-9]*.parquet"))
+    frames = [pd.read_parquet(legacy)] if legacy.exists() else []
+    if per_trial:
+        trials = read_parquet_files(per_trial)
+        if frames:
+            frames[0] = frames[0][~frames[0]["trial"].isin(set(trials["trial"]))]
+        frames.append(trials)
+    if not frames:
         return pd.DataFrame({c: pd.Series(dtype="object") for c in COLUMNS})
-    return pd.read_parquet(path)
+    if len(frames) == 1:
+        return frames[0]
+    return pd.concat(frames, ignore_index=True)

@@ -14,13 +14,15 @@ from typing import IO, cast
 
 from harness.errors import HostError
 from harness.profile.inventory import Host
+from harness.profile.redact import shown_argv
 from harness.transport.transport import CommandResult, command_line
 
 
 class LocalProcess:
-    def __init__(self, host: str, argv: tuple[str, ...]) -> None:
+    def __init__(self, host: str, argv: tuple[str, ...], shown: tuple[str, ...] | None = None
+                 ) -> None:
         self.host = host
-        self.argv = argv
+        self.argv = argv if shown is None else shown  # as recorded: secrets redacted
         self._start = time.time()
         try:
             self._popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -89,14 +91,14 @@ class LocalTransport:
                             f"{timeout:.0f}s") from None
         except OSError as exc:
             raise HostError(f"{self.host.name}: cannot run {final[0]}: {exc}") from None
-        result = CommandResult(self.host.name, final, proc.returncode,
+        result = CommandResult(self.host.name, shown_argv(final, env), proc.returncode,
                                proc.stdout.decode(errors="replace"),
                                proc.stderr.decode(errors="replace"), start, time.time() - start)
         return result.check() if check else result
 
     def start(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> LocalProcess:
         final = tuple(command_line(self.host, argv, env, transport="local"))
-        return LocalProcess(self.host.name, final)
+        return LocalProcess(self.host.name, final, shown_argv(final, env))
 
     def read_file(self, path: str) -> str:
         return self.run(["cat", "--", path]).stdout

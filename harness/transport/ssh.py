@@ -17,7 +17,9 @@ import paramiko
 
 from harness.errors import HostError
 from harness.profile.inventory import Host
+from harness.profile.redact import shown_argv
 from harness.transport import ssh_config as sshconfig
+from harness.transport.known_hosts import KnownHosts, RevokedHostKey, key_name
 from harness.transport.ssh_shell import PersistentShell
 from harness.transport.transport import CommandResult, command_line
 
@@ -132,18 +134,6 @@ class _ProxyCommand(paramiko.ProxyCommand):
             self.process.wait(timeout=5)
 
 
-def _connect(client: paramiko.SSHClient, sock: Any, **options: Any) -> None:
-    """client.connect, closing what it opened when it fails: a failed attempt leaves no
-    ProxyCommand process or jump channel behind (reconnects make new ones)."""
-    try:
-        client.connect(sock=sock, **options)
-    except BaseException:
-        client.close()
-        if sock is not None:
-            sock.close()
-        raise
-
-
 class SSHTransport:
     """One paramiko connection to `host`, opened on first use and kept for the run."""
 
@@ -191,50 +181,77 @@ class SSHTransport:
 
     def _open(self, endpoint: sshconfig.Endpoint) -> paramiko.SSHClient:
         """A client connected to `endpoint`, through its ProxyJump hops (the jump
-        connections are kept open for as long as the target's) or its ProxyCommand."""
-        host = self.host
+        connections are kept open for as long as the target's) or its ProxyCommand.
+        Host keys: see harness.transport.known_hosts."""
+        known = KnownHosts(self.host.known_hosts,
+                           accept_new=self.host.host_key_policy == "accept-new")
+        name = key_name(endpoint.hostname, endpoint.port)
+        prefer: paramiko.PKey | None = None
+        for attempt in (1, 2):
+            try:
+                return self._open_once(endpoint, known, name, prefer)
+            except paramiko.BadHostKeyException as exc:
+                # paramiko checks one known key per type: a host with two of one type
+                # (a key being rotated) presented the other one.
+                if attempt == 2 or exc.key not in known.known(name):
+                    raise self._bad_key(known, name, exc) from None
+                prefer = exc.key
+        raise AssertionError("unreachable")
+
+    def _bad_key(self, known: KnownHosts, name: str,
+                 exc: paramiko.BadHostKeyException) -> HostError:
+        if known.revoked(exc.key, name):
+            return HostError(f"{self.host.name}: the host key of {name} is revoked in "
+                             "known_hosts", hint="the host's key was withdrawn: check the "
+                             "host before trusting it again")
+        return HostError(f"{self.host.name}: host key of {exc.hostname} does not match "
+                         "known_hosts", hint="someone may be intercepting the connection, "
+                         "or the host was reinstalled; check and update known_hosts")
+
+    def _open_once(self, endpoint: sshconfig.Endpoint, known: KnownHosts, name: str,
+                   prefer: paramiko.PKey | None = None) -> paramiko.SSHClient:
         sock = self._proxy(endpoint)
         client = paramiko.SSHClient()
-        if host.known_hosts:
-            with contextlib.suppress(FileNotFoundError):
-                client.load_host_keys(host.known_hosts)
-        else:
-            client.load_system_host_keys()
-        policy: Any = (paramiko.AutoAddPolicy() if host.host_key_policy == "accept-new"
-                       else paramiko.RejectPolicy())
-        client.set_missing_host_key_policy(policy)
+        known.prepare(client, name, prefer)
         keys: Any = list(endpoint.key_files) or None  # paramiko takes a str or a list
         try:
-            _connect(
-                client, sock,
+            client.connect(
                 hostname=endpoint.hostname, port=endpoint.port, username=endpoint.user,
                 key_filename=keys, look_for_keys=keys is None, allow_agent=keys is None,
                 timeout=self.connect_timeout, banner_timeout=self.connect_timeout,
-                auth_timeout=self.connect_timeout,
+                auth_timeout=self.connect_timeout, sock=sock,
             )
-        except paramiko.BadHostKeyException as exc:
-            raise HostError(f"{host.name}: host key of {exc.hostname} does not match "
-                            "known_hosts", hint="someone may be intercepting the connection, "
-                            "or the host was reinstalled; check and update known_hosts") from None
-        except paramiko.AuthenticationException as exc:
-            raise HostError(f"{host.name}: SSH authentication as {endpoint.user} failed: {exc}",
-                            hint="check `user` and `key` in the inventory (or ssh_config)"
-                            ) from None
-        except paramiko.SSHException as exc:
-            if "not found in known_hosts" in str(exc):
-                raise HostError(f"{host.name}: unknown host key ({exc})",
-                                hint="add it to known_hosts, or set host_key_policy: accept-new "
-                                "in the inventory") from None
-            raise HostError(f"{host.name}: SSH failed: {exc}") from None
-        except (TimeoutError, OSError) as exc:
-            raise HostError(f"{host.name}: cannot connect to {endpoint.describe()}: "
-                            f"{exc}") from None
-        if host.host_key_policy == "accept-new" and host.known_hosts:
-            client.save_host_keys(host.known_hosts)
+        except BaseException as exc:
+            # a failed attempt leaves no ProxyCommand process or jump channel behind
+            # (reconnects make new ones)
+            client.close()
+            if sock is not None:
+                sock.close()
+            if isinstance(exc, paramiko.BadHostKeyException | KeyboardInterrupt):
+                raise
+            raise self._connect_error(exc, endpoint) from None
         transport = client.get_transport()
         if transport is not None:
             transport.set_keepalive(5)
         return client
+
+    def _connect_error(self, exc: BaseException, endpoint: sshconfig.Endpoint) -> BaseException:
+        name = self.host.name
+        if isinstance(exc, RevokedHostKey):
+            return HostError(f"{name}: {exc}", hint="the host's key was withdrawn: check the "
+                             "host before trusting it again")
+        if isinstance(exc, paramiko.AuthenticationException):
+            return HostError(f"{name}: SSH authentication as {endpoint.user} failed: {exc}",
+                             hint="check `user` and `key` in the inventory (or ssh_config)")
+        if isinstance(exc, paramiko.SSHException):
+            if "not found in known_hosts" in str(exc):
+                return HostError(f"{name}: unknown host key ({exc})",
+                                 hint="add it to known_hosts, or set host_key_policy: "
+                                 "accept-new in the inventory")
+            return HostError(f"{name}: SSH failed: {exc}")
+        if isinstance(exc, TimeoutError | OSError):
+            return HostError(f"{name}: cannot connect to {endpoint.describe()}: {exc}")
+        return exc
 
     def _session(self) -> paramiko.SSHClient:
         """The live connection, reconnecting with backoff if it dropped."""
@@ -289,10 +306,12 @@ class SSHTransport:
             env: Mapping[str, str] | None = None, stdin: str | None = None,
             check: bool = True) -> CommandResult:
         final = tuple(command_line(self.host, argv, env, transport="ssh"))
+        shown = shown_argv(final, env)
         start = time.time()
         with self._run_lock:  # one command at a time on the host's shell
-            code, out, err = self._shell().run(shlex.join(final), stdin, timeout)
-        result = CommandResult(self.host.name, final, code, out, err, start,
+            code, out, err = self._shell().run(shlex.join(final), stdin, timeout,
+                                               shown=shlex.join(shown))
+        result = CommandResult(self.host.name, shown, code, out, err, start,
                                time.time() - start)
         return result.check() if check else result
 
@@ -304,7 +323,7 @@ class SSHTransport:
             wrapped = (*_PID_WRAPPER, *final)
         channel = self._channel(wrapped)
         channel.shutdown_write()
-        return SSHProcess(self, final, channel)
+        return SSHProcess(self, shown_argv(final, env), channel)
 
     def read_file(self, path: str) -> str:
         return self.run(["cat", "--", path]).stdout

@@ -57,7 +57,19 @@ class PersistentShell:
         self._err = _Stream(channel.recv_stderr, self._cond)
         self.broken = False
 
-    def run(self, command: str, stdin: str | None, timeout: float) -> tuple[int, str, str]:
+    def run(self, command: str, stdin: str | None, timeout: float, *,
+            shown: str | None = None) -> tuple[int, str, str]:
+        """Run `command` (`shown` is how messages name it). Any exception on the way, a
+        KeyboardInterrupt included, retires the shell: the command may still be running
+        and its output would be read as the next command's."""
+        try:
+            return self._run(command, stdin, timeout, shown or command)
+        except BaseException:
+            self.broken = True
+            raise
+
+    def _run(self, command: str, stdin: str | None, timeout: float,
+             shown: str) -> tuple[int, str, str]:
         nonce = secrets.token_hex(8)
         marker = f"__napilab_end_{nonce}".encode()
         if stdin is None:
@@ -70,18 +82,15 @@ class PersistentShell:
         try:
             self.channel.sendall(script.encode())
         except (OSError, EOFError, paramiko.SSHException) as exc:
-            self.broken = True
             raise HostError(f"{self.host}: connection dropped: {exc}") from None
         deadline = time.monotonic() + timeout
         with self._cond:
             while marker not in self._out.data or marker not in self._err.data:
                 if self._out.eof or self._err.eof:
-                    self.broken = True
-                    raise HostError(f"{self.host}: connection dropped during `{command}`")
+                    raise HostError(f"{self.host}: connection dropped during `{shown}`")
                 remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    self.broken = True  # the command may still run: use a fresh shell
-                    raise HostError(f"{self.host}: `{command}` timed out after "
+                if remaining <= 0:  # the command may still run: a fresh shell is used
+                    raise HostError(f"{self.host}: `{shown}` timed out after "
                                     f"{timeout:.0f}s")
                 self._cond.wait(min(remaining, 1.0))
             out, code = self._take(self._out.data, marker, with_code=True)

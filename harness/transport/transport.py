@@ -15,7 +15,7 @@ from typing import Protocol
 from harness.errors import CommandError, InputError
 from harness.profile.inventory import Host
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 SIGNALS = ("TERM", "INT", "KILL", "HUP")
 
 
@@ -77,7 +77,7 @@ def env_argv(env: Mapping[str, str] | None) -> list[str]:
     """`env LC_ALL=C K=V ...`: every command runs in the C locale so output parses."""
     pairs = {"LC_ALL": "C", **(env or {})}
     for name in pairs:
-        if not _ENV_NAME.match(name):
+        if not _ENV_NAME.fullmatch(name):
             raise InputError(f"environment variable name {name!r} is not valid")
     return ["env", *(f"{k}={v}" for k, v in pairs.items())]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.profile import knobs
+from harness.profile import knobs, redact
 from reports.ab.compare import RunData
 from reports.ab.model import Line, format_number
 
@@ -165,6 +165,8 @@ def commands(run: RunData) -> list[Command]:
     for trial in reversed(run.manifest.get("trials") or []):
         if trial.get("status") == "ok":
             chosen[str(trial.get("variant"))] = str(trial["id"])  # the first ok one wins
+    document = (run.manifest.get("profile") or {}).get("document") or {}
+    shown = redact.shown_names(document if isinstance(document, dict) else {})
     out = []
     for variant, trial_id in chosen.items():
         for path in sorted((run.directory / "raw" / trial_id).glob("*/*.json")):
@@ -179,7 +181,8 @@ def commands(run: RunData) -> list[Command]:
             links = {s: p.relative_to(run.directory).as_posix() if p.exists() else None
                      for s, p in rel.items()}
             out.append(Command(variant, trial_id, path.parent.name, path.stem,
-                               tuple(str(a) for a in doc.get("argv") or []),
+                               tuple(redact.stored_argv([str(a) for a in
+                                                         doc.get("argv") or []], shown)),
                                code if isinstance(code, int) else None, links[".out"],
                                links[".err"], tail(rel[".err"]) if code not in (0, None) else ""))
     return out

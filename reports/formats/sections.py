@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness.profile import redact
 from reports.ab import verdicts
 from reports.ab.compare import RunData
 from reports.ab.model import Table
@@ -88,7 +89,8 @@ def trials(ctx: Context) -> dict[str, Any]:
 
 def profile(ctx: Context) -> dict[str, Any]:
     document = (ctx.run.manifest.get("profile") or {}).get("document") or {}
-    return {"text": json.dumps(document, indent=1, default=str)}
+    shown = redact.document(document) if isinstance(document, dict) else document
+    return {"text": json.dumps(shown, indent=1, default=str)}
 
 
 SECTIONS: dict[str, tuple[str, Callable[[Context], Mapping[str, Any]]]] = {

@@ -2,9 +2,11 @@
 one row per run (time, run id, status, kernel) with the median over repetitions of
 each chosen metric per variant.
 
-The medians come from one DuckDB query over every run's samples.parquet (read_parquet
+The medians come from one DuckDB query over every run's sample files (read_parquet
 over the list of files, union_by_name: runs written by older napilab versions may lack
-a column), the rest from each run's manifest.json. A metric is `metric` or
+a column; harness.store.store.sample_files lists a run's files: samples.parquet, and
+samples/<trial>.parquet of a run that has not ended), the rest from each run's
+manifest.json. A metric is `metric` or
 `source.metric`; as in the A/B table, a metric of several hosts of one role is summed
 per trial, then the median over the trials of a variant is taken. Only run-level
 values (cpu null) are used; the pooled per-transaction percentiles of a report need
@@ -29,6 +31,7 @@ import pandas as pd
 
 from harness.errors import InputError
 from harness.stats.changes import ChangePoint, change_points
+from harness.store.store import read_parquet_files, sample_files
 from reports.ab.model import format_number
 from reports.nightly.check import CHECK_FILE
 
@@ -36,19 +39,32 @@ DEFAULT_METRICS = 4  # metrics shown when none are asked for
 _PREFERRED = ("latency_p99", "latency_p50", "rtt_avg", "latency_mean", "throughput",
               "message_rate", "received_per_second")
 
+# A run's directory from the name of one of its sample files (samples/<trial>.parquet
+# while it runs, samples.parquet once it ended); a trial's own file wins over
+# samples.parquet (both are there if napilab stopped while it merged them).
 _QUERY = """
-SELECT filename, role, source, metric, variant, median(v) AS median, count(*) AS n,
-       any_value(unit) AS unit
-FROM (
-    SELECT filename, trial, role, source, metric, variant, sum(value) AS v,
-           any_value(unit) AS unit
+WITH found AS (
+    SELECT regexp_replace(filename, '/(samples/[^/]+|samples[.]parquet)$', '') AS rundir,
+           filename LIKE '%/samples/%' AS own, trial, role, source, metric, variant, value,
+           unit
     FROM read_parquet($files, union_by_name = true, filename = true)
     WHERE cpu IS NULL AND (list_contains($names, metric)
                            OR list_contains($names, source || '.' || metric))
           AND ($host IS NULL OR host = $host)
-    GROUP BY filename, trial, role, source, metric, variant
+), chosen AS (
+    SELECT * FROM found AS f
+    WHERE own OR NOT EXISTS (SELECT 1 FROM found AS o
+                             WHERE o.own AND o.rundir = f.rundir AND o.trial = f.trial)
 )
-GROUP BY filename, role, source, metric, variant
+SELECT rundir, role, source, metric, variant, median(v) AS median, count(*) AS n,
+       any_value(unit) AS unit
+FROM (
+    SELECT rundir, trial, role, source, metric, variant, sum(value) AS v,
+           any_value(unit) AS unit
+    FROM chosen
+    GROUP BY rundir, trial, role, source, metric, variant
+)
+GROUP BY rundir, role, source, metric, variant
 """
 
 
@@ -119,15 +135,14 @@ def find_runs(results: str | Path, profile: str | None = None) -> list[RunInfo]:
 def medians(runs: Sequence[RunInfo], metrics: Sequence[str], host: str | None = None
             ) -> pd.DataFrame:
     """Columns run (directory name), role, source, metric, variant, median, n, unit."""
-    files = [str(r.directory / "samples.parquet") for r in runs
-             if (r.directory / "samples.parquet").exists()]
+    files = [str(path) for r in runs for path in sample_files(r.directory)]
     columns = ["run", "role", "source", "metric", "variant", "median", "n", "unit"]
     if not files or not metrics:
         return pd.DataFrame({c: [] for c in columns})
     with duckdb.connect() as con:
         frame = con.execute(_QUERY, {"files": files, "names": list(metrics),
                                      "host": host}).df()
-    frame["run"] = [Path(f).parent.name for f in frame.pop("filename")]
+    frame["run"] = [Path(d).name for d in frame.pop("rundir")]
     return frame[columns]
 
 
@@ -144,9 +159,9 @@ def default_metrics(runs: Sequence[RunInfo]) -> list[str]:
         if wanted:
             return list(dict.fromkeys(wanted))[:DEFAULT_METRICS]
         source = manifest.get("workload_source")
-        path = run.directory / "samples.parquet"
-        if source and path.exists():
-            names = set(pd.read_parquet(path, columns=["source", "metric"]).query(
+        files = sample_files(run.directory)
+        if source and files:
+            names = set(read_parquet_files(files, columns=["source", "metric"]).query(
                 "source == @source")["metric"])
             found = [f"{source}.{m}" for m in _PREFERRED if m in names]
             return found[:DEFAULT_METRICS] or [f"{source}.{m}" for m in sorted(names)][:2]

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.profile import redact
 from harness.store.store import atomic_write
 from reports.ab.compare import load_run
 from reports.formats.render import environment, html, relurl
@@ -95,8 +98,32 @@ def _raw(run: RunInfo, target: Path, mode: str) -> None:
     if target.is_symlink():  # published with --raw link before
         target.unlink()
     if not target.exists():
-        shutil.copytree(source, target, symlinks=True)  # a link stays a link: no content
-        # from elsewhere on this machine is copied into a site meant for uploading
+        shutil.copytree(source, target, symlinks=True,  # a link stays a link: no content
+                        # from elsewhere on this machine is copied into a site for uploading
+                        copy_function=_redacting_copy(run.directory))
+
+
+def _redacting_copy(run_dir: Path) -> Callable[[str, str], object]:
+    """copy2, except that a workload command record (raw/.../client.json) of a run
+    stored before env values were redacted is copied with them redacted."""
+    try:
+        manifest = json.loads((run_dir / "manifest.json").read_text())
+        shown = redact.shown_names(manifest["profile"]["document"])
+    except (OSError, ValueError, KeyError, TypeError):
+        shown = set()
+
+    def copy(source: str, target: str) -> object:
+        if Path(source).name in ("client.json", "server.json"):
+            try:
+                doc = json.loads(Path(source).read_text())
+                doc["argv"] = redact.stored_argv([str(a) for a in doc["argv"]], shown)
+                Path(target).write_text(json.dumps(doc, indent=1) + "\n")
+                return target
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
+        return shutil.copy2(source, target)
+
+    return copy
 
 
 def publish(results: str | Path, site: str | Path, *, raw: str = "link",

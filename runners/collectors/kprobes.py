@@ -19,7 +19,7 @@ from runners.base import COUNT, ParseError, Value, parse_int
 
 TOOL = "kprobes"
 PREFIX = "napilab_"
-_FUNCTION = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]{0,100}$")
+_FUNCTION = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,100}")
 
 
 def event_name(function: str) -> str:
@@ -28,7 +28,7 @@ def event_name(function: str) -> str:
 
 
 def valid_function(name: str) -> bool:
-    return bool(_FUNCTION.match(name))
+    return bool(_FUNCTION.fullmatch(name))
 
 
 @dataclass(frozen=True)

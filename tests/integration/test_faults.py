@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.hosts import testbed as tb
-from tests.conftest import sysfs
+from tests.conftest import NapilabRuns, sysfs
 
 NAPILAB = str(Path(sys.executable).parent / "napilab")
 PROFILE = """\
@@ -50,10 +50,10 @@ def profile(tmp_path: Path, duration: float = 6, repeat: int = 1, args: str = "{
     return path
 
 
-def start_run(bed: tb.Testbed, tmp_path: Path, prof: Path, *extra: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([NAPILAB, "run", str(prof), "-i", str(bed.inventory_path), "-o",
-                             str(tmp_path / "results"), "--format", "", *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def start_run(runs: NapilabRuns, tmp_path: Path, prof: Path,
+              *extra: str) -> subprocess.Popen[str]:
+    return runs.start("run", str(prof), "-i", str(runs.bed.inventory_path), "-o",
+                      str(tmp_path / "results"), "--format", "", *extra)
 
 
 def pings(bed: tb.Testbed) -> set[str]:
@@ -107,10 +107,10 @@ def test_failing_workload_keep_going(testbed: tb.Testbed, tmp_path: Path) -> Non
     assert "2 trial(s) failed" in html and "invalid argument: &#39;100000&#39;" in html
 
 
-def test_sigint_mid_workload_restores_and_exits_130(testbed: tb.Testbed,
-                                                     tmp_path: Path) -> None:
+def test_sigint_mid_workload_restores_and_exits_130(testbed: tb.Testbed, tmp_path: Path,
+                                                    napilab_runs: NapilabRuns) -> None:
     before = knobs(testbed)
-    run = start_run(testbed, tmp_path, profile(tmp_path, 20))
+    run = start_run(napilab_runs, tmp_path, profile(tmp_path, 20))
     wait_for_workload(testbed)
     assert knobs(testbed) != before  # applied
     started = time.time()
@@ -139,9 +139,10 @@ def _comm(pid: str) -> str:
         return ""
 
 
-def test_sshd_killed_mid_trial_and_restarted(testbed: tb.Testbed, tmp_path: Path) -> None:
+def test_sshd_killed_mid_trial_and_restarted(testbed: tb.Testbed, tmp_path: Path,
+                                             napilab_runs: NapilabRuns) -> None:
     before = knobs(testbed)
-    run = start_run(testbed, tmp_path, profile(tmp_path, 6))
+    run = start_run(napilab_runs, tmp_path, profile(tmp_path, 6))
     wait_for_workload(testbed)
     for pid in _sshd_pids(testbed, "b"):  # the listener and the live session: a real drop
         os.kill(int(pid), signal.SIGKILL)
@@ -157,9 +158,10 @@ def test_sshd_killed_mid_trial_and_restarted(testbed: tb.Testbed, tmp_path: Path
     assert doc["status"] == "complete"
 
 
-def test_sigkill_then_restore_and_stale_lock(testbed: tb.Testbed, tmp_path: Path) -> None:
+def test_sigkill_then_restore_and_stale_lock(testbed: tb.Testbed, tmp_path: Path,
+                                             napilab_runs: NapilabRuns) -> None:
     before = knobs(testbed)
-    run = start_run(testbed, tmp_path, profile(tmp_path, 20))
+    run = start_run(napilab_runs, tmp_path, profile(tmp_path, 20))
     wait_for_workload(testbed)
     run.kill()
     run.communicate(timeout=30)
@@ -180,10 +182,11 @@ def test_sigkill_then_restore_and_stale_lock(testbed: tb.Testbed, tmp_path: Path
     wait_no_workload(testbed)
 
 
-def test_concurrent_run_is_refused(testbed: tb.Testbed, tmp_path: Path) -> None:
+def test_concurrent_run_is_refused(testbed: tb.Testbed, tmp_path: Path,
+                                   napilab_runs: NapilabRuns) -> None:
     wait_no_workload(testbed)
     before = knobs(testbed)
-    first = start_run(testbed, tmp_path, profile(tmp_path, 20))
+    first = start_run(napilab_runs, tmp_path, profile(tmp_path, 20))
     try:
         wait_for_workload(testbed)
         second = subprocess.run([NAPILAB, "run", str(profile(tmp_path, 1)), "-i",
@@ -208,7 +211,11 @@ def test_injection_in_names_is_refused(bad: str, tmp_path: Path) -> None:
     path.write_text(text)
     proc = subprocess.run([NAPILAB, "validate", str(path)], capture_output=True, text=True)
     assert proc.returncode == 2, proc.stderr
-    assert "is not a sysctl name" in proc.stderr
+    if "\\n" in bad:  # a newline is refused wherever it is, before the name is checked
+        assert "bad.yaml:8:14: setup.receiver.sysctl.net.core.busy\\npoll: the key " \
+            "'net.core.busy\\npoll' contains a control character" in proc.stderr
+    else:
+        assert "is not a sysctl name" in proc.stderr
 
 
 @pytest.mark.parametrize("value", ["1;reboot", "$(id)", "`id`", "'1'", "1 2", "1\\n2"])
@@ -223,5 +230,10 @@ def test_injection_in_values_is_refused(value: str, tmp_path: Path) -> None:
     proc = subprocess.run([NAPILAB, "validate", str(path)], capture_output=True, text=True)
     assert proc.returncode == 2, proc.stderr
     assert "setup.receiver.sysctl.net.core.busy_read" in proc.stderr
+    if "\\n" in value:  # refused as it is read, with its place, before any other check
+        assert "bad.yaml:9:41: setup.receiver.napi.data0;x.defer-hard-irqs: '1\\n2' " \
+            "contains a control character" in proc.stderr
+        assert "bad.yaml:10:18: setup.receiver.xps.data0: '1\\n2'" in proc.stderr
+        return
     assert "setup.receiver.napi.data0;x: 'data0;x' is not an interface name" in proc.stderr
     assert "setup.receiver.xps.data0.cpus:" in proc.stderr

@@ -27,6 +27,7 @@ def hostname_of(inventory: Path, host: str) -> str:
 
 def test_ansible_inventory_reaches_the_testbed(testbed: tb.Testbed, tmp_path: Path) -> None:
     state = testbed.state
+    a, b = (n.mgmt_address for n in testbed.nodes)
     inventory = tmp_path / "ansible.yaml"
     inventory.write_text(f"""\
 all:
@@ -37,8 +38,8 @@ all:
   children:
     lab:
       hosts:
-        sut: {{ansible_host: 198.51.100.6, ansible_port: 22, napilab_iface: data0}}
-        peer: {{ansible_host: 198.51.100.2}}
+        sut: {{ansible_host: {b}, ansible_port: 22, napilab_iface: data0}}
+        peer: {{ansible_host: {a}}}
 """)
     assert hostname_of(inventory, "sut") == "192.0.2.2/24"
     assert hostname_of(inventory, "peer") == "192.0.2.1/24"
@@ -46,10 +47,11 @@ all:
 
 def test_ssh_config_alias_and_proxyjump(testbed: tb.Testbed, tmp_path: Path) -> None:
     state = testbed.state
+    a, b = (n.mgmt_address for n in testbed.nodes)
     config = tmp_path / "ssh_config"
     config.write_text(f"""\
 Host lab-b
-  HostName 198.51.100.6
+  HostName {b}
   Port 22
   User root
   IdentityFile {state / 'id_ed25519'}
@@ -57,8 +59,8 @@ Host lab-b-via-a
   HostName 192.0.2.2
   User root
   IdentityFile {state / 'id_ed25519'}
-  ProxyJump root@198.51.100.2
-Host 198.51.100.2
+  ProxyJump root@{a}
+Host {a}
   IdentityFile {state / 'id_ed25519'}
 """)
     inventory = tmp_path / "inv.yaml"
@@ -76,20 +78,21 @@ hosts:
 def test_unknown_host_key_is_refused_unless_accept_new(testbed: tb.Testbed,
                                                         tmp_path: Path) -> None:
     state = testbed.state
+    b = testbed.nodes[1].mgmt_address
     empty = tmp_path / "known_hosts"
     empty.write_text("")
     inventory = tmp_path / "inv.yaml"
-    inventory.write_text(f"hosts:\n  b: {{address: 198.51.100.6, user: root, key: "
+    inventory.write_text(f"hosts:\n  b: {{address: {b}, user: root, key: "
                          f"{state / 'id_ed25519'}, known_hosts: {empty}}}\n")
     with pytest.raises(HostError, match="unknown host key"):
         hostname_of(inventory, "b")
     inventory.write_text(inventory.read_text().replace("known_hosts:",
                                                        "host_key_policy: accept-new, known_hosts:"))
     assert hostname_of(inventory, "b") == "192.0.2.2/24"
-    assert "198.51.100.6" in empty.read_text()  # recorded for next time
+    assert b in empty.read_text()  # recorded for next time
     # a changed key is refused even with accept-new
     other = (state / "a" / "ssh_host_ed25519_key.pub").read_text().split()
-    empty.write_text(f"198.51.100.6 {other[0]} {other[1]}\n")
+    empty.write_text(f"{b} {other[0]} {other[1]}\n")
     with pytest.raises(HostError, match="does not match known_hosts"):
         hostname_of(inventory, "b")
 

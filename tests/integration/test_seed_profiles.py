@@ -10,9 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
-
 from harness.hosts import testbed as tb
+from harness.store.store import load_samples
 
 ROOT = Path(__file__).resolve().parents[2]
 NAPILAB = str(Path(sys.executable).parent / "napilab")
@@ -44,7 +43,7 @@ repeat: 1
     assert "skb_defer_max" in status["defer-list"]["error"]
     assert "initial network namespace" in status["defer-list"]["error"]
 
-    samples = pd.read_parquet(run_dir / "samples.parquet")
+    samples = load_samples(run_dir)
     totals = samples[samples["cpu"].isna()].set_index(["variant", "source", "metric"])["value"]
     assert totals[("rps", "softnet_stat", "received_rps")] > 1000  # read on CPU 1
     assert totals[("norps", "softnet_stat", "received_rps")] < 100  # read on CPU 0

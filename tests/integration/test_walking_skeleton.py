@@ -9,10 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from harness.hosts import testbed as tb
+from harness.store.store import load_samples
 from tests.conftest import sysfs
 
 PROFILE = """\
@@ -74,7 +74,7 @@ def test_two_variant_run_restores_and_reports(testbed: tb.Testbed, tmp_path: Pat
     assert effective["data0/rx-0"][0] == "2" and int(effective["data0/rx-0"][1], 16) == 2
     assert manifest["host_facts"]["b"]["kernel_release"]
 
-    samples = pd.read_parquet(run_dir / "samples.parquet")
+    samples = load_samples(run_dir)
     assert list(samples.columns) == ["run_id", "trial", "variant", "rep", "role", "host",
                                      "source", "metric", "cpu", "value", "unit"]
     totals = samples[samples["cpu"].isna()].set_index(["variant", "source", "metric"])["value"]

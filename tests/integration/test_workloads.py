@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.hosts import testbed as tb
+from harness.store.store import load_samples
 from tests.integration.test_faults import wait_no_workload
 
 NAPILAB = str(Path(sys.executable).parent / "napilab")
@@ -59,7 +60,7 @@ def test_iperf3_sockperf_and_ping_between_namespaces(testbed: tb.Testbed,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     run_dir = next((tmp_path / "r" / "workloads").iterdir())
-    samples = pd.read_parquet(run_dir / "samples.parquet")
+    samples = load_samples(run_dir)
     totals = samples[samples["cpu"].isna()].set_index(["variant", "source", "metric",
                                                        "role"])["value"]
     assert totals[("iperf3", "iperf3", "throughput", "client")] > 1e8  # bits/s over veth

@@ -1,6 +1,7 @@
 """`napilab history`: the trend across stored runs of one profile, from one DuckDB query
-over their samples.parquet files, checked against the A/B table's medians of the same
-runs; runs without samples, half-written run directories and an older samples schema."""
+over their sample files (samples/<trial>.parquet, or one samples.parquet for runs of
+older napilab versions), checked against the A/B table's medians of the same runs; runs
+without samples, half-written run directories, an older samples layout and schema."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -77,12 +79,21 @@ def test_runs_without_samples_or_manifest(results: Path, tmp_path: Path) -> None
     (broken / "manifest.json").write_text("{")
     failed = neper_run(root, run_id="r3", reps=1, started=STARTED + 5 * DAY,
                        failed={1: "x", 2: "y", 3: "z"})
-    assert not (failed / "samples.parquet").exists() or \
-        pq.read_table(failed / "samples.parquet").num_rows == 0
+    assert not (failed / "samples").exists() and not (failed / "samples.parquet").exists()
     # An older napilab wrote no `unit` column: union_by_name reads it as null.
-    oldest = sorted((root / NAME).iterdir())[0] / "samples.parquet"
-    pq.write_table(pq.read_table(oldest).drop_columns(["unit"]), oldest)
+    oldest, second = sorted((root / NAME).iterdir())[:2]
+    pq.write_table(pq.read_table(oldest / "samples.parquet").drop_columns(["unit"]),
+                   oldest / "samples.parquet")
+    # A run stopped while its per-trial files were merged has both: each trial counts
+    # once, from its own file.
+    merged = pq.read_table(second / "samples.parquet")
+    (second / "samples").mkdir()
+    for trial in set(merged["trial"].to_pylist()):
+        pq.write_table(merged.filter(pc.equal(merged["trial"], trial)),
+                       second / "samples" / f"{trial:03d}.parquet")
     found = history(root, NAME)
+    assert found.values[(second.name, "neper.latency_p99", "sysctl-busypoll")][1] == 3
+    assert found.values[(oldest.name, "neper.latency_p99", "sysctl-busypoll")][1] == 3
     assert [r.run_id for r in found.runs] == ["r0", "r1", "r2", "r3"]
     text = history_text(found)
     assert re.search(r"  r3 +partial ", text)

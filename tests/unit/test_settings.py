@@ -111,10 +111,11 @@ def test_journal_replay() -> None:
     fake = host()
     settings = HostSettings(FakeTransport(fake), "r9")
     settings.apply(SETTINGS)
-    text = fake.files["/var/tmp/napilab/journal-r9-fake.json"]
-    replay = HostSettings.from_journal(FakeTransport(fake), text)
+    path = "/var/tmp/napilab/journal-r9-fake.json"
+    replay = HostSettings.from_journal(FakeTransport(fake), json.loads(fake.files[path]), path)
     assert len(replay.restore()) == 4
     assert fake.files[f"{NET}/gro_flush_timeout"] == "0\n"
+    assert path not in fake.files
 
 
 @pytest.mark.parametrize("text,expected", [("0-3,8", (0, 1, 2, 3, 8)), ("", ()),

@@ -1,0 +1,65 @@
+"""`--resume` on the same hosts: the second part of a run is comparable with the first
+only if the hosts are the same machines in the same state.
+
+The facts the manifest recorded when the run started are compared with the hosts as
+they are now. A different kernel, command line, CPU, NIC driver or firmware, or
+workload tool version refuses the resume (exit 2, nothing touched) unless
+`--allow-host-change`, which continues and records the difference as a confounder. A
+reboot alone (same kernel and tools, another boot_id) is recorded and reported, not
+refused: napilab applies every setting afresh in each trial.
+
+The record is additive to the manifest: `resume_host_changes` (one entry per resume
+that found a difference: `at`, `changed` {host: {fact: [before, now]}}, `rebooted`
+[hosts]) and the facts' names under `hosts_changed`, which reports show as a
+confounder.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from harness.engine.progress import Progress
+from harness.errors import InputError
+
+COMPARED = ("kernel_release", "kernel_version", "cmdline", "cpu_model", "nics",
+            "tool_versions")
+
+
+def differences(before: dict[str, Any], now: dict[str, Any]) -> dict[str, list[Any]]:
+    """Facts of one host that differ (only those the first part recorded)."""
+    return {key: [before.get(key), now.get(key)] for key in COMPARED
+            if key in before and before.get(key) != now.get(key)}
+
+
+def compare(manifest: dict[str, Any], facts: dict[str, dict[str, Any]], allow: bool,
+            progress: Progress) -> None:
+    recorded = manifest.get("host_facts") or {}
+    changed: dict[str, dict[str, list[Any]]] = {}
+    rebooted: list[str] = []
+    for host, now in facts.items():
+        before = recorded.get(host)
+        if not isinstance(before, dict):
+            changed[host] = {"host": [None, host]}
+            continue
+        diff = differences(before, now)
+        if diff:
+            changed[host] = diff
+        elif before.get("boot_id") and before.get("boot_id") != now.get("boot_id"):
+            rebooted.append(host)
+    if changed and not allow:
+        raise InputError(
+            "; ".join(f"{host}: {key} was {old!r} when the run started, is {new!r} now"
+                      for host, diff in changed.items() for key, (old, new) in diff.items()),
+            hint="results of the two parts would not be comparable: start a new run, or "
+            "--allow-host-change to continue and record the change as a confounder")
+    if not changed and not rebooted:
+        return
+    manifest.setdefault("resume_host_changes", []).append(
+        {"at": time.time(), "changed": changed, "rebooted": rebooted})
+    flagged = manifest.setdefault("hosts_changed", {})
+    for host in [*changed, *rebooted]:
+        names = list(changed.get(host, {})) or ["boot_id"]
+        flagged[host] = sorted({*flagged.get(host, []), *names})
+        progress.note(f"host {host} is not as it was when the run started "
+                      f"({', '.join(names)}): recorded as a confounder")

@@ -1,0 +1,361 @@
+"""Faults around a run on the real SSH testbed (issue 14 items 7, 8, 10, 12, 13, 15):
+a command interrupted on the persistent shell, a host unreachable at the end (its
+management link down), secrets in a workload's env, a full results disk (a small
+tmpfs), a resume on a host that changed, and the suite beside a `napilab testbed`.
+Each test names the fault, the end state of every knob and lock and the exit code, and
+undoes what it did (link up, tmpfs unmounted, runs stopped) even when it fails."""
+
+from __future__ import annotations
+
+import _thread
+import json
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.hosts import testbed as tb
+from harness.profile.inventory import load_inventory
+from harness.transport.ssh import SSHTransport
+from tests.conftest import NAPILAB, TESTBED_PREFIX, NapilabRuns, sysfs
+
+PROFILE = """\
+name: shared
+hosts:
+  sender: {host: b}
+  receiver: {host: a}
+setup:
+  receiver:
+    netdev: {data0: {gro_flush_timeout: 30000, napi_defer_hard_irqs: 3}}
+  sender:
+    netdev: {data0: {gro_flush_timeout: 40000}}
+workload:
+  tool: ping
+  duration: DURATION
+  client: {role: sender}
+  server: {role: receiver}
+repeat: REPEAT
+"""
+KNOBS = ("gro_flush_timeout", "napi_defer_hard_irqs")
+
+
+def knobs(bed: tb.Testbed) -> dict[str, dict[str, str]]:
+    return {node: {k: sysfs(bed, node, k) for k in KNOBS} for node in ("a", "b")}
+
+
+def profile(tmp_path: Path, duration: float = 2, repeat: int = 1) -> Path:
+    path = tmp_path / "shared.yaml"
+    path.write_text(PROFILE.replace("DURATION", str(duration)).replace("REPEAT", str(repeat)))
+    return path
+
+
+def napilab(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([NAPILAB, *args], capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
+def var_tmp(bed: tb.Testbed) -> list[str]:
+    """napilab's files on the testbed hosts (one /var/tmp for both namespaces)."""
+    found = Path("/var/tmp/napilab")
+    return sorted(p.name for p in found.iterdir()) if found.exists() else []
+
+
+def manifest_of(results: Path) -> tuple[Path, dict[str, object]]:
+    run_dir = next(p for p in (results / "shared").iterdir() if not p.name.startswith("."))
+    return run_dir, json.loads((run_dir / "manifest.json").read_text())
+
+
+def wait_trial(results: Path, trial: int, run: subprocess.Popen[str]) -> Path:
+    deadline = time.time() + 120
+    while time.time() < deadline and run.poll() is None:
+        for path in (results / "shared").glob("[!.]*/manifest.json"):
+            trials = json.loads(path.read_text()).get("trials") or []
+            if len(trials) >= trial and trials[trial - 1]["status"] == "running":
+                return path.parent
+        time.sleep(0.05)
+    raise AssertionError(f"trial {trial} never ran: {run.poll()}")
+
+
+def pings(bed: tb.Testbed, node: str) -> bool:
+    pids = subprocess.run(["ip", "netns", "pids", f"{bed.prefix}-{node}"],
+                          capture_output=True, text=True, check=False).stdout.split()
+    for pid in pids:
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "ping":
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def wait_ping(bed: tb.Testbed, node: str, timeout: float = 60) -> None:
+    deadline = time.time() + timeout
+    while not pings(bed, node):
+        assert time.time() < deadline, "the workload never started"
+        time.sleep(0.05)
+
+
+# -- item 7 ------------------------------------------------------------------------------
+
+
+def test_interrupted_command_retires_the_persistent_shell(testbed: tb.Testbed) -> None:
+    """Fault: KeyboardInterrupt while a command runs on the host's persistent shell.
+    Expected: the next command reads its own output only (napilab 0.1 read the
+    interrupted command's output as the next one's), on a fresh shell. No knob or lock
+    is involved; in `napilab run` the interrupt ends in a restore and exit 130
+    (tests/integration/test_faults.py)."""
+    transport = SSHTransport(load_inventory(testbed.inventory_path).hosts["b"])
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    try:
+        transport.run(["true"])
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            transport.run(["sh", "-c", "sleep 2; echo first"], timeout=30)
+        assert transport.run(["echo", "second"]).stdout == "second\n"
+        time.sleep(2)  # the interrupted command ends on the host meanwhile
+        assert transport.run(["echo", "third"]).stdout == "third\n"
+    finally:
+        timer.cancel()
+        transport.close()
+
+
+# -- item 8 ------------------------------------------------------------------------------
+
+
+def test_host_unreachable_at_the_end(testbed: tb.Testbed, tmp_path: Path,
+                                     napilab_runs: NapilabRuns) -> None:
+    """Fault: host a's management link goes down during the workload and stays down.
+    Expected: exit 1 with the `napilab restore` hint; b restored and unlocked; a keeps
+    its changed knobs, its journal and its lock (named on stderr); the report is written.
+    Once the link is back, `napilab restore` restores a and clears its lock (exit 0)."""
+    before = knobs(testbed)
+    node = testbed.nodes[0]
+    results = tmp_path / "results"
+    run = napilab_runs.start("run", str(profile(tmp_path, duration=4)), "-i",
+                             str(testbed.inventory_path), "-o", str(results))
+    try:
+        wait_ping(testbed, "b")
+        subprocess.run(["ip", "link", "set", node.mgmt_root, "down"], check=True)
+        _, err = run.communicate(timeout=300)
+    finally:
+        subprocess.run(["ip", "link", "set", node.mgmt_root, "up"], check=True)
+    assert run.returncode == 1, err
+    assert "restore incomplete" in err and "napilab restore" in err
+    assert "a: lock kept (cannot reach the host" in err
+    now = knobs(testbed)
+    assert now["b"] == before["b"] and now["a"] != before["a"]
+    left = var_tmp(testbed)
+    assert [n for n in left if n.startswith("lock-")] and \
+        [n for n in left if n.startswith("journal-") and n.endswith("-a.json")]
+    run_dir, manifest = manifest_of(results)
+    assert manifest["status"] == "failed"
+    assert (run_dir / "report.html").exists()
+    time.sleep(1)  # the link is up: routes back
+    restore = napilab("restore", "-i", str(testbed.inventory_path), timeout=120)
+    assert restore.returncode == 0, restore.stdout + restore.stderr
+    assert "a: restored 2 setting(s)" in restore.stdout and "removed the stale lock" in \
+        restore.stdout
+    assert knobs(testbed) == before and var_tmp(testbed) == []
+
+
+# -- item 10 -----------------------------------------------------------------------------
+
+SECRET = "s3cr3t-TOKEN-4242"
+SECRETS = """\
+name: secrets
+hosts: {sender: {host: b}}
+workload:
+  tool: command
+  client:
+    role: sender
+    env: {API_TOKEN: SECRET, EF_POLL_USEC: 100000}
+    show_env: [EF_POLL_USEC]
+    args:
+      argv: [sh, -c, 'echo token_length=${#API_TOKEN} poll=$EF_POLL_USEC']
+      metrics:
+        token_length: {regex: 'token_length=(\\d+)', unit: count}
+        poll: {regex: 'poll=(\\d+)', unit: us}
+  duration: 1
+repeat: 1
+"""
+
+
+def test_env_values_are_secrets_unless_shown(testbed: tb.Testbed, tmp_path: Path) -> None:
+    """Fault: a token in a workload's env. Expected: the command gets it (it measures
+    its length), and neither the run directory (manifest, raw records, every report
+    format), `napilab plan` nor a published site holds it; EF_POLL_USEC, listed in
+    show_env, is shown. Exit 0 throughout."""
+    prof = tmp_path / "secrets.yaml"
+    prof.write_text(SECRETS.replace("SECRET", SECRET))
+    results = tmp_path / "results"
+    run = napilab("run", str(prof), "-i", str(testbed.inventory_path), "-o", str(results),
+                  "--format", "html,md,json,junit,text")
+    assert run.returncode == 0, run.stderr
+    plan = napilab("plan", str(prof), "-i", str(testbed.inventory_path))
+    plan_json = napilab("plan", str(prof), "-i", str(testbed.inventory_path), "--json")
+    site = napilab("publish", str(results), str(tmp_path / "site"), "--raw", "copy")
+    for proc in (plan, plan_json, site):
+        assert proc.returncode == 0, proc.stderr
+        assert SECRET not in proc.stdout + proc.stderr
+    assert "'API_TOKEN=<redacted>'" in plan.stdout and "EF_POLL_USEC=100000" in plan.stdout
+    run_dir = next((results / "secrets").iterdir())
+    files = [p for p in (*run_dir.rglob("*"), *(tmp_path / "site").rglob("*")) if p.is_file()]
+    assert len(files) > 10
+    assert [p for p in files if SECRET.encode() in p.read_bytes()] == []
+    samples = subprocess.run([NAPILAB, "report", str(run_dir), "--format", "text"],
+                             capture_output=True, text=True, check=True).stdout
+    assert SECRET not in samples
+    record = json.loads((run_dir / "raw" / "001" / "b" / "client.json").read_text())
+    assert "API_TOKEN=<redacted>" in record["argv"] and "EF_POLL_USEC=100000" in record["argv"]
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    env = manifest["profile"]["document"]["workload"]["client"]["env"]
+    assert env == {"API_TOKEN": "<redacted>", "EF_POLL_USEC": 100000}
+    from harness.store.store import load_samples
+
+    values = load_samples(run_dir).set_index("metric")["value"]
+    assert values["token_length"] == len(SECRET) and values["poll"] == 100000
+
+
+# -- item 12 -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MiB tmpfs for the results, unmounted at teardown."""
+    mount = tmp_path / "results"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0755", "napilab-test",
+                    str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        if subprocess.run(["umount", str(mount)], check=False).returncode:
+            subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def fill(mount: Path) -> Path:
+    """Fill the file system to the last byte; the file to delete to free it."""
+    filler = mount / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        size = 65536
+        while size:
+            try:
+                os.write(fd, b"\0" * size)
+            except OSError:
+                size //= 2
+    finally:
+        os.close(fd)
+    return filler
+
+
+def test_full_results_disk_is_an_error_and_resume_continues(
+        testbed: tb.Testbed, tmp_path: Path, small_disk: Path,
+        napilab_runs: NapilabRuns) -> None:
+    """Fault: the results file system fills up while trial 2 of 3 runs. Expected: exit 1
+    with one error naming the file and the --resume hint, no traceback; every knob
+    restored, no lock or journal left; manifest `failed` with trial 2 failed (its
+    error names the file); the report that cannot be written is said, with `napilab
+    report RUN`. Once space is freed, --resume runs trials 2-3 (exit 0) and the report
+    is written."""
+    before = knobs(testbed)
+    prof = profile(tmp_path, duration=2, repeat=3)
+    args = ("run", str(prof), "-i", str(testbed.inventory_path), "-o", str(small_disk))
+    run = napilab_runs.start(*args)
+    run_dir = wait_trial(small_disk, 2, run)
+    wait_ping(testbed, "b")
+    filler = fill(small_disk)
+    _, err = run.communicate(timeout=120)
+    assert run.returncode == 1, err
+    assert "Traceback" not in err
+    error = next(line for line in err.splitlines() if line.startswith("napilab: error:"))
+    assert f"cannot write {run_dir}/" in error and "No space left on device" in error
+    assert "--resume" in err
+    assert "the report could not be written" in err and f"napilab report {run_dir}" in err
+    assert knobs(testbed) == before and var_tmp(testbed) == []
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "failed"
+    trials = manifest["trials"]
+    assert [t["status"] for t in trials] == ["ok", "failed", "pending"]
+    assert "No space left on device" in trials[1]["error"]
+    filler.unlink()
+    resumed = napilab(*args, "--resume", str(run_dir))
+    assert resumed.returncode == 0, resumed.stderr
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "complete"
+    assert [t["status"] for t in manifest["trials"]] == ["ok"] * 3
+    assert (run_dir / "report.html").exists() and (run_dir / "samples.parquet").exists()
+    assert not (run_dir / "samples").exists() and not (run_dir / ".reserve").exists()
+    assert knobs(testbed) == before and var_tmp(testbed) == []
+
+
+# -- item 13 -----------------------------------------------------------------------------
+
+
+def test_resume_on_a_changed_host_is_refused_or_recorded(testbed: tb.Testbed, tmp_path: Path,
+                                                        napilab_runs: NapilabRuns) -> None:
+    """Fault: the first part of a run was measured on another kernel of host b (the
+    manifest's facts say 6.1.0-old). Expected: --resume refused, exit 2, naming the
+    host and fact, nothing touched (manifest and knobs as they were);
+    --allow-host-change continues (exit 0) and records it as a confounder the report
+    shows."""
+    before = knobs(testbed)
+    prof = profile(tmp_path, duration=3, repeat=2)
+    results = tmp_path / "results"
+    args = ("run", str(prof), "-i", str(testbed.inventory_path), "-o", str(results),
+            "--format", "json")
+    run = napilab_runs.start(*args)
+    run_dir = wait_trial(results, 2, run)
+    wait_ping(testbed, "b")
+    run.send_signal(2)
+    assert run.wait(timeout=60) == 130
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["host_facts"]["b"]["tool_versions"]["ping"].startswith("ping from iputils")
+    manifest["host_facts"]["b"]["kernel_release"] = "6.1.0-old"
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    stored = (run_dir / "manifest.json").read_bytes()
+    refused = napilab(*args, "--resume", str(run_dir))
+    assert refused.returncode == 2, refused.stderr
+    assert "b: kernel_release was '6.1.0-old' when the run started" in refused.stderr
+    assert "--allow-host-change" in refused.stderr
+    assert (run_dir / "manifest.json").read_bytes() == stored
+    assert knobs(testbed) == before and var_tmp(testbed) == []
+    allowed = napilab(*args, "--resume", str(run_dir), "--allow-host-change")
+    assert allowed.returncode == 0, allowed.stderr
+    assert "host b is not as it was when the run started (kernel_release)" in allowed.stderr
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["hosts_changed"] == {
+        "b": ["kernel_release"]}
+    change = manifest["resume_host_changes"][0]
+    assert change["changed"]["b"]["kernel_release"][0] == "6.1.0-old"
+    report = json.loads((run_dir / "report.json").read_text())
+    assert any(c.startswith("host b changed during the run (kernel_release")
+               for c in report["confounders"]), report["confounders"]
+    assert knobs(testbed) == before
+
+
+# -- item 15 -----------------------------------------------------------------------------
+
+
+def test_suite_runs_beside_a_napilab_testbed(testbed: tb.Testbed, tmp_path: Path) -> None:
+    """Fault: someone's `napilab testbed up` (198.51.100.0/29) while the suite runs.
+    Expected: the suite's testbed (its own /29) works beside it: a run there exits 0.
+    The other testbed is brought up and down by this test, never one that was there."""
+    theirs = tb.Testbed()
+    if theirs.exists():
+        pytest.skip("a `napilab testbed` is up: the suite is running beside it already")
+    assert testbed.prefix == TESTBED_PREFIX and testbed.network != theirs.network
+    try:
+        theirs.up(ssh=False)
+        assert theirs.addresses_in_use() is not None and testbed.addresses_in_use() is not None
+        run = napilab("run", str(profile(tmp_path, duration=1)), "-i",
+                      str(testbed.inventory_path), "-o", str(tmp_path / "results"),
+                      "--format", "")
+        assert run.returncode == 0, run.stderr
+    finally:
+        theirs.down()
+    assert not theirs.exists()
