@@ -100,11 +100,12 @@ def test_unknown_host_key_is_refused_unless_accept_new(testbed: tb.Testbed,
 def test_ini_inventory_with_host_vars_reaches_the_testbed(testbed: tb.Testbed,
                                                           tmp_path: Path) -> None:
     state = testbed.state
+    a, b = (n.mgmt_address for n in testbed.nodes)
     inventory = tmp_path / "hosts"
     inventory.write_text(f"""\
 [lab]
-sut ansible_host=198.51.100.6
-peer ansible_host=198.51.100.2
+sut ansible_host={b}
+peer ansible_host={a}
 
 [lab:vars]
 ansible_user=root
@@ -133,22 +134,23 @@ def test_proxyjump_chain_and_proxycommand(testbed: tb.Testbed, tmp_path: Path) -
     only from inside the namespaces) and a ProxyCommand running OpenSSH's `ssh -W`
     through b (its own config and known hosts only: -F /dev/null)."""
     state = testbed.state
+    b = testbed.nodes[1].mgmt_address
     key, known = state / "id_ed25519", state / "known_hosts"
     proxy = (f"ssh -F /dev/null -o BatchMode=yes -o StrictHostKeyChecking=yes "
-             f"-o UserKnownHostsFile={known} -i {key} -W %h:%p root@198.51.100.6")
+             f"-o UserKnownHostsFile={known} -i {key} -W %h:%p root@{b}")
     config = tmp_path / "ssh_config"
     config.write_text(f"""\
 Host chained
   HostName 192.0.2.2
   User root
   IdentityFile {key}
-  ProxyJump root@198.51.100.6,root@192.0.2.1
+  ProxyJump root@{b},root@192.0.2.1
 Host proxied
   HostName 192.0.2.1
   User root
   IdentityFile {key}
   ProxyCommand {proxy}
-Host 198.51.100.6 192.0.2.1
+Host {b} 192.0.2.1
   IdentityFile {key}
 """)
     inventory = tmp_path / "inv.yaml"

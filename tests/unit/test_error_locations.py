@@ -39,27 +39,23 @@ def _seed(tmp_path: Path, old: str, new: str) -> tuple[Path, str]:
     return path, text
 
 
-def test_base_cpus_beyond_the_host_once_at_the_value(tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    """The issue's case: two variants share the base's `cpus: "3-20"`."""
-    path, text = _seed(tmp_path, 'cpus: "3-10"', 'cpus: "3-20"')
+@pytest.mark.parametrize("old,new,value,key_path", [
+    # the issue's case: two variants share the base's `cpus: "3-20"`: one error
+    ('cpus: "3-10"', 'cpus: "3-20"', '"3-20"', "workload.client.cpus"),
+    # a variant's own cpus keep its name
+    ("    setup:\n      sut:\n        napi:",
+     '    workload: {client: {cpus: "4-17"}}\n    setup:\n      sut:\n        napi:',
+     '"4-17"', "variants.threaded-busypoll.workload.client.cpus"),
+])
+def test_cpus_beyond_the_host_once_at_the_value(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str], old: str,
+                                                new: str, value: str, key_path: str) -> None:
+    path, text = _seed(tmp_path, old, new)
     found = _errors(capsys, "validate", str(path), "-i", str(EXAMPLE_INVENTORY))
-    line = _line_of(text, 'cpus: "3-20"')
-    column = text.splitlines()[line - 1].index('"3-20"') + 1
-    assert found == [f"{path}:{line}:{column}: workload.client.cpus: CPU 16 does not exist on sut, "
+    line = _line_of(text, value)
+    column = text.splitlines()[line - 1].index(value) + 1
+    assert found == [f"{path}:{line}:{column}: {key_path}: CPU 16 does not exist on sut, "
                      "which has 16 CPUs (0-15)"]
-
-
-def test_cpus_a_variant_wrote_keep_its_prefix(tmp_path: Path,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
-    path, text = _seed(tmp_path, '    setup:\n      sut:\n        napi:',
-                       '    workload: {client: {cpus: "4-17"}}\n    setup:\n      sut:\n'
-                       '        napi:')
-    found = _errors(capsys, "validate", str(path), "-i", str(EXAMPLE_INVENTORY))
-    line = _line_of(text, '"4-17"')
-    column = text.splitlines()[line - 1].index('"4-17"') + 1
-    assert found == [f"{path}:{line}:{column}: variants.threaded-busypoll.workload.client.cpus: "
-                     "CPU 16 does not exist on sut, which has 16 CPUs (0-15)"]
 
 
 def test_setup_cpus_in_a_variant_at_the_value(tmp_path: Path,
