@@ -147,7 +147,8 @@ def _print_plan(profile: str, inventory: str, transport: str | None, as_json: bo
 @run_options
 @click.option("--keep-going", is_flag=True, help="Record a failed trial and continue (exit 4).")
 @click.option("--format", "formats", default="html", show_default=True,
-              type=FormatList(REPORT_FORMATS), help="Reports to write after the run.")
+              type=FormatList(REPORT_FORMATS, allow_empty=True),
+              help="Reports to write after the run ('' for none).")
 @click.option("--break-lock", is_flag=True,
               help="Take the hosts even if another run's lock is on them.")
 @click.option("--resume", "resume", type=click.Path(file_okay=False, exists=True),

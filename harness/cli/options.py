@@ -27,12 +27,14 @@ class SuggestingChoice(click.Choice[str]):
 
 
 class FormatList(click.ParamType[list[str]]):
-    """A comma-separated list of formats (`html,text`), each one of `choices`."""
+    """A comma-separated list of formats (`html,text`), each one of `choices`;
+    `allow_empty`: `''` is none at all."""
 
     name = "formats"
 
-    def __init__(self, choices: Sequence[str]) -> None:
+    def __init__(self, choices: Sequence[str], *, allow_empty: bool = False) -> None:
         self.choices = tuple(choices)
+        self.allow_empty = allow_empty
 
     def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
         return "[" + "|".join(self.choices) + "][,...]"
@@ -43,7 +45,7 @@ class FormatList(click.ParamType[list[str]]):
             return value
         chosen = [f.strip() for f in str(value).split(",") if f.strip()]
         bad = [f for f in chosen if f not in self.choices]
-        if bad or not chosen:
+        if bad or not (chosen or self.allow_empty):
             hint = suggest(bad[0], self.choices) if bad else ""
             self.fail(f"{','.join(bad) or repr(value)}: expected one or more of "
                       f"{', '.join(self.choices)}, comma-separated{hint}", param, ctx)

@@ -121,3 +121,12 @@ def test_shell_completion_answers() -> None:
     assert complete("napilab parse softn") == ["softnet_stat"]
     readme = (ROOT / "README.md").read_text()
     assert 'eval "$(_NAPILAB_COMPLETE=bash_source napilab)"' in readme
+
+
+def test_run_takes_no_formats_report_needs_one() -> None:
+    """`run --format ''` writes no report (the fault tests use it); `report` needs one."""
+    from harness.cli.options import FormatList
+
+    assert FormatList(("html", "text"), allow_empty=True).convert("", None, None) == []
+    with pytest.raises(click.exceptions.BadParameter):
+        FormatList(("html", "text")).convert("", None, None)
