@@ -89,3 +89,12 @@ def render(reports: list[dict[str, Any]]) -> str:
 
 def as_json(reports: list[dict[str, Any]]) -> str:
     return json.dumps(reports, indent=1)
+
+
+def route_iface(transport: Transport, address: str) -> str | None:
+    """The interface this host sends to `address` through (`ip route get`), or None."""
+    result = transport.run(["ip", "-o", "route", "get", "--", address], check=False)
+    words = result.stdout.split()
+    if result.exit_code != 0 or "dev" not in words[:-1]:
+        return None
+    return words[words.index("dev") + 1]

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from harness.errors import Written
 from harness.profile import cpus
 
 _IFACE = re.compile(r"[A-Za-z0-9_.:@-]{1,15}")
 _SYSCTL = re.compile(r"[a-z0-9_]+(\.[A-Za-z0-9_-]+)+")
 _QUEUE = re.compile(r"(rx|tx)-\d{1,4}")
+SYSCTL_WORD = re.compile(r"[A-Za-z0-9_.:,/+-]{1,256}")
 U32_MAX = 2**32 - 1
 S32_MAX = 2**31 - 1
 U64_MAX = 2**64 - 1
@@ -40,6 +42,7 @@ class Setting:
     kind: str
     target: str
     value: str
+    at: Written | None = field(default=None, compare=False, repr=False)  # the value's key
 
     def describe(self) -> str:
         return f"{self.kind} {self.target} = {self.value}"
@@ -63,8 +66,16 @@ def check_queue(name: str) -> str:
     return name
 
 
-def integer(low: int, high: int) -> Callable[[object], str]:
-    def convert(value: object) -> str:
+@dataclass(frozen=True)
+class IntegerRange:
+    """A value converter for integers low..high (YAML integers or digit strings); its
+    bounds also go into the JSON Schema (harness.profile.json_schema)."""
+
+    low: int
+    high: int
+
+    def __call__(self, value: object) -> str:
+        low, high = self.low, self.high
         if isinstance(value, bool) or not isinstance(value, int | str):
             raise KnobValueError(f"expected an integer {low}..{high}, got {value!r}")
         try:
@@ -75,30 +86,36 @@ def integer(low: int, high: int) -> Callable[[object], str]:
             raise KnobValueError(f"{number} is out of range {low}..{high}")
         return str(number)
 
-    return convert
+
+def integer(low: int, high: int) -> Callable[[object], str]:
+    return IntegerRange(low, high)
+
+
+# Spellings of the two `threaded` knobs, matched lower-cased (YAML true reads "true").
+SYSFS_THREADED = {"0": "0", "1": "1", "disabled": "0", "enabled": "1", "false": "0",
+                  "true": "1"}
+NAPI_THREADED = {"0": "disabled", "1": "enabled", "2": "busy-poll", "disabled": "disabled",
+                 "enabled": "enabled", "busy-poll": "busy-poll", "false": "disabled",
+                 "true": "enabled"}
 
 
 def _threaded_sysfs(value: object) -> str:
     """sysfs `threaded` takes only 0/1; busy-poll exists only through netlink napi-set."""
-    table = {"0": "0", "1": "1", "disabled": "0", "enabled": "1", "false": "0", "true": "1"}
     key = str(value).lower()
     if key == "busy-poll":
         raise KnobValueError("threaded busy-poll is set per NAPI through netlink: use "
                              "`napi: {IFACE: {threaded: busy-poll}}`; sysfs takes only 0/1")
-    if key not in table:
+    if key not in SYSFS_THREADED:
         raise KnobValueError(f"expected one of 0, 1, disabled, enabled, got {value!r}")
-    return table[key]
+    return SYSFS_THREADED[key]
 
 
 def napi_threaded(value: object) -> str:
     """netlink napi-set `threaded`: the napi-threaded enum (busy-poll since after 6.18)."""
-    table = {"0": "disabled", "1": "enabled", "2": "busy-poll", "disabled": "disabled",
-             "enabled": "enabled", "busy-poll": "busy-poll", "false": "disabled",
-             "true": "enabled"}
     key = str(value).lower()
-    if key not in table:
+    if key not in NAPI_THREADED:
         raise KnobValueError(f"expected one of disabled, enabled, busy-poll, got {value!r}")
-    return table[key]
+    return NAPI_THREADED[key]
 
 
 def cpu_list(value: object) -> str:
@@ -123,7 +140,7 @@ def sysctl_value(value: object) -> str:
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise KnobValueError(f"expected an integer, a word or a list, got {value!r}")
     text = str(value)
-    if not re.fullmatch(r"[A-Za-z0-9_.:,/+-]{1,256}", text):
+    if not SYSCTL_WORD.fullmatch(text):
         raise KnobValueError(f"{text!r}: a sysctl value is an integer or a word of letters, "
                              "digits and . : , / + - _ (use a list for several values)")
     return text

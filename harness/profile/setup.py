@@ -12,7 +12,9 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from harness.errors import Written
 from harness.profile import knobs
+from harness.profile.matrix import unresolved
 from harness.profile.schema import Checker, join, suggest
 from harness.profile.sections import PLACEHOLDER
 from harness.profile.yamlsrc import Node
@@ -27,6 +29,12 @@ NAPI_ATTRS: dict[str, Any] = {
 }
 ETHTOOL_GROUPS = ("coalesce", "channels", "features")
 POLICIES = ("fifo", "rr", "other", "batch", "idle")
+QUEUE_KEYS = {"rps": ("cpus", "queues", "flow_cnt"), "xps": ("cpus", "queues")}
+IRQ_AFFINITY_KEYS = ("cpus", "match")
+NAPI_THREAD_KEYS = ("cpus", "policy", "priority")
+CPUFREQ_KEYS = ("cpus", "governor")
+IRQBALANCE = ("stopped", "running")
+RPS_FLOW_CNT = knobs.integer(0, 2**31)
 _ETHTOOL_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 _GOVERNOR = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
@@ -62,8 +70,14 @@ def _value(check: Checker, node: Node, key: str, path: str,
     try:
         return str(convert(node[key]))
     except knobs.KnobValueError as exc:
-        check.error(node.where(key), join(path, key), str(exc))
+        if not unresolved(node[key]):
+            check.error(node.where(key), _at(node, key, path).key_path, str(exc))
         return None
+
+
+def _at(node: Node, key: str, path: str) -> Written:
+    """Where node[key] was written; a short form (`rps: {eth0: "1"}`) is its own key."""
+    return Written(node.where(key), join(path, key) if key in node.key_locations else path)
 
 
 def _iface(check: Checker, node: Node, key: str, path: str) -> bool:
@@ -127,7 +141,7 @@ def _queues_kind(kind: str) -> Any:
 
     def parse(check: Checker, node: Node, path: str, role: str) -> list[knobs.Setting]:
         out = []
-        allowed = ("cpus", "queues", "flow_cnt") if kind == "rps" else ("cpus", "queues")
+        allowed = QUEUE_KEYS[kind]
         for iface, spec, ipath in _interfaces(check, node, path, short=True):
             check.keys(spec, ipath, allowed)
             queues = check.string_list(spec, "queues", ipath) or [
@@ -142,9 +156,10 @@ def _queues_kind(kind: str) -> Any:
             if "cpus" in spec:
                 value = _value(check, spec, "cpus", ipath, knobs.cpu_list)
                 if value is not None:
-                    out += [knobs.Setting(role, kind, f"{iface}/{q}", value) for q in queues]
+                    out += [knobs.Setting(role, kind, f"{iface}/{q}", value,
+                                          _at(spec, "cpus", ipath)) for q in queues]
             if "flow_cnt" in spec:
-                value = _value(check, spec, "flow_cnt", ipath, knobs.integer(0, 2**31))
+                value = _value(check, spec, "flow_cnt", ipath, RPS_FLOW_CNT)
                 if value is not None:
                     out += [knobs.Setting(role, "rps_flow_cnt", f"{iface}/{q}", value)
                             for q in queues]
@@ -212,7 +227,7 @@ def _irq_affinity(check: Checker, node: Node, path: str, role: str) -> list[knob
     every IRQ of the interface (or those whose /proc/interrupts name matches)."""
     out = []
     for iface, spec, ipath in _interfaces(check, node, path, short=True):
-        check.keys(spec, ipath, ("cpus", "match"), required=("cpus",))
+        check.keys(spec, ipath, IRQ_AFFINITY_KEYS, required=("cpus",))
         match = check.get(spec, "match", ipath, str)
         if match is not None:
             try:
@@ -222,10 +237,12 @@ def _irq_affinity(check: Checker, node: Node, path: str, role: str) -> list[knob
                 match = None
         value = _value(check, spec, "cpus", ipath, knobs.cpu_list) if "cpus" in spec else None
         if value == "":
-            check.error(spec.where("cpus"), join(ipath, "cpus"), "an IRQ needs at least one CPU")
+            check.error(spec.where("cpus"), _at(spec, "cpus", ipath).key_path,
+                        "an IRQ needs at least one CPU")
         elif value is not None:
             target = f"{iface}/{match}" if match else iface
-            out.append(knobs.Setting(role, "irq_affinity", target, value))
+            out.append(knobs.Setting(role, "irq_affinity", target, value,
+                                     _at(spec, "cpus", ipath)))
     return out
 
 
@@ -234,19 +251,23 @@ def _napi_threads(check: Checker, node: Node, path: str, role: str) -> list[knob
     interface's napi/IFACE-ID kthreads; `backlog:` for backlog_napi/N threads."""
     out = []
     for owner, spec, opath in _interfaces(check, node, path, also=("backlog",)):
-        check.keys(spec, opath, ("cpus", "policy", "priority"))
+        check.keys(spec, opath, NAPI_THREAD_KEYS)
         if "cpus" in spec:
             value = _value(check, spec, "cpus", opath, knobs.cpu_list)
             if value:
-                out.append(knobs.Setting(role, "napi_threads", f"{owner}/cpus", value))
+                out.append(knobs.Setting(role, "napi_threads", f"{owner}/cpus", value,
+                                         _at(spec, "cpus", opath)))
         policy = check.choice(spec, "policy", opath, POLICIES)
+        if "policy" in spec and policy is None:
+            continue  # a misspelt policy is one error: its priority cannot be judged
+        if "priority" in spec and policy is None:
+            check.error(spec.where("priority"), join(opath, "priority"),
+                        "a priority needs a policy (fifo or rr)")
+            continue
         realtime = policy in ("fifo", "rr")
         priority = check.number(spec, "priority", opath, integer=True,
                                 minimum=1 if realtime else 0, maximum=99 if realtime else 0,
                                 default=50 if realtime else 0)
-        if "priority" in spec and policy is None:
-            check.error(spec.where("priority"), join(opath, "priority"),
-                        "a priority needs a policy (fifo or rr)")
         if policy is not None and priority is not None:
             out.append(knobs.Setting(role, "napi_threads", f"{owner}/policy",
                                      f"{policy}:{priority}"))
@@ -255,7 +276,7 @@ def _napi_threads(check: Checker, node: Node, path: str, role: str) -> list[knob
 
 def _irqbalance(check: Checker, value: Any, where: Any, path: str,
                 role: str) -> list[knobs.Setting]:
-    if value not in ("stopped", "running"):
+    if value not in IRQBALANCE:
         check.error(where, path, f"expected stopped or running, got {value!r}")
         return []
     return [knobs.Setting(role, "irqbalance", "irqbalance", str(value))]
@@ -263,7 +284,7 @@ def _irqbalance(check: Checker, value: Any, where: Any, path: str,
 
 def _cpufreq(check: Checker, node: Node, path: str, role: str) -> list[knobs.Setting]:
     """`cpufreq: {cpus: "0-3", governor: performance}` (scaling_governor per CPU)."""
-    check.keys(node, path, ("cpus", "governor"), required=("cpus", "governor"))
+    check.keys(node, path, CPUFREQ_KEYS, required=CPUFREQ_KEYS)
     cpu_list = _value(check, node, "cpus", path, knobs.cpu_list) if "cpus" in node else None
     governor = check.get(node, "governor", path, str)
     if governor is not None and not _GOVERNOR.fullmatch(governor):
@@ -271,7 +292,7 @@ def _cpufreq(check: Checker, node: Node, path: str, role: str) -> list[knobs.Set
         governor = None
     if not cpu_list or governor is None:
         return []
-    return [knobs.Setting(role, "cpufreq", cpu_list, governor)]
+    return [knobs.Setting(role, "cpufreq", cpu_list, governor, _at(node, "cpus", path))]
 
 
 _KIND_PARSERS = {"sysctl": _sysctl, "netdev": _netdev, "napi": _napi, "ethtool": _ethtool,
