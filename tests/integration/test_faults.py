@@ -59,9 +59,11 @@ def start_run(runs: NapilabRuns, tmp_path: Path, prof: Path,
 
 
 def pings(bed: tb.Testbed) -> set[str]:
+    """The ping floods in namespace a. Not `ping -V`: the run asks every host for its
+    tool versions before it applies any setting."""
     pids = subprocess.run(["ip", "netns", "pids", f"{bed.prefix}-a"], capture_output=True,
                           text=True).stdout.split()
-    return {p for p in pids if _comm(p) == "ping"}
+    return {p for p in pids if _comm(p) == "ping" and "-f" in _argv(p)}
 
 
 def wait_for_workload(bed: tb.Testbed, timeout: float = 30) -> None:
@@ -132,6 +134,13 @@ def _sshd_pids(bed: tb.Testbed, node: str) -> list[str]:
     pids = subprocess.run(["ip", "netns", "pids", f"{bed.prefix}-{node}"], capture_output=True,
                           text=True).stdout.split()
     return [p for p in pids if _comm(p) == "sshd"]
+
+
+def _argv(pid: str) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    except OSError:
+        return []
 
 
 def _comm(pid: str) -> str:
