@@ -62,6 +62,15 @@ class Problem:
         return f"{where}{key}{self.message}"
 
 
+@dataclass(frozen=True)
+class Written:
+    """Where a value was written and its full key path, kept for the checks that run
+    later (binding to an inventory) so their errors point at the value, not its role."""
+
+    location: Location | None
+    key_path: str
+
+
 class InputError(NapilabError):
     """Bad input (profile, inventory, command-line value): exit 2, no host touched."""
 

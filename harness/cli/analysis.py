@@ -64,12 +64,20 @@ def _labelled(argument: str) -> tuple[str | None, str]:
               help="Compare only this variant (repeatable); default: every variant all "
                    "runs have.")
 @click.option("--format", "fmt", type=click.Choice(["text", "md", "html", "json"]),
-              default="text", show_default=True)
+              default="text", show_default=True,
+              help="The table as text, Markdown, a self-contained HTML page, or JSON with "
+                   "the confounders.")
 def compare(runs: tuple[str, ...], allow_mismatch: bool, intended: tuple[str, ...],
             variants: tuple[str, ...], fmt: str) -> None:
     """A/B across two or more runs, each under a label (Baseline=RUN_A Patched=RUN_B;
     unlabelled: A, B, ...); the first run is the baseline. Columns are label x variant,
-    the label alone when one variant is compared."""
+    the label alone when one variant is compared.
+
+    \b
+    Examples:
+      napilab compare results/demo/20261128T204634Z-aa results/demo/20261129T204634Z-bb
+      napilab compare Baseline=RUN_A Patched=RUN_B --intended kernel --format md
+    """
     from reports.ab.compare import load_run
     from reports.ab.cross_run import LabelledRun, check_labels, common_variants, compare_labelled
     from reports.ab.table_json import table_doc
@@ -134,7 +142,13 @@ def compare(runs: tuple[str, ...], allow_mismatch: bool, intended: tuple[str, ..
 def check(run_dir: str, baseline: str, limits: tuple[str, ...], intended: tuple[str, ...],
           junit_path: str | None, json_path: str | None) -> None:
     """Nightly gate: exit 3 if RUN_DIR regressed beyond a threshold, 5 if nothing could be
-    judged."""
+    judged.
+
+    \b
+    Examples:
+      napilab check RUN_DIR --baseline results --junit junit.xml
+      napilab check RUN_DIR --baseline OLD_RUN --max-regression latency_p99=10
+    """
     from reports.ab.compare import load_run
     from reports.nightly.baselines import find_reference
     from reports.nightly.check import CHECK_FILE, gate, gate_json, gate_text, parse_thresholds
@@ -167,13 +181,23 @@ def check(run_dir: str, baseline: str, limits: tuple[str, ...], intended: tuple[
 
 @click.group()
 def baseline() -> None:
-    """Pin or unpin the reference run `check --baseline RESULTS` uses for a profile."""
+    """Pin or unpin the reference run `check --baseline RESULTS` uses for a profile.
+
+    \b
+    Example:
+      napilab baseline pin results/nightly/20261129T204634Z-bbc627aa
+    """
 
 
 @baseline.command()
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
 def pin(run_dir: str) -> None:
-    """Make RUN_DIR the reference of its profile (stored beside the results)."""
+    """Make RUN_DIR the reference of its profile (stored beside the results).
+
+    \b
+    Example:
+      napilab baseline pin results/nightly/20261129T204634Z-bbc627aa
+    """
     from reports.ab.compare import load_run
     from reports.nightly.baselines import PIN_FILE
 
@@ -190,7 +214,12 @@ def pin(run_dir: str) -> None:
 @baseline.command()
 @click.argument("path", type=click.Path(file_okay=False, exists=True))
 def unpin(path: str) -> None:
-    """Remove the pin of PATH's profile (PATH: RESULTS/<profile> or one of its runs)."""
+    """Remove the pin of PATH's profile (PATH: RESULTS/<profile> or one of its runs).
+
+    \b
+    Example:
+      napilab baseline unpin results/nightly
+    """
     from reports.nightly.baselines import PIN_FILE
 
     where = Path(path) / PIN_FILE
@@ -223,7 +252,11 @@ def aa_plan(bound: Plan) -> Plan:
 @run_options
 def calibrate(profile: str, inventory: str, results: str, transport: str | None) -> None:
     """A/A run of the baseline variant: noise per metric and the smallest change the
-    profile's repeat count can detect."""
+    profile's repeat count can detect.
+
+    \b
+    Example:
+      napilab calibrate profile.yaml -i lab.yaml -o results"""
     from harness.cli.execute import execute, load
     from reports.ab.calibration import calibrate_run, calibration_json, calibration_text
     from reports.ab.compare import load_run

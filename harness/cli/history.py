@@ -19,16 +19,26 @@ import click
               help="metric or source.metric; repeatable. Default: the newest run's "
                    "report.table metrics, else the workload's latency and throughput.")
 @click.option("--host", help="Only values measured on this host.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-              show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text",
+              show_default=True, help="Tables, JSON, or CSV: a row per run, metric and "
+                                      "variant.")
 def history(results: str, profile: str, metrics: tuple[str, ...], host: str | None,
             fmt: str) -> None:
-    """Trend across the runs of a profile: per run, the median of each metric per variant."""
+    """Trend across the runs of a profile: per run, the median of each metric per variant.
+
+    \b
+    Examples:
+      napilab history results --profile nightly-example
+      napilab history results --profile demo --metric rtt_avg --host a
+      napilab history results --profile demo --format csv > demo.csv
+    """
     from reports.nightly.history import history as build
     from reports.nightly.history import history_json, history_text
+    from reports.nightly.history_csv import history_csv
 
     found = build(results, profile, metrics, host)
-    click.echo(history_json(found) if fmt == "json" else history_text(found), nl=False)
+    render = {"json": history_json, "csv": history_csv, "text": history_text}[fmt]
+    click.echo(render(found), nl=False)
 
 
 @click.command()
@@ -41,7 +51,13 @@ def history(results: str, profile: str, metrics: tuple[str, ...], host: str | No
 @click.option("--base-url", metavar="URL",
               help="Where the site is served; makes the feed's links absolute.")
 def publish(results: str, site_dir: str, raw: str, base_url: str | None) -> None:
-    """Static site of every run under RESULTS: index, trends, reports, Atom feed."""
+    """Static site of every run under RESULTS: index, trends, reports, Atom feed.
+
+    \b
+    Examples:
+      napilab publish results /srv/www/napilab --raw copy
+      napilab publish results site --base-url https://lab.example/napilab/
+    """
     from reports.nightly.site import publish as build
 
     site = build(results, site_dir, raw=raw, base_url=base_url)

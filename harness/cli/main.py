@@ -20,17 +20,29 @@ import click
 from harness import __version__
 from harness.cli import analysis as cli_analysis
 from harness.cli import history as cli_reports
+from harness.cli import lab as cli_lab
+from harness.cli import setup as cli_setup
 from harness.cli.execute import execute
 from harness.cli.execute import load as _load
-from harness.cli.options import run_options
+from harness.cli.options import (
+    FormatList,
+    SuggestingChoice,
+    inventory_option,
+    json_option,
+    run_options,
+    transport_option,
+)
 from harness.engine.progress import reporter
 from harness.errors import ExitCode, InputError, Interrupted, NapilabError
 from harness.hosts.testbed import Testbed
+from harness.profile import shipped
 from harness.profile.inventory import load_inventory
 from harness.profile.plan import bind
 from harness.profile.profile import load_profile
+from runners.registry import PARSERS, metrics_json
 
-DEMO_PROFILE = Path(__file__).resolve().parents[2] / "profiles" / "demo.yaml"
+DEMO_PROFILE = shipped.profile("demo.yaml")
+REPORT_FORMATS = ("html", "text", "md", "json", "junit", "csv")
 
 
 def _say(line: str) -> None:
@@ -42,7 +54,17 @@ def _say(line: str) -> None:
 @click.option("--traceback", "show_traceback", is_flag=True, help="Show Python tracebacks.")
 @click.pass_context
 def cli(ctx: click.Context, show_traceback: bool) -> None:
-    """Latency A/B benchmarks for Linux NAPI, busy-poll and IRQ tuning."""
+    """Latency A/B benchmarks for Linux NAPI, busy-poll and IRQ tuning.
+
+    \b
+    Examples:
+      napilab demo                      # (root) testbed, seed 001's RPS A/B, report
+      napilab init lab/                 # a starter profile and inventory
+      napilab run lab/profile.yaml -i lab/inventory.yaml -o results
+
+    `napilab COMMAND -h` shows each command's options and examples; shell completion:
+    eval "$(_NAPILAB_COMPLETE=bash_source napilab)" (README.md).
+    """
     ctx.obj = {"traceback": show_traceback}
 
 
@@ -66,10 +88,17 @@ STRICT = click.option("--strict", is_flag=True,
 
 @cli.command()
 @click.argument("profile", type=click.Path(dir_okay=False))
-@click.option("-i", "--inventory", type=click.Path(dir_okay=False))
+@inventory_option(required=False, help="Also check the profile against these hosts (roles, "
+                  "interfaces, CPU counts).")
 @STRICT
 def validate(profile: str, inventory: str | None, strict: bool) -> None:
-    """Check a profile (and its binding to an inventory); touches no host."""
+    """Check a profile (and its binding to an inventory); touches no host.
+
+    \b
+    Examples:
+      napilab validate profiles/demo.yaml
+      napilab validate profile.yaml -i lab.yaml --strict
+    """
     plan, prof = _load(profile, inventory)
     trials = len(prof.trials())
     click.echo(f"{profile}: ok: {len(prof.variants)} variant(s), {trials} trial(s)"
@@ -79,29 +108,47 @@ def validate(profile: str, inventory: str | None, strict: bool) -> None:
 
 @cli.command()
 @click.argument("profile", type=click.Path(dir_okay=False))
-@click.option("-i", "--inventory", required=True, type=click.Path(dir_okay=False))
-@click.option("--transport", type=click.Choice(["ssh", "local"]))
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable plan.")
+@inventory_option()
+@transport_option
+@json_option("the plan")
 @STRICT
+@click.option("--summary", is_flag=True,
+              help="Only the summary: each host's resolved SSH endpoint and what each "
+                   "variant changes, per host, against the variant it is compared with.")
 def plan(profile: str, inventory: str, transport: str | None, as_json: bool,
-         strict: bool) -> None:
-    """Print every command napilab would run, per host, trial by trial; touches nothing."""
+         strict: bool, summary: bool) -> None:
+    """Print every command napilab would run, per host, trial by trial; touches nothing.
+    It opens with a summary: where each host is (ssh_config resolved: HostName, port,
+    user, ProxyJump) and what each variant changes. `napilab run --dry-run` does the same.
+
+    \b
+    Examples:
+      napilab plan profiles/demo.yaml -i /run/napilab-testbed/inventory.yaml
+      napilab plan profile.yaml -i lab.yaml --summary
+      napilab plan profile.yaml -i lab.yaml --json | jq '.trials | length'
+    """
+    _print_plan(profile, inventory, transport, as_json, strict, summary)
+
+
+def _print_plan(profile: str, inventory: str, transport: str | None, as_json: bool,
+                strict: bool = False, summary: bool = False) -> None:
     from harness.engine.plan_render import plan_json, plan_text
 
     bound, prof = _load(profile, inventory, transport)
     assert bound is not None
     _design(prof, strict)
     if as_json:
-        click.echo(json.dumps(plan_json(bound), indent=1))
+        click.echo(json.dumps(plan_json(bound, summary_only=summary), indent=1))
     else:
-        click.echo(plan_text(bound), nl=False)
+        click.echo(plan_text(bound, summary_only=summary), nl=False)
 
 
 @cli.command()
 @run_options
 @click.option("--keep-going", is_flag=True, help="Record a failed trial and continue (exit 4).")
 @click.option("--format", "formats", default="html", show_default=True,
-              help="Reports to write after the run (html,text,md,json,junit).")
+              type=FormatList(REPORT_FORMATS, allow_empty=True),
+              help="Reports to write after the run ('' for none).")
 @click.option("--break-lock", is_flag=True,
               help="Take the hosts even if another run's lock is on them.")
 @click.option("--resume", "resume", type=click.Path(file_okay=False, exists=True),
@@ -111,37 +158,49 @@ def plan(profile: str, inventory: str, transport: str | None, as_json: bool,
                    "record it as a confounder.")
 @click.option("--quiet", is_flag=True, help="Print only failures.")
 @click.option("--json", "as_json", is_flag=True, help="Progress as JSON events on stdout.")
+@click.option("--dry-run", is_flag=True,
+              help="Print the plan (as `napilab plan`) and run nothing.")
 def run(profile: str, inventory: str, results: str, transport: str | None, keep_going: bool,
-        formats: str, break_lock: bool, resume: str | None, allow_host_change: bool,
-        quiet: bool, as_json: bool) -> None:
-    """Run a profile: apply, measure, restore, store, report."""
+        formats: list[str], break_lock: bool, resume: str | None, allow_host_change: bool,
+        quiet: bool, as_json: bool, dry_run: bool) -> None:
+    """Run a profile: apply, measure, restore, store, report.
+
+    \b
+    Examples:
+      napilab run profile.yaml -i lab.yaml -o results --format html,text
+      napilab run profile.yaml -i lab.yaml --dry-run        # the plan, nothing run
+      napilab run profile.yaml -i lab.yaml --resume results/p/20261129T204634Z-bbc627aa
+    """
+    if dry_run:
+        _print_plan(profile, inventory, transport, as_json)
+        return
     bound, _ = _load(profile, inventory, transport)
     assert bound is not None
-    code = execute(bound, results, keep_going=keep_going, formats=_formats(formats),
+    code = execute(bound, results, keep_going=keep_going, formats=formats,
                    break_lock=break_lock, progress=reporter(quiet=quiet, as_json=as_json),
                    resume=resume, allow_host_change=allow_host_change)
     sys.exit(int(code))
 
 
-def _formats(text: str) -> list[str]:
-    allowed = ("html", "text", "md", "json", "junit")
-    chosen = [f.strip() for f in text.split(",") if f.strip()]
-    bad = [f for f in chosen if f not in allowed]
-    if bad:
-        raise InputError(f"--format {','.join(bad)}: expected some of {', '.join(allowed)}")
-    return chosen
-
-
 @cli.command()
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
 @click.option("--format", "formats", default="html", show_default=True,
-              help="Comma-separated: html,text,md,json,junit. text is printed; the others "
-                   "are written to RUN_DIR/report.{html,md,json,junit.xml}.")
-def report(run_dir: str, formats: str) -> None:
-    """Render reports from a stored run (no host is contacted)."""
+              type=FormatList(REPORT_FORMATS),
+              help="text is printed; the others are written to "
+                   "RUN_DIR/report.{html,md,json,junit.xml}, csv (the tidy samples table) "
+                   "to RUN_DIR/samples.csv.")
+def report(run_dir: str, formats: list[str]) -> None:
+    """Render reports from a stored run (no host is contacted).
+
+    \b
+    Examples:
+      napilab report results/demo/20261129T204634Z-bbc627aa
+      napilab report RUN_DIR --format text,md       # cover letter table, pull request
+      napilab report RUN_DIR --format csv           # RUN_DIR/samples.csv
+    """
     from reports.formats.render import report_files
 
-    written, printed = report_files(run_dir, _formats(formats))
+    written, printed = report_files(run_dir, formats)
     for path in written:
         click.echo(str(path))
     if printed is not None:
@@ -149,15 +208,21 @@ def report(run_dir: str, formats: str) -> None:
 
 
 @cli.command()
-@click.option("-i", "--inventory", required=True, type=click.Path(dir_okay=False))
+@inventory_option()
 @click.option("--host", "only", multiple=True, help="Only this host (repeatable).")
-@click.option("--transport", type=click.Choice(["ssh", "local"]))
+@transport_option
 @click.option("--break-lock", is_flag=True,
               help="Replay journals and remove locks of runs that may still be alive "
                    "(another controller's).")
 def restore(inventory: str, only: tuple[str, ...], transport: str | None,
             break_lock: bool) -> None:
-    """Replay on-host journals left by an interrupted run."""
+    """Replay on-host journals left by an interrupted run, and clear its stale locks.
+
+    \b
+    Examples:
+      napilab restore -i lab.yaml
+      napilab restore -i lab.yaml --host sut --break-lock
+    """
     from harness.hosts.journal_replay import replay
 
     inv = load_inventory(inventory).with_transport(transport)
@@ -169,18 +234,19 @@ def restore(inventory: str, only: tuple[str, ...], transport: str | None,
         click.echo(line)
 
 
-@cli.command()
-@click.argument("tool")
+@cli.command(epilog="TOOL is one of: " + ", ".join(sorted(PARSERS)) + ".")
+@click.argument("tool", type=SuggestingChoice(sorted(PARSERS)), metavar="TOOL")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--json", "as_json", is_flag=True)
+@json_option("the metrics and their units")
 def parse(tool: str, file: str, as_json: bool) -> None:
-    """Parse a saved tool output or kernel file and print its metrics."""
-    from harness.profile.schema import suggest
-    from runners.registry import PARSERS, metrics_json
+    """Parse a saved tool output or kernel file and print its metrics; latencies in
+    microseconds.
 
-    if tool not in PARSERS:
-        raise InputError(f"unknown tool {tool!r}; expected one of {sorted(PARSERS)}"
-                         f"{suggest(tool, PARSERS)}")
+    \b
+    Examples:
+      napilab parse ping ping.out
+      napilab parse softnet_stat /proc/net/softnet_stat --json
+    """
     try:
         text = Path(file).read_text(errors="replace")
     except OSError as exc:
@@ -193,61 +259,23 @@ def parse(tool: str, file: str, as_json: bool) -> None:
             click.echo(f"{name:<32} {number:>16g} {doc['units'][name]}")
 
 
-@cli.group()
-def hosts() -> None:
-    """Facts about the inventory's hosts."""
-
-
-@hosts.command("check")
-@click.option("-i", "--inventory", required=True, type=click.Path(dir_okay=False))
-@click.option("--transport", type=click.Choice(["ssh", "local"]))
-@click.option("--json", "as_json", is_flag=True)
-def hosts_check(inventory: str, transport: str | None, as_json: bool) -> None:
-    """Kernel, CPUs, irqbalance, which knobs exist and are writable, which tools exist."""
-    from harness.hosts import check
-    from harness.hosts.session import close_sessions, open_sessions
-
-    inv = load_inventory(inventory).with_transport(transport)
-    sessions = open_sessions(inv.hosts.values())
-    try:
-        reports = [check.check_host(inv.hosts[name], s) for name, s in sessions.items()]
-    finally:
-        close_sessions(sessions.values())
-    click.echo(check.as_json(reports) if as_json else check.render(reports), nl=False)
-
-
-@cli.group()
-def testbed() -> None:
-    """Local testbed: two network namespaces, a veth pair, optional sshd."""
-
-
-@testbed.command("up")
-@click.option("--ssh", is_flag=True, help="Run an sshd in each namespace.")
-def testbed_up(ssh: bool) -> None:
-    path = Testbed().up(ssh=ssh)
-    click.echo(f"testbed up; inventory: {path}")
-
-
-@testbed.command("down")
-def testbed_down() -> None:
-    Testbed().down()
-    click.echo("testbed down")
-
-
-@testbed.command("status")
-def testbed_status() -> None:
-    click.echo(json.dumps(Testbed().status(), indent=1))
-
-
 @cli.command()
 @click.option("-o", "--results", default="results", show_default=True,
-              type=click.Path(file_okay=False))
+              type=click.Path(file_okay=False), help="Results directory.")
 @click.option("--transport", type=click.Choice(["ssh", "local"]), default="ssh",
-              show_default=True)
+              show_default=True, help="Drive the testbed over SSH (its sshds) or locally.")
 @click.option("--profile", "profile_path", default=str(DEMO_PROFILE), show_default=False,
-              type=click.Path(dir_okay=False), help="Profile to run (default: profiles/demo.yaml).")
+              type=click.Path(dir_okay=False),
+              help="Profile to run (default: the shipped demo.yaml).")
 def demo(results: str, transport: str, profile_path: str) -> None:
-    """Testbed up, run profiles/demo.yaml (seed 001's RPS A/B), report, testbed down."""
+    """Testbed up, run profiles/demo.yaml (seed 001's RPS A/B), report, testbed down
+    (root, 2 CPUs or more; about a minute).
+
+    \b
+    Examples:
+      napilab demo
+      napilab demo -o /tmp/results --transport local
+    """
     if (os.cpu_count() or 1) < 2:
         raise NapilabError("the demo steers RPS to a second CPU; this machine has one")
     prof = load_profile(profile_path)
@@ -273,6 +301,10 @@ cli.add_command(cli_analysis.calibrate)
 cli.add_command(cli_analysis.baseline)
 cli.add_command(cli_reports.history)
 cli.add_command(cli_reports.publish)
+cli.add_command(cli_setup.init)
+cli.add_command(cli_lab.hosts)
+cli.add_command(cli_lab.testbed)
+cli.add_command(cli_setup.schema)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,24 +1,92 @@
-"""Command-line options shared by the commands that run a profile (run, calibrate)."""
+"""Command-line options and parameter types the commands share."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import click
+from click.shell_completion import CompletionItem
+
+from harness.profile.schema import suggest
 
 F = TypeVar("F", bound=Callable[..., Any])
+TRANSPORTS = ("ssh", "local")
+
+
+class SuggestingChoice(click.Choice[str]):
+    """click.Choice that also says which choice was probably meant."""
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as exc:
+            hint = suggest(str(value), [str(c) for c in self.choices])
+            raise click.BadParameter(f"{exc.message.rstrip('.')}{hint}", ctx, param) from None
+
+
+class FormatList(click.ParamType[list[str]]):
+    """A comma-separated list of formats (`html,text`), each one of `choices`;
+    `allow_empty`: `''` is none at all."""
+
+    name = "formats"
+
+    def __init__(self, choices: Sequence[str], *, allow_empty: bool = False) -> None:
+        self.choices = tuple(choices)
+        self.allow_empty = allow_empty
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context) -> str:
+        return "[" + "|".join(self.choices) + "][,...]"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> list[str]:
+        if isinstance(value, list):
+            return value
+        chosen = [f.strip() for f in str(value).split(",") if f.strip()]
+        bad = [f for f in chosen if f not in self.choices]
+        if bad or not (chosen or self.allow_empty):
+            hint = suggest(bad[0], self.choices) if bad else ""
+            self.fail(f"{','.join(bad) or repr(value)}: expected one or more of "
+                      f"{', '.join(self.choices)}, comma-separated{hint}", param, ctx)
+        return chosen
+
+    def shell_complete(self, ctx: click.Context, param: click.Parameter,
+                       incomplete: str) -> list[CompletionItem]:
+        done, _, last = incomplete.rpartition(",")
+        prefix = done + "," if done else ""
+        taken = set(done.split(","))
+        return [CompletionItem(prefix + c) for c in self.choices
+                if c.startswith(last) and c not in taken]
+
+
+def inventory_option(*, required: bool = True, help: str | None = None) -> Callable[[F], F]:
+    return click.option("-i", "--inventory", required=required,
+                        type=click.Path(dir_okay=False, allow_dash=True),
+                        help=help or "Inventory of the hosts: napilab's YAML, or Ansible's "
+                                     "(YAML, INI, `ansible-inventory --list` JSON; - reads "
+                                     "standard input).")
+
+
+def transport_option(command: F) -> F:
+    return click.option("--transport", type=click.Choice(TRANSPORTS),
+                        help="Override the inventory's transport (ssh, or local: "
+                             "subprocess, in the host's netns if it has one).")(command)
+
+
+def json_option(what: str) -> Callable[[F], F]:
+    return click.option("--json", "as_json", is_flag=True, help=f"Print {what} as JSON.")
 
 
 def run_options(command: F) -> F:
     """PROFILE, -i/--inventory, -o/--results and --transport."""
     for option in reversed((
         click.argument("profile", type=click.Path(dir_okay=False)),
-        click.option("-i", "--inventory", required=True, type=click.Path(dir_okay=False)),
+        inventory_option(),
         click.option("-o", "--results", default="results", show_default=True,
-                     type=click.Path(file_okay=False), help="Results directory."),
-        click.option("--transport", type=click.Choice(["ssh", "local"]),
-                     help="Override the inventory's transport."),
+                     type=click.Path(file_okay=False),
+                     help="Results directory; runs go to RESULTS/<profile>/<time>-<id>/."),
+        transport_option,
     )):
         command = option(command)
     return command

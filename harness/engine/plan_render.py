@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from harness.engine.plan_summary import summary_json, summary_lines
 from harness.engine.steps import (
     ApplySettings,
     Deltas,
@@ -166,18 +167,23 @@ def compared_text(pairs: tuple[tuple[str, str], ...]) -> str:
         or "nothing (one variant per group)"
 
 
-def plan_json(plan: Plan) -> dict[str, Any]:
+def plan_json(plan: Plan, *, summary_only: bool = False) -> dict[str, Any]:
+    """The plan as JSON: `summary` as plan_summary.summary_json, then `steps` (left out
+    when `summary_only`)."""
     trials = plan.trials()
-    return {
+    out = {
         "profile": plan.profile.name, "trials": len(trials),
         "estimated_seconds": round(estimate(plan), 1),
         "order": plan.profile.order, "seed": plan.profile.seed,
         "hosts": {name: {"transport": h.transport, "address": h.address}
                   for name, h in plan.hosts.items()},
         "comparisons": [list(pair) for pair in plan.profile.comparisons],
-        "steps": [{"trial": t.index, "variant": t.variant, "rep": t.rep,
-                   "commands": steps(plan, t)} for t in trials],
+        "summary": summary_json(plan),
     }
+    if not summary_only:
+        out["steps"] = [{"trial": t.index, "variant": t.variant, "rep": t.rep,
+                         "commands": steps(plan, t)} for t in trials]
+    return out
 
 
 def _scripts() -> dict[str, str]:
@@ -192,17 +198,20 @@ def _scripts() -> dict[str, str]:
     return scripts
 
 
-def plan_text(plan: Plan) -> str:
+def plan_text(plan: Plan, *, summary_only: bool = False) -> str:
+    """The summary (plan_summary), then every trial's commands unless `summary_only`."""
     trials = plan.trials()
     profile = plan.profile
     lines = [f"profile {profile.name}: {len(profile.variants)} variant(s) x {profile.repeat} "
              f"= {len(trials)} trial(s), order {profile.order}"
              + (f" (seed {profile.seed})" if profile.seed is not None else "")
-             + f", estimated {estimate(plan):.0f}s",
-             "hosts: " + ", ".join(f"{n} ({h.transport} {h.address or h.netns or 'local'})"
-                                   for n, h in plan.hosts.items())]
+             + f", estimated {estimate(plan):.0f}s"]
     if any(v.group is not None for v in profile.variants):
         lines.append("compared: " + compared_text(profile.comparisons))
+    lines += summary_lines(plan)
+    if summary_only:
+        return "\n".join(lines) + "\n"
+    lines.append("trials:")
     scripts = {text: name for name, text in _scripts().items()}
     used: dict[str, str] = {}
     for trial in trials:

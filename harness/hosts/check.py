@@ -11,6 +11,7 @@ from harness.hosts.session import HostSession
 from harness.knobs import registry
 from harness.knobs.kinds import napi
 from harness.profile.inventory import Host
+from harness.transport.transport import Transport
 
 TOOLS = ("tcp_rr", "udp_rr", "tcp_crr", "tcp_stream", "iperf3", "sockperf", "netperf",
          "netserver", "ping", "ynl", "python3", "ethtool", "taskset", "chrt", "ss", "timeout")
@@ -69,3 +70,12 @@ def render(reports: list[dict[str, Any]]) -> str:
 
 def as_json(reports: list[dict[str, Any]]) -> str:
     return json.dumps(reports, indent=1)
+
+
+def route_iface(transport: Transport, address: str) -> str | None:
+    """The interface this host sends to `address` through (`ip route get`), or None."""
+    result = transport.run(["ip", "-o", "route", "get", "--", address], check=False)
+    words = result.stdout.split()
+    if result.exit_code != 0 or "dev" not in words[:-1]:
+        return None
+    return words[words.index("dev") + 1]

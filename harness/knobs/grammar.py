@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from harness.errors import Written
 from harness.knobs import values
+from harness.profile.matrix import unresolved
 from harness.profile.schema import Checker, join
 from harness.profile.yamlsrc import Node
 from runners.base import PLACEHOLDER
@@ -23,8 +25,14 @@ def value(check: Checker, node: Node, key: str, path: str,
     try:
         return str(convert(node[key]))
     except values.KnobValueError as exc:
-        check.error(node.where(key), join(path, key), str(exc))
+        if not unresolved(node[key]):  # the unknown placeholder is the error, reported once
+            check.error(node.where(key), at(node, key, path).key_path, str(exc))
         return None
+
+
+def at(node: Node, key: str, path: str) -> Written:
+    """Where node[key] was written; a short form (`rps: {eth0: "1"}`) is its own key."""
+    return Written(node.where(key), join(path, key) if key in node.key_locations else path)
 
 
 def iface_key(check: Checker, node: Node, key: str, path: str) -> bool:

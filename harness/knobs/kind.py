@@ -20,9 +20,10 @@ registry to parse `setup:` without a host.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
+from harness.errors import Written
 from harness.knobs.backend import Backend, FileBackend
 from harness.knobs.values import spaces
 
@@ -42,13 +43,16 @@ class Setting:
 
     `target` names what is changed in the kernel's words: an interface attribute
     (`data0/gro_flush_timeout`), a sysctl (`net.core.busy_poll`), an interface's
-    queues (`data0/rx-*`). `value` is what will be written.
+    queues (`data0/rx-*`). `value` is what will be written; `at` where the profile
+    wrote it, for the checks that run once the profile meets an inventory (a CPU the
+    host lacks is reported at the value, not at its role).
     """
 
     role: str
     kind: str
     target: str
     value: str
+    at: Written | None = field(default=None, compare=False, repr=False)
 
     def describe(self) -> str:
         return f"{self.kind} {self.target} = {self.value}"
@@ -144,6 +148,12 @@ class Kind:
                       role: str) -> list[Setting]:
         """Settings a collector of the profile needs on `role`'s host for each trial."""
         return []
+
+    def json_schema(self) -> dict[str, Any]:
+        """The JSON Schema of `setup.<role>.<key>` for editors and `napilab schema`
+        (built with harness.profile.json_parts); `{}` accepts any value and leaves the
+        checks to `napilab validate`."""
+        return {}
 
     def cpu_lists(self, setting: Setting) -> list[str]:
         """The CPU lists a setting names (checked against the host's CPU count)."""

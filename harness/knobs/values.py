@@ -6,14 +6,14 @@ writes, or raises KnobValueError saying what was expected."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from dataclasses import dataclass
 
 from harness.profile import cpus
 
-_IFACE = re.compile(r"[A-Za-z0-9_.:@-]{1,15}")
-_SYSCTL = re.compile(r"[a-z0-9_]+(\.[A-Za-z0-9_-]+)+")
+IFACE = re.compile(r"[A-Za-z0-9_.:@-]{1,15}")
+SYSCTL = re.compile(r"[a-z0-9_]+(\.[A-Za-z0-9_-]+)+")
 _QUEUE = re.compile(r"(rx|tx)-\d{1,4}")
-_WORD = re.compile(r"[A-Za-z0-9_.:,/+-]{1,256}")
+WORD = re.compile(r"[A-Za-z0-9_.:,/+-]{1,256}")  # a sysctl or sysfs value
 U32_MAX = 2**32 - 1
 S32_MAX = 2**31 - 1
 U64_MAX = 2**64 - 1
@@ -24,13 +24,13 @@ class KnobValueError(ValueError):
 
 
 def check_iface(name: str) -> str:
-    if not _IFACE.fullmatch(name) or name in (".", ".."):
+    if not IFACE.fullmatch(name) or name in (".", ".."):
         raise KnobValueError(f"{name!r} is not an interface name")
     return name
 
 
 def check_sysctl(name: str) -> str:
-    if not _SYSCTL.fullmatch(name) or ".." in name:
+    if not SYSCTL.fullmatch(name) or ".." in name:
         raise KnobValueError(f"{name!r} is not a sysctl name like net.core.busy_poll")
     return name
 
@@ -41,8 +41,16 @@ def check_queue(name: str) -> str:
     return name
 
 
-def integer(low: int, high: int) -> Callable[[object], str]:
-    def convert(value: object) -> str:
+@dataclass(frozen=True)
+class IntegerRange:
+    """A value converter for integers low..high (YAML integers or digit strings); its
+    bounds also go into the JSON Schema (harness.profile.json_schema)."""
+
+    low: int
+    high: int
+
+    def __call__(self, value: object) -> str:
+        low, high = self.low, self.high
         if isinstance(value, bool) or not isinstance(value, int | str):
             raise KnobValueError(f"expected an integer {low}..{high}, got {value!r}")
         try:
@@ -53,7 +61,9 @@ def integer(low: int, high: int) -> Callable[[object], str]:
             raise KnobValueError(f"{number} is out of range {low}..{high}")
         return str(number)
 
-    return convert
+
+def integer(low: int, high: int) -> IntegerRange:
+    return IntegerRange(low, high)
 
 
 def cpu_list(value: object) -> str:
@@ -76,7 +86,7 @@ def word(value: object, what: str = "a value", lists: bool = False) -> str:
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise KnobValueError(f"expected {expected}, got {value!r}")
     text = str(value)
-    if not _WORD.fullmatch(text):
+    if not WORD.fullmatch(text):
         raise KnobValueError(f"{text!r}: {what} is an integer or a word of letters, "
                              "digits and . : , / + - _"
                              + (" (use a list for several values)" if lists else ""))

@@ -23,13 +23,17 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
-from harness.profile.schema import Checker, join
-from harness.profile.yamlsrc import Node, load_file
+from harness.profile import keys
+from harness.profile.schema import Checker, Number, join
+from harness.profile.yamlsrc import Node, load_text, read_file
 
 TRANSPORTS = ("ssh", "local")
 HOST_KEY_POLICIES = ("reject", "accept-new")
-_HOST_KEYS = ("address", "port", "user", "key", "known_hosts", "become", "data_address",
-              "netns", "iface", "transport", "host_key_policy", "cpus")
+_HOST_KEYS = keys.HOST_KEYS
+INVENTORY_KEYS = keys.INVENTORY_KEYS
+HOST_NUMBERS = {"port": Number(1, 65535, integer=True), "cpus": Number(1, 8192, integer=True)}
+BECOME = ("sudo",)
+HOSTNAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9-]{1,63})*")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _IFACE = re.compile(r"[A-Za-z0-9_.:@-]{1,15}")
 _NAME_RULE = ("host names are letters, digits, '.', '_' and '-', starting with a letter "
@@ -82,27 +86,45 @@ class Inventory:
                                     for n, h in self.hosts.items()})
 
 
+def _parse(path: str | Path) -> Any:
+    """The inventory's data: YAML or JSON, or an INI inventory as its group tree."""
+    from harness.profile.inventory_formats import looks_like_ini, parse_ini
+
+    text = read_file(path)
+    name = "<stdin>" if str(path) == "-" else str(path)
+    if Path(name).suffix not in (".yaml", ".yml", ".json") and looks_like_ini(text):
+        return parse_ini(text, name)
+    return load_text(text, name)
+
+
 def load_inventory(path: str | Path) -> Inventory:
-    """napilab's own inventory format, or an Ansible YAML inventory (detected by a
-    top-level `all:` or a group holding `hosts:`/`children:`)."""
-    data = load_file(path)
+    """napilab's own inventory format (a top-level `hosts:`), or an Ansible inventory:
+    YAML (groups such as `all:`), INI, or `ansible-inventory --list` JSON, with
+    `group_vars/` and `host_vars/` beside the file. `-` reads standard input."""
+    data = _parse(path)
     check = Checker()
     if not isinstance(data, Node):
         raise InputError(f"{path}: an inventory is a mapping with a `hosts:` key")
+    keys.not_a_profile(data, str(path), data.location)
     if "hosts" not in data and data:
-        from harness.profile.inventory_ansible import ansible_hosts
+        from harness.profile.inventory_ansible import ansible_hosts, relocate
+        from harness.profile.inventory_formats import GroupVars, from_list_json, is_list_json
 
+        origins: dict[Any, str] = {}
+        if is_list_json(data):
+            data = from_list_json(data, origins)
+        files = GroupVars(Path(path) if str(path) != "-" else None)
         ansible_defaults = {"transport": "ssh", "host_key_policy": "reject", "ssh_config": None}
         found = {}
-        for name, (host_node, key_path) in ansible_hosts(check, data).items():
+        for name, (host_node, key_path) in ansible_hosts(check, data, files, origins).items():
             if not _NAME.fullmatch(name):  # it names files (raw/<trial>/<host>/)
                 check.error(host_node.location, key_path, f"{name!r}: " + _NAME_RULE)
                 continue
             found[name] = _host(check, name, host_node, key_path, ansible_defaults)
+        check.problems = relocate(check.problems, origins)
         check.raise_if_any()
         return Inventory(str(path), found)
-    check.keys(data, "", ("transport", "host_key_policy", "hosts", "ssh_config"),
-               required=("hosts",))
+    check.keys(data, "", INVENTORY_KEYS, required=("hosts",))
     defaults = {
         "transport": check.choice(data, "transport", "", TRANSPORTS, default="ssh"),
         "host_key_policy": check.choice(data, "host_key_policy", "", HOST_KEY_POLICIES,
@@ -132,11 +154,10 @@ def _host(check: Checker, name: str, node: Node, path: str, defaults: dict[str, 
                                   default=defaults["transport"]),
         "host_key_policy": check.choice(node, "host_key_policy", path, HOST_KEY_POLICIES,
                                         default=defaults["host_key_policy"]),
-        "port": check.number(node, "port", path, minimum=1, maximum=65535, integer=True,
-                             default=22),
+        "port": check.num(node, "port", path, HOST_NUMBERS["port"], default=22),
         "port_set": "port" in node,
-        "become": check.choice(node, "become", path, ("sudo",)),
-        "cpus": check.number(node, "cpus", path, minimum=1, maximum=8192, integer=True),
+        "become": check.choice(node, "become", path, BECOME),
+        "cpus": check.num(node, "cpus", path, HOST_NUMBERS["cpus"]),
         "ssh_config": (str(Path(defaults["ssh_config"]).expanduser())
                        if defaults.get("ssh_config") else None),
     }
@@ -166,4 +187,4 @@ def _valid_address(text: str) -> bool:
         ipaddress.ip_address(text)
         return True
     except ValueError:
-        return bool(re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9-]{1,63})*", text))
+        return bool(HOSTNAME.fullmatch(text))

@@ -18,16 +18,26 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from harness.profile.merge import clone
+from harness.errors import Location
+from harness.profile.merge import clone, plain
 from harness.profile.schema import Checker, join, suggest, type_name
 from harness.profile.yamlsrc import Node, Seq
 from runners.base import PLACEHOLDER, fill
 
 RESERVED = ("iface", "target", "bind", "duration", "workdir", "trial", "variant")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.=+-]{0,63}")
+MATRIX_KEYS = ("parameters", "name", "exclude", "variants")
+
+
+def unresolved(value: Any) -> bool:
+    """A string still holding a placeholder napilab does not fill in: the unknown
+    placeholder is the error, not the value it stands for."""
+    return isinstance(value, str) and any(
+        name not in RESERVED for name in PLACEHOLDER.findall(value))
 
 
 @dataclass(frozen=True)
@@ -48,8 +58,7 @@ def parse_matrix(check: Checker, node: Node, path: str = "matrix") -> Matrix:
     """A `matrix:` mapping, short form (parameters only) or long form."""
     long_form = "parameters" in node
     if long_form:
-        check.keys(node, path, ("parameters", "name", "exclude", "variants"),
-                   required=("parameters",))
+        check.keys(node, path, MATRIX_KEYS, required=("parameters",))
         params_node = check.mapping(node["parameters"], node.where("parameters"),
                                     join(path, "parameters")) or Node()
         params_path = join(path, "parameters")
@@ -162,3 +171,40 @@ def placeholders(value: Any) -> set[str]:
 def check_name(check: Checker, name: str, where: Any, path: str) -> None:
     if not _NAME.fullmatch(name):
         check.error(where, path, f"variant name {name!r}: use letters, digits and . _ = + -")
+
+
+def unknown_placeholders(check: Checker, document: Node, values: dict[str, Any],
+                          declared: Collection[str]) -> None:
+    """A placeholder that is neither napilab's nor a matrix parameter, at the value that
+    holds it (a parameter written under `matrix:` but malformed has its own error)."""
+    known = {*RESERVED, *values, *declared}
+    for name in sorted(placeholders(plain(document)) - known):
+        where, path = first_use(document, "${" + name + "}", "")
+        check.error(where or document.location, path, f"unknown placeholder ${{{name}}}; "
+                    f"matrix parameters are {sorted(values)}{suggest(name, values)}")
+
+
+def declared_parameters(document: Node) -> set[str]:
+    """The parameter names written under `matrix:`, well-formed or not."""
+    matrix = document.get("matrix")
+    if not isinstance(matrix, dict):
+        return set()
+    params = matrix.get("parameters", matrix)
+    return {str(k) for k in params} if isinstance(params, dict) else set()
+
+
+def first_use(value: Any, text: str, path: str) -> tuple[Location | None, str]:
+    """Where the first string holding TEXT was written, and its key path."""
+    items = value.items() if isinstance(value, Node) else enumerate(value) \
+        if isinstance(value, Seq) else ()
+    for key, item in items:
+        inner = join(path, key)
+        if isinstance(item, str) and text in item:
+            return (value.where(key) if isinstance(key, str) and isinstance(value, Node)
+                    else value.item_locations[int(key)]), inner
+        if isinstance(key, str) and text in key and isinstance(value, Node):
+            return value.key_locations.get(key), inner
+        found = first_use(item, text, inner)
+        if found[0] is not None:
+            return found
+    return None, path

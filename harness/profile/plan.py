@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from harness.errors import InputError, NapilabError, Problem
+from harness.errors import InputError, NapilabError, Problem, Written
 from harness.knobs import registry
 from harness.knobs.kind import Setting
 from harness.profile import cpus
@@ -107,28 +107,34 @@ def bind(profile: Profile, inventory: Inventory) -> Plan:
 
 
 def _check_cpus(plan: Plan) -> list[Problem]:
-    """CPU lists fit the host when the inventory says how many CPUs it has."""
+    """CPU lists fit the host when the inventory says how many CPUs it has; each error at
+    the CPU list as written, once however many variants share it."""
     problems = []
 
-    def fits(role: str, text: str, what: str) -> None:
+    def fits(role: str, text: str, at: Written | None, what: str) -> None:
         host = plan.host_of(role)
         if host.cpus is None or not text:
             return
         too_big = [c for c in cpus.parse_list(text) if c >= host.cpus]
         if too_big:
-            problems.append(Problem(plan.profile.roles[role].where, what,
-                                    f"CPU {too_big[0]} does not exist on {host.name}, which has "
-                                    f"{host.cpus} CPUs (0-{host.cpus - 1})"))
+            where, path = (at.location, at.key_path) if at else (plan.profile.roles[role].where,
+                                                                 what)
+            problems.append(Problem(where, path, f"CPU {too_big[0]} does not exist on "
+                                    f"{host.name}, which has {host.cpus} CPUs "
+                                    f"(0-{host.cpus - 1})"))
 
     for variant in plan.profile.variants:
-        for side in (variant.workload.client, variant.workload.server):
-            fits(side.role, side.cpus or "", f"variants.{variant.name}.workload.cpus")
+        for side in ("client", "server"):
+            process = getattr(variant.workload, side)
+            fits(process.role, process.cpus or "", process.written.get("cpus"),
+                 f"workload.{side}.cpus")
         for setting in variant.settings:
             for cpu_list in registry.kind(setting.kind).cpu_lists(setting):
-                fits(setting.role, cpu_list, f"setup.{setting.role}.{setting.kind}")
+                fits(setting.role, cpu_list, setting.at, f"setup.{setting.role}.{setting.kind}")
         for spec in variant.collect:
             for role in spec.roles:
-                fits(role, cpus.format_list(list(spec.cpus or ())), f"collect.{spec.name}.cpus")
+                fits(role, cpus.format_list(list(spec.cpus or ())), spec.cpus_at,
+                     f"collect.{spec.name}.cpus")
     return problems
 
 
@@ -149,7 +155,8 @@ def _check_commands(plan: Plan) -> list[Problem]:
             TOOLS[spec.tool].commands(plan.process_args(spec.client),
                                       plan.process_args(spec.server), ctx)
         except NapilabError as exc:
-            where = plan.profile.roles[spec.client.role].where
-            problems.append(Problem(where, f"variants.{variant.name}.workload",
-                                    f"{spec.tool}: {exc.message}"))
+            at = spec.client.written.get("args")
+            where, path = (at.location, at.key_path) if at else (
+                plan.profile.roles[spec.client.role].where, f"variants.{variant.name}.workload")
+            problems.append(Problem(where, path, f"{spec.tool}: {exc.message}"))
     return problems

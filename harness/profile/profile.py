@@ -20,16 +20,20 @@ from typing import Any
 from harness.errors import InputError, Location, Problem
 from harness.knobs.kind import Setting
 from harness.knobs.values import KnobValueError, check_iface
+from harness.profile import keys
 from harness.profile.matrix import (
     RESERVED,
     check_name,
     combinations,
+    declared_parameters,
     parse_matrix,
     placeholders,
     substitute,
+    unknown_placeholders,
 )
 from harness.profile.merge import clone, deep_merge, plain
-from harness.profile.schema import Checker, join, suggest
+from harness.profile.schema import Checker, Number, join, suggest
+from harness.profile.scope import Scope
 from harness.profile.sections import (
     CollectSpec,
     TableRow,
@@ -39,13 +43,17 @@ from harness.profile.sections import (
     parse_workload,
 )
 from harness.profile.setup import parse_setup
-from harness.profile.yamlsrc import Node, load_file
+from harness.profile.yamlsrc import Node
 
-TOP_KEYS = ("name", "description", "extends", "hosts", "setup", "workload", "collect",
-            "report", "variants", "baseline", "repeat", "order", "seed", "cooldown",
-            "on_mismatch", "metrics", "matrix", "warmup_trials")
+TOP_KEYS = keys.PROFILE_KEYS
 VARIANT_KEYS = ("description", "group", "setup", "workload", "collect")
 ORDERS = ("interleaved", "randomized", "blocked")
+ON_MISMATCH = ("fail", "warn")
+ROLE_KEYS = keys.ROLE_KEYS
+METRIC_KEYS = ("direction", "min_effect", "max_regression", "primary")
+DIRECTIONS = ("lower", "higher")
+TOP_NUMBERS = {"repeat": Number(1, 10000, integer=True), "seed": Number(0, integer=True),
+               "cooldown": Number(0, 3600), "warmup_trials": Number(0, 100, integer=True)}
 _GROUP = re.compile(r"[A-Za-z0-9][A-Za-z0-9._=+-]*")
 
 
@@ -161,14 +169,20 @@ def load_profile(path: str | Path) -> Profile:
                     f"{suggest(baseline, names)}")
         baseline = None
     variants = []
+    declared = document.get("variants")
+    written = {id(node): name for name, node in declared.items()} \
+        if isinstance(declared, dict) else {}
     for name, overlay, values in arms:
         merged = deep_merge(_without_other_tool(base, overlay), Node(
             {k: v for k, v in overlay.items() if k not in ("description", "group")}))
         merged = substitute(merged, values)
-        _unknown_placeholders(check, merged, values)
+        start = len(check.problems)
+        unknown_placeholders(check, merged, values, declared_parameters(document))
         variant = _variant(check, name, merged, overlay, roles, values)
+        scope = Scope(join("variants", written.get(id(overlay), name)), overlay)
+        check.problems[start:] = scope.problems(check.problems[start:])
         if variant is not None:
-            variants.append(variant)
+            variants.append(scope.variant(variant))
     if baseline is not None:
         variants.sort(key=lambda v: v.name != baseline)
     report = check.mapping(document.get("report"), document.where("report"), "report") or Node()
@@ -192,7 +206,7 @@ def _resolve_extends(path: Path, chain: list[Path]) -> Node:
     if resolved in chain:
         cycle = " -> ".join(str(p) for p in [*chain, resolved])
         raise InputError([Problem(None, "extends", f"cycle: {cycle}")])
-    document = load_file(path)
+    document = keys.load_profile_document(path)
     if not isinstance(document, Node):
         raise InputError([Problem(Location(str(path), 1, 1), "",
                                   "a profile is a YAML mapping of keys (name, hosts, ...)")])
@@ -241,9 +255,10 @@ def _arms(check: Checker, document: Node) -> list[tuple[str, Node, dict[str, Any
             check.error(matrix.where("variants"), "matrix.variants", f"no variant {wanted!r}"
                         f"{suggest(wanted, names)}")
     used = placeholders({k: v for k, v in plain(document).items() if k != "matrix"})
+    misspelt = used - set(RESERVED) - set(spec.parameters)  # reported where written
     params_node = matrix.get("parameters", matrix)
     for param in spec.parameters:
-        if param not in used:
+        if param not in used and not suggest(param, misspelt):
             check.error(params_node.key_locations.get(param) if isinstance(params_node, Node)
                         else None, f"matrix.{param}",
                         f"parameter never used: write ${{{param}}} where its value goes")
@@ -274,12 +289,6 @@ def _without_other_tool(base: Node, overlay: Node) -> Node:
     return base
 
 
-def _unknown_placeholders(check: Checker, document: Node, values: dict[str, Any]) -> None:
-    for name in sorted(placeholders(plain(document)) - set(RESERVED) - set(values)):
-        check.error(document.location, "", f"unknown placeholder ${{{name}}}; matrix "
-                    f"parameters are {sorted(values)}{suggest(name, values)}")
-
-
 def _roles(check: Checker, document: Node) -> dict[str, RoleSpec]:
     hosts = check.mapping(document.get("hosts"), document.where("hosts"), "hosts")
     roles = {}
@@ -292,7 +301,7 @@ def _roles(check: Checker, document: Node) -> dict[str, RoleSpec]:
         node = check.mapping(raw, hosts.where(role), path)
         if node is None:
             continue
-        check.keys(node, path, ("host", "iface"), required=("host",))
+        check.keys(node, path, ROLE_KEYS, required=("host",))
         host = check.get(node, "host", path, str)
         iface = check.get(node, "iface", path, str)
         if iface is not None:
@@ -300,8 +309,9 @@ def _roles(check: Checker, document: Node) -> dict[str, RoleSpec]:
                 check_iface(iface)
             except KnobValueError as exc:
                 check.error(node.where("iface"), join(path, "iface"), str(exc))
-        if host:
-            roles[role] = RoleSpec(role, host, iface, where=node.where("host"))
+        # a role whose host is missing or wrong is still a role: one error, not one more
+        # for every section that names it
+        roles[role] = RoleSpec(role, host or "", iface, where=node.where("host"))
     if hosts is not None and not hosts:
         check.error(document.where("hosts"), "hosts", "no roles defined")
     return roles
@@ -330,23 +340,21 @@ def _variant(check: Checker, name: str, doc: Node, overlay: Node,
 
 
 def _top_level(check: Checker, document: Node) -> dict[str, Any]:
-    seed = check.number(document, "seed", "", integer=True, minimum=0)
+    seed = check.num(document, "seed", "", TOP_NUMBERS["seed"])
     order = check.choice(document, "order", "", ORDERS, default="interleaved")
     if order == "randomized" and seed is None:
         seed = random.SystemRandom().randrange(2**31)  # recorded in the manifest
     for key in ("name", "description"):
         check.get(document, key, "", str)
     return {
-        "repeat": check.number(document, "repeat", "", integer=True, minimum=1, maximum=10000,
-                               default=1),
+        "repeat": check.num(document, "repeat", "", TOP_NUMBERS["repeat"], default=1),
         "order": order,
         "seed": seed,
-        "cooldown": float(check.number(document, "cooldown", "", minimum=0, maximum=3600,
-                                       default=0)),
-        "on_mismatch": check.choice(document, "on_mismatch", "", ("fail", "warn"),
-                                    default="fail"),
-        "warmup_trials": check.number(document, "warmup_trials", "", integer=True, minimum=0,
-                                      maximum=100, default=0),
+        "cooldown": float(check.num(document, "cooldown", "", TOP_NUMBERS["cooldown"],
+                                    default=0)),
+        "on_mismatch": check.choice(document, "on_mismatch", "", ON_MISMATCH, default="fail"),
+        "warmup_trials": check.num(document, "warmup_trials", "", TOP_NUMBERS["warmup_trials"],
+                                   default=0),
         "metrics": _metrics(check, document),
     }
 
@@ -363,10 +371,10 @@ def _metrics(check: Checker, document: Node) -> dict[str, MetricPolicy]:
         spec = check.mapping(raw, node.where(name), path)
         if spec is None:
             continue
-        check.keys(spec, path, ("direction", "min_effect", "max_regression", "primary"))
+        check.keys(spec, path, METRIC_KEYS)
         primary = check.get(spec, "primary", path, bool)
         out[name] = MetricPolicy(
-            direction=check.choice(spec, "direction", path, ("lower", "higher")),
+            direction=check.choice(spec, "direction", path, DIRECTIONS),
             min_effect=_percent(check, spec, "min_effect", path),
             max_regression=_percent(check, spec, "max_regression", path),
             primary=primary is not False,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from harness.errors import InputError, Location, Problem
@@ -20,7 +21,9 @@ T = TypeVar("T")
 
 def suggest(word: str, choices: Iterable[str]) -> str:
     """`; did you mean 'x'?` for the closest choice, or ''."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    options = list(choices)
+    same = [c for c in options if c.lower() == word.lower()]  # FIFO for fifo
+    close = same or difflib.get_close_matches(word, options, n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
@@ -40,6 +43,24 @@ def type_name(value: Any) -> str:
     if isinstance(value, dict):
         return "a mapping"
     return type(value).__name__
+
+
+@dataclass(frozen=True)
+class Number:
+    """The range of a numeric key: what Checker.num accepts and what the JSON Schema
+    says (harness.profile.json_schema reads the same objects)."""
+
+    minimum: float | None = None
+    maximum: float | None = None
+    integer: bool = False
+
+    def json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "integer" if self.integer else "number"}
+        if self.minimum is not None:
+            out["minimum"] = self.minimum
+        if self.maximum is not None:
+            out["maximum"] = self.maximum
+        return out
 
 
 class Checker:
@@ -101,10 +122,16 @@ class Checker:
         if value is None:
             return default
         if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-            bounds = f"{minimum if minimum is not None else '-inf'}..{maximum or 'inf'}"
+            bounds = (f"{minimum if minimum is not None else '-inf'}.."
+                      f"{maximum if maximum is not None else 'inf'}")
             self.error(node.where(key), join(path, key), f"{value} is out of range {bounds}")
             return default
         return value
+
+    def num(self, node: Node, key: str, path: str, spec: Number, *, required: bool = False,
+            default: float | None = None) -> Any:
+        return self.number(node, key, path, minimum=spec.minimum, maximum=spec.maximum,
+                           integer=spec.integer, required=required, default=default)
 
     def choice(self, node: Node, key: str, path: str, choices: Collection[str], *,
                default: str | None = None, required: bool = False) -> Any:

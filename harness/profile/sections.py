@@ -11,9 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.errors import Written
 from harness.knobs import values
 from harness.profile import cpus, redact
-from harness.profile.schema import Checker, join, suggest, type_name
+from harness.profile.matrix import unresolved
+from harness.profile.schema import Checker, Number, join, suggest, type_name
 from harness.profile.yamlsrc import Node, Seq
 from runners.base import PLACEHOLDER
 from runners.collectors.collector import COLLECTORS
@@ -27,6 +29,12 @@ COLLECTOR_OPTIONS: dict[str, dict[str, str]] = {
     "dmesg": {"patterns": "patterns"}, "kprobes": {"functions": "functions"},
     "napi_threads": {"match": "regex"},
 }
+WORKLOAD_KEYS = ("tool", "duration", "timeout", "client", "server", "idle", "warmup")
+WORKLOAD_NUMBERS = {"duration": Number(0.1, 86400), "timeout": Number(1, 172800),
+                    "idle": Number(0, 3600), "warmup": Number(0, 3600)}
+PROCESS_KEYS = ("role", "cpus", "args", "wrapper", "env", "show_env")
+TABLE_ROW_KEYS = ("label", "source", "metric", "role")
+COLLECT_KEYS = ("roles", "cpus")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,100}")
 _ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -38,6 +46,8 @@ class ProcessSpec:
     args: Mapping[str, Any] = field(default_factory=dict)
     wrapper: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
+    # where `cpus` and `args` were written (for the checks of harness.profile.plan)
+    written: Mapping[str, Written] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -62,6 +72,7 @@ class CollectSpec:
     roles: tuple[str, ...]
     cpus: tuple[int, ...] | None
     options: Mapping[str, Any] = field(default_factory=dict)
+    cpus_at: Written | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -79,18 +90,18 @@ def cpu_text(check: Checker, node: Node, key: str, path: str) -> str | None:
     try:
         return values.cpu_list(value)
     except values.KnobValueError as exc:
-        check.error(node.where(key), join(path, key), str(exc))
+        if not unresolved(value):
+            check.error(node.where(key), join(path, key), str(exc))
         return None
 
 
 def parse_workload(check: Checker, node: Node, path: str,
                    roles: Mapping[str, Any]) -> WorkloadSpec | None:
-    check.keys(node, path, ("tool", "duration", "timeout", "client", "server", "idle",
-                            "warmup"), required=("tool", "client"))
+    check.keys(node, path, WORKLOAD_KEYS, required=("tool", "client"))
     tool_name = check.choice(node, "tool", path, TOOLS)
-    duration = check.number(node, "duration", path, minimum=0.1, maximum=86400, default=10)
-    timeout = check.number(node, "timeout", path, minimum=1, maximum=172800,
-                           default=duration * 2 + 30)
+    duration = check.num(node, "duration", path, WORKLOAD_NUMBERS["duration"], default=10)
+    timeout = check.num(node, "timeout", path, WORKLOAD_NUMBERS["timeout"],
+                        default=duration * 2 + 30)
     tool = TOOLS.get(tool_name) if tool_name else None
     sides = {}
     for side in ("client", "server"):
@@ -102,16 +113,15 @@ def parse_workload(check: Checker, node: Node, path: str,
     if tool_name is None or "client" not in sides or sides["client"] is None:
         return None
     server = sides.get("server") or ProcessSpec(role=sides["client"].role)
-    idle = check.number(node, "idle", path, minimum=0, maximum=3600, default=0)
-    warmup = check.number(node, "warmup", path, minimum=0, maximum=3600, default=0)
+    idle = check.num(node, "idle", path, WORKLOAD_NUMBERS["idle"], default=0)
+    warmup = check.num(node, "warmup", path, WORKLOAD_NUMBERS["warmup"], default=0)
     return WorkloadSpec(tool_name, float(duration), float(timeout), sides["client"], server,
                         float(idle), float(warmup))
 
 
 def _process(check: Checker, node: Node, path: str, roles: Mapping[str, Any],
              allowed_args: Mapping[str, ArgSpec] | None) -> ProcessSpec | None:
-    check.keys(node, path, ("role", "cpus", "args", "wrapper", "env", "show_env"),
-               required=("role",))
+    check.keys(node, path, PROCESS_KEYS, required=("role",))
     role = check.get(node, "role", path, str)
     if role is not None and role not in roles:
         check.error(node.where("role"), join(path, "role"),
@@ -138,8 +148,10 @@ def _process(check: Checker, node: Node, path: str, roles: Mapping[str, Any],
                         f"{sorted(env)}")
     if role is None:
         return None
+    written = {key: Written(node.where(key), join(path, key)) for key in ("cpus", "args")
+               if key in node}
     return ProcessSpec(role, cpu_list, dict(args), tuple(wrapper),
-                       redact.env_values(env, show))
+                       redact.env_values(env, show), written)
 
 
 def _check_args(check: Checker, args: Node, path: str, allowed: Mapping[str, ArgSpec]) -> None:
@@ -174,7 +186,7 @@ def parse_collect(check: Checker, node: Node, path: str,
         options = check.mapping(raw, node.where(name), cpath)
         if options is None:
             continue
-        check.keys(options, cpath, ("roles", "cpus", *COLLECTOR_OPTIONS.get(name, {})))
+        check.keys(options, cpath, (*COLLECT_KEYS, *COLLECTOR_OPTIONS.get(name, {})))
         chosen = check.string_list(options, "roles", cpath) or list(roles)
         for role in chosen:
             if role not in roles:
@@ -186,7 +198,8 @@ def parse_collect(check: Checker, node: Node, path: str,
                  for key, kind in COLLECTOR_OPTIONS.get(name, {}).items() if key in options}
         out.append(CollectSpec(name, tuple(r for r in chosen if r in roles),
                                cpus.parse_list(cpu_list) if cpu_list is not None else None,
-                               extra))
+                               extra, Written(options.where("cpus"), join(cpath, "cpus"))
+                               if cpu_list else None))
     return out
 
 
@@ -194,9 +207,12 @@ def _option(check: Checker, node: Node, key: str, kind: str, path: str) -> Any:
     value, where = node[key], node.where(key)
 
     def regex(text: Any, at: str) -> bool:
+        if not isinstance(text, str):
+            check.error(where, at, f"expected a regex (a string), got {type_name(text)}")
+            return False
         try:
-            re.compile(str(text))
-            return isinstance(text, str)
+            re.compile(text)
+            return True
         except re.error as exc:
             check.error(where, at, f"bad regex: {exc}")
             return False
@@ -234,8 +250,7 @@ def parse_table(check: Checker, value: Any, where: Any, path: str,
         row = check.mapping(raw, value.item_locations[i], rpath)
         if row is None:
             continue
-        check.keys(row, rpath, ("label", "source", "metric", "role"),
-                   required=("source", "metric"))
+        check.keys(row, rpath, TABLE_ROW_KEYS, required=("source", "metric"))
         source = check.get(row, "source", rpath, str)
         metric = check.get(row, "metric", rpath, str)
         role = check.get(row, "role", rpath, str)

@@ -143,13 +143,21 @@ def load_text(text: str, name: str) -> Any:
         loader.dispose()
 
 
-def load_file(path: str | Path) -> Any:
-    """Read and parse a YAML file; a missing or unreadable file is an InputError."""
+def read_file(path: str | Path) -> str:
+    """A file's text (`-`: standard input); a missing or unreadable file is an InputError."""
+    if str(path) == "-":
+        import sys
+
+        return sys.stdin.read()
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read: {exc}") from None
-    return load_text(text, str(path))
+
+
+def load_file(path: str | Path) -> Any:
+    """Read and parse a YAML file; a missing or unreadable file is an InputError."""
+    return load_text(read_file(path), "<stdin>" if str(path) == "-" else str(path))

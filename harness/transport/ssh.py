@@ -3,7 +3,11 @@ host reused for every command of a run, reconnect with backoff when it drops."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import select
 import shlex
+import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -100,6 +104,36 @@ class SSHProcess:
                              time.time() - self._start)
 
 
+class _ProxyCommand(paramiko.ProxyCommand):
+    """paramiko's ProxyCommand, except that the command's exit ends the connection at
+    once with its exit status and stderr (paramiko's reads an exited command's empty
+    output until the banner timeout), and close() reaps the process."""
+
+    def recv(self, size: int) -> bytes:
+        stdout = self.process.stdout
+        assert stdout is not None
+        ready, _, _ = select.select([stdout], [], [], self.timeout)
+        if not ready:
+            raise TimeoutError(f"ProxyCommand: nothing within {self.timeout}s")
+        data = os.read(stdout.fileno(), size)
+        if not data:
+            try:
+                code = self.process.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                code = None
+            err = self.process.stderr.read().decode(errors="replace").strip() \
+                if code is not None and self.process.stderr else ""
+            raise paramiko.ProxyCommandFailure(shlex.join(self.cmd),
+                                               f"closed its output (exit {code}): {err}")
+        return data
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=5)
+
+
 class SSHTransport:
     """One paramiko connection to `host`, opened on first use and kept for the run."""
 
@@ -120,10 +154,35 @@ class SSHTransport:
         endpoint = sshconfig.resolve(self.host, sshconfig.load_config(self.host.ssh_config))
         return self._open(endpoint)
 
+    def _proxy(self, endpoint: sshconfig.Endpoint) -> Any:
+        """The socket the connection to `endpoint` goes through: a direct-tcpip channel
+        from its last ProxyJump hop, a ProxyCommand's pipes, or None (TCP)."""
+        host = self.host
+        sock: Any = None
+        if endpoint.jump is not None:
+            jump = self._open(endpoint.jump)
+            self._jumps.append(jump)
+            jump_transport = jump.get_transport()
+            assert jump_transport is not None
+            try:
+                sock = jump_transport.open_channel("direct-tcpip", (endpoint.hostname,
+                                                                    endpoint.port), ("", 0),
+                                                   timeout=self.connect_timeout)
+            except (paramiko.SSHException, OSError) as exc:
+                raise HostError(f"{host.name}: jump host {endpoint.jump.describe()} cannot "
+                                f"reach {endpoint.hostname}:{endpoint.port}: {exc}") from None
+        elif endpoint.proxy_command:
+            try:
+                sock = _ProxyCommand(endpoint.proxy_command)
+            except (paramiko.SSHException, OSError) as exc:
+                raise HostError(f"{host.name}: ProxyCommand {endpoint.proxy_command!r} "
+                                f"failed: {exc}") from None
+        return sock
+
     def _open(self, endpoint: sshconfig.Endpoint) -> paramiko.SSHClient:
-        """A client connected to `endpoint`, through its ProxyJump hops if any (the jump
-        connections are kept open for as long as the target's). Host keys: see
-        harness.transport.known_hosts."""
+        """A client connected to `endpoint`, through its ProxyJump hops (the jump
+        connections are kept open for as long as the target's) or its ProxyCommand.
+        Host keys: see harness.transport.known_hosts."""
         known = KnownHosts(self.host.known_hosts,
                            accept_new=self.host.host_key_policy == "accept-new")
         name = key_name(endpoint.hostname, endpoint.port)
@@ -151,20 +210,7 @@ class SSHTransport:
 
     def _open_once(self, endpoint: sshconfig.Endpoint, known: KnownHosts, name: str,
                    prefer: paramiko.PKey | None = None) -> paramiko.SSHClient:
-        host = self.host
-        sock: Any = None
-        if endpoint.jump is not None:
-            jump = self._open(endpoint.jump)
-            self._jumps.append(jump)
-            jump_transport = jump.get_transport()
-            assert jump_transport is not None
-            try:
-                sock = jump_transport.open_channel("direct-tcpip", (endpoint.hostname,
-                                                                    endpoint.port), ("", 0),
-                                                   timeout=self.connect_timeout)
-            except (paramiko.SSHException, OSError) as exc:
-                raise HostError(f"{host.name}: jump host {endpoint.jump.describe()} cannot "
-                                f"reach {endpoint.hostname}:{endpoint.port}: {exc}") from None
+        sock = self._proxy(endpoint)
         client = paramiko.SSHClient()
         known.prepare(client, name, prefer)
         keys: Any = list(endpoint.key_files) or None  # paramiko takes a str or a list
@@ -176,7 +222,11 @@ class SSHTransport:
                 auth_timeout=self.connect_timeout, sock=sock,
             )
         except BaseException as exc:
+            # a failed attempt leaves no ProxyCommand process or jump channel behind
+            # (reconnects make new ones)
             client.close()
+            if sock is not None:
+                sock.close()
             if isinstance(exc, paramiko.BadHostKeyException | KeyboardInterrupt):
                 raise
             raise self._connect_error(exc, endpoint) from None

@@ -22,12 +22,12 @@ from harness.store.manifest import Manifest
 from harness.store.store import atomic_write
 from reports.ab.compare import RunData, Table, load_run, table
 from reports.ab.model import format_ci, format_number, format_p, format_pct, p_text
-from reports.formats import markdown, report_json, run_facts, sections, table_junit
+from reports.formats import markdown, report_json, run_facts, samples_csv, sections, table_junit
 from reports.formats.text_table import text_table
 
-FORMATS = ("html", "text", "md", "json", "junit")
+FORMATS = ("html", "text", "md", "json", "junit", "csv")
 FILES = {"html": "report.html", "text": "report.txt", "md": "report.md",
-         "json": "report.json", "junit": "report.junit.xml"}
+         "json": "report.json", "junit": "report.junit.xml", "csv": "samples.csv"}
 
 
 def relurl(path: str) -> str:
@@ -107,6 +107,8 @@ def render(run: RunData, fmt: str, tab: Table | None = None) -> str:
         return report_json.report_json(run, tab)
     if fmt == "junit":
         return table_junit.junit_xml(run, tab)
+    if fmt == "csv":
+        return samples_csv.samples_csv(run)
     raise ValueError(f"unknown report format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 

@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 
 from reports.ab.compare import POOLED_SOURCE, RunData
 from reports.ab.model import Table, with_unit
-from reports.plots.svg import color, label, numbers
+from reports.plots.svg import color, label, log_numbers, numbers
 
 Drawn = tuple[Figure, str] | str
 
@@ -135,6 +135,7 @@ def percentile_ladder(run: RunData, table: Table) -> Drawn:
     every = sorted({q for v in shown for q, _ in points[v]})
     ax.set_xticks([_nines(q) for q in every], [f"p{q:g}" for q in every])
     ax.set_yscale("log")
+    log_numbers(ax.yaxis)
     ax.set_ylabel("latency (us)")
     ax.grid(alpha=0.3, which="both")
     ax.legend(loc="upper left", ncols=1 if len(shown) <= 6 else 2)
@@ -178,6 +179,7 @@ def latency_distribution(run: RunData, table: Table) -> Drawn:
     hist.legend()
     tail.set_xscale("log")
     tail.set_yscale("log")
+    log_numbers(hist.xaxis, tail.xaxis, tail.yaxis)
     tail.set_xlabel("latency (us)")
     tail.set_ylabel("fraction slower (1 - CDF)")
     for ax in (hist, tail):

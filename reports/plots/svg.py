@@ -26,9 +26,10 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.axis import Axis
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, LogFormatter
 
 from reports.ab.model import format_number
 
@@ -75,6 +76,32 @@ def numbers(*axes: Axis) -> None:
     """Tick labels as the tables print numbers (1,648,084; 0.25), not 1.6e6 offsets."""
     for axis in axes:
         axis.set_major_formatter(FuncFormatter(lambda value, _: format_number(value)))
+
+
+def plain_number(value: float) -> str:
+    """A tick value as digits, never in scientific notation: 2,000; 1.5; 0.000001."""
+    if abs(value) >= 1 or value == 0:
+        return format_number(value)
+    return str(np.format_float_positional(value, precision=3, unique=False, fractional=False,
+                                          trim="-"))
+
+
+class PlainLogFormatter(LogFormatter):
+    """Log-axis tick labels as plain numbers. matplotlib's default for log axes writes
+    mathtext (`$\\mathdefault{2\\times10^{2}}$`), which RC's parse_math=False then shows
+    raw; this keeps LogFormatter's choice of WHICH ticks carry a label (decades, and minor
+    ticks when the axis spans few decades) and only changes the text."""
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        return plain_number(x) if super().__call__(x, pos) else ""
+
+
+def log_numbers(*axes: Axis) -> None:
+    """Plain tick labels on log-scaled axes; call after set_xscale/set_yscale("log"),
+    which install matplotlib's mathtext formatters."""
+    for axis in axes:
+        axis.set_major_formatter(PlainLogFormatter())
+        axis.set_minor_formatter(PlainLogFormatter(labelOnlyBase=False))
 
 
 def figure_svg(fig: Figure, prefix: str) -> str:

@@ -57,10 +57,14 @@ class Browser:
         self.page.wait_for_load_state("load")
 
     def screenshot(self, name: str) -> Path:
-        ARTIFACTS.mkdir(exist_ok=True)
-        target = ARTIFACTS / name
+        target = self.screenshot_path(name)
         self.page.screenshot(path=str(target), full_page=True)
         return target
+
+    @staticmethod
+    def screenshot_path(name: str) -> Path:
+        ARTIFACTS.mkdir(exist_ok=True)
+        return ARTIFACTS / name
 
 
 @pytest.fixture

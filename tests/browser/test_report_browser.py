@@ -171,3 +171,32 @@ def test_what_a_reader_sees_of_settings_drift_units_and_the_profile(
     assert page.locator("#ab-table .drift").count() >= 1
     page.locator("#plot-trial_order").screenshot(
         path=str(browser.screenshot("report-drift.png").with_name("report-drift-plot.png")))
+
+
+SVG_TEXT = "els => els.map(e => e.textContent)"
+LOG_PLOTS = ("percentile_ladder", "latency_distribution")
+
+
+@pytest.mark.parametrize("source", ["synthetic-seed-000-5e1f0000", "neper"])
+def test_log_axes_have_plain_tick_labels(browser: Browser, tmp_path: Path, source: str) -> None:
+    """No figure text is raw mathtext: matplotlib's log-axis labels would read
+    `$\\mathdefault{2\\times10^{2}}$` with parse_math off (reports.svg.PlainLogFormatter)."""
+    run_dir = (rendered(RUNS / source, tmp_path) if source != "neper"
+               else neper_run(tmp_path, latency_samples=2000))
+    if source == "neper":
+        (run_dir / "report.html").write_text(html(load_run(run_dir)))
+    browser.open(run_dir / "report.html")
+    page = browser.page
+    assert "mathdefault" not in page.content()
+    assert "mathdefault" not in page.inner_text("body")
+    for name in LOG_PLOTS:  # both runs have percentiles and per-transaction latencies
+        ticks = page.eval_on_selector_all(f"#plot-{name} svg text", SVG_TEXT)
+        assert ticks, f"{name} was not drawn"
+        assert [t for t in ticks if "$" in t or "\\" in t] == [], name
+        numeric = [t for t in ticks if t.replace(",", "").replace(".", "").isdigit()]
+        assert numeric, f"{name}: no plain numeric tick label in {ticks}"
+        page.locator(f"#plot-{name}").screenshot(
+            path=str(browser.screenshot_path(f"log-ticks-{source}-{name}.png")))
+    every = page.eval_on_selector_all("figure.plot svg text", SVG_TEXT)
+    assert [t for t in every if "$" in t] == []
+    browser.screenshot(f"log-ticks-{source}.png")

@@ -95,3 +95,74 @@ def test_unknown_host_key_is_refused_unless_accept_new(testbed: tb.Testbed,
     empty.write_text(f"{b} {other[0]} {other[1]}\n")
     with pytest.raises(HostError, match="does not match known_hosts"):
         hostname_of(inventory, "b")
+
+
+def test_ini_inventory_with_host_vars_reaches_the_testbed(testbed: tb.Testbed,
+                                                          tmp_path: Path) -> None:
+    state = testbed.state
+    a, b = (n.mgmt_address for n in testbed.nodes)
+    inventory = tmp_path / "hosts"
+    inventory.write_text(f"""\
+[lab]
+sut ansible_host={b}
+peer ansible_host={a}
+
+[lab:vars]
+ansible_user=root
+ansible_ssh_private_key_file={state / 'id_ed25519'}
+napilab_known_hosts={state / 'known_hosts'}
+""")
+    (tmp_path / "host_vars").mkdir()
+    (tmp_path / "host_vars" / "sut.yml").write_text("napilab_iface: data0\n")
+    assert load_inventory(inventory).hosts["sut"].iface == "data0"
+    assert hostname_of(inventory, "sut") == "192.0.2.2/24"
+    assert hostname_of(inventory, "peer") == "192.0.2.1/24"
+
+
+def _connected(inventory: Path, host: str) -> tuple[str, int]:
+    """(data address of the host that answered, how many jump connections it took)."""
+    transport = transport_for(load_inventory(inventory).hosts[host])
+    try:
+        out = transport.run(["ip", "-4", "-o", "addr", "show", "dev", "data0"]).stdout
+        return out.split()[3], len(getattr(transport, "_jumps", []))
+    finally:
+        transport.close()
+
+
+def test_proxyjump_chain_and_proxycommand(testbed: tb.Testbed, tmp_path: Path) -> None:
+    """A two-hop ProxyJump (b's management address, then a's data address, reachable
+    only from inside the namespaces) and a ProxyCommand running OpenSSH's `ssh -W`
+    through b (its own config and known hosts only: -F /dev/null)."""
+    state = testbed.state
+    b = testbed.nodes[1].mgmt_address
+    key, known = state / "id_ed25519", state / "known_hosts"
+    proxy = (f"ssh -F /dev/null -o BatchMode=yes -o StrictHostKeyChecking=yes "
+             f"-o UserKnownHostsFile={known} -i {key} -W %h:%p root@{b}")
+    config = tmp_path / "ssh_config"
+    config.write_text(f"""\
+Host chained
+  HostName 192.0.2.2
+  User root
+  IdentityFile {key}
+  ProxyJump root@{b},root@192.0.2.1
+Host proxied
+  HostName 192.0.2.1
+  User root
+  IdentityFile {key}
+  ProxyCommand {proxy}
+Host {b} 192.0.2.1
+  IdentityFile {key}
+""")
+    inventory = tmp_path / "inv.yaml"
+    inventory.write_text(f"""\
+ssh_config: {config}
+hosts:
+  chained: {{address: chained, known_hosts: {known}}}
+  proxied: {{address: proxied, known_hosts: {known}}}
+""")
+    assert _connected(inventory, "chained") == ("192.0.2.2/24", 2)
+    assert _connected(inventory, "proxied") == ("192.0.2.1/24", 0)
+    broken = config.read_text().replace("-W %h:%p", "-W %h:2")
+    config.write_text(broken)
+    with pytest.raises(HostError, match=r"proxied: .*closed its output \(exit 255\)"):
+        _connected(inventory, "proxied")

@@ -90,7 +90,7 @@ def test_the_table_compares_the_recorded_pairs(tmp_path: Path) -> None:
 def test_seed_002_plan_names_both_baselines() -> None:
     plan = bind(load_profile(ROOT / "profiles" / "seed-002-prefer-busypoll.yaml"),
                 load_inventory(ROOT / "profiles" / "inventory.example.yaml"))
-    compared = plan_text(plan).splitlines()[2]
+    compared = plan_text(plan).splitlines()[1]
     assert compared == ("compared: udp-rr-busy-read, udp-rr-prefer with udp-rr; xdpsock-2c, "
                         "xdpsock-budget-8, xdpsock-budget-64, xdpsock-budget-256, "
                         "xdpsock-budget-512 with xdpsock")

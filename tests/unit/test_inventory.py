@@ -56,7 +56,7 @@ def test_ansible_errors_have_locations(tmp_path: Path) -> None:
     path = write(tmp_path, ANSIBLE.replace("ansible_port: 22\n", "ansible_port: twenty\n"))
     with pytest.raises(InputError) as exc:
         load_inventory(path)
-    assert f"{path}:17:25: all.children.lab.hosts.peer.port: expected an integer" in str(
+    assert f"{path}:17:25: all.children.lab.hosts.peer.ansible_port: expected an integer" in str(
         exc.value)
 
 

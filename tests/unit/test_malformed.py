@@ -2,7 +2,8 @@
 line marked `# <-` in the case and the key path in the message, and run nothing.
 
 A case is the text of a profile (or an inventory: `INV:` first line) in which one line
-carries the marker; the message must name that line and contain the given fragment."""
+carries the marker; the message must name that line and contain the given fragment.
+One mistake is one error: the marked file is named exactly once."""
 
 from __future__ import annotations
 
@@ -96,7 +97,8 @@ CASES: dict[str, tuple[str, str]] = {
     "sysctl-bad-value": (case("net.core.busy_read: 50", "net.core.busy_read: '$(id)'  # <-"),
                          "a sysctl value is an integer or a word"),
     "rps-bad-cpus": (case("    netdev: {eth0: {gro_flush_timeout: 1000}}",
-                          "    rps: {eth0: '1-'}  # <-"), "rps.eth0.cpus: '1-' is not a CPU list"),
+                          "    rps: {eth0: '1-'}  # <-"),
+                     "setup.server.rps.eth0: '1-' is not a CPU list"),
     "rps-bad-queue": (case("    netdev: {eth0: {gro_flush_timeout: 1000}}",
                            "    rps: {eth0: {cpus: '1', queues: [rx0]}}  # <-"),
                       "is not a queue name"),
@@ -175,8 +177,14 @@ CASES: dict[str, tuple[str, str]] = {
                       "matrix.budget: parameter never used"),
     "matrix-not-list": (BASE.replace("gro_flush_timeout: 1000", "gro_flush_timeout: '${b}'")
                         + "matrix:\n  b: 8  # <-\n", "expected a non-empty list"),
-    "placeholder-unknown": (case("gro_flush_timeout: 1000", "gro_flush_timeout: '${budgte}'")
-                            + "matrix:\n  budget: [8]  # <-\n", "parameter never used"),
+    # one mistake, one error: at the misspelt placeholder, not also "parameter never
+    # used" at the matrix and "expected an integer" at the value
+    "placeholder-unknown": (case("gro_flush_timeout: 1000",
+                                 "gro_flush_timeout: '${budgte}'  # <-")
+                            + "matrix:\n  budget: [8]\n",
+                            "setup.server.netdev.eth0.gro_flush_timeout: unknown placeholder "
+                            "${budgte}; matrix parameters are ['budget']; did you mean "
+                            "'budget'?"),
     "table-bad-role": (BASE + "report:\n  table:\n    - {source: ping, metric: received, "
                        "role: x}  # <-\n", "report.table[0].role: no such role"),
     # inventories
@@ -190,7 +198,7 @@ CASES: dict[str, tuple[str, str]] = {
                        "host_key_policy: 'yolo' is not one of"),
     "inv-no-hosts": ("INV:\ntransport: ssh\nhosts: {}  # <-\n", "hosts: no hosts defined"),
     "inv-ansible-bad-port": ("INV:\nall:\n  hosts:\n    a: {ansible_port: x}  # <-\n",
-                             "all.hosts.a.port: expected an integer"),
+                             "all.hosts.a.ansible_port: expected an integer"),
     "inv-ansible-become": ("INV:\nall:\n  hosts:\n    a:\n      ansible_become: true\n"
                            "      ansible_become_method: su  # <-\n",
                            "napilab supports sudo"),
@@ -228,6 +236,7 @@ def test_malformed(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
         assert f"{marked}:{lines[0]}:" in err, err
     else:
         assert str(marked) in err, err
+    assert err.count(f"{marked}:") == 1, err  # one error, not one per variant or cascade
     assert not (tmp_path / "out").exists()
 
 

@@ -2,8 +2,10 @@
 
 After an intended change of what napilab runs, regenerate them with
     for p in tests/golden/plan/*.txt; do n=$(basename $p .txt);
-      napilab plan profiles/$n.yaml -i profiles/inventory.example.yaml > $p; done
-and read the diff: it is exactly what changed on the hosts."""
+      HOME=/nonexistent napilab plan profiles/$n.yaml -i profiles/inventory.example.yaml > $p
+    done
+and read the diff: it is exactly what changed on the hosts. HOME is one without
+~/.ssh/config: the summary shows the endpoints ssh_config resolves to."""
 
 from __future__ import annotations
 
@@ -22,16 +24,20 @@ GOLDEN = sorted((ROOT / "tests" / "golden" / "plan").glob("*.txt"))
 
 
 @pytest.mark.parametrize("golden", GOLDEN, ids=[g.stem for g in GOLDEN])
-def test_plan_matches_golden(golden: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plan_matches_golden(golden: Path, monkeypatch: pytest.MonkeyPatch,
+                             tmp_path: Path) -> None:
     monkeypatch.chdir(ROOT)  # the golden files hold paths relative to the repository
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ssh/config of this machine
     plan = bind(load_profile(f"profiles/{golden.stem}.yaml"),
                 load_inventory("profiles/inventory.example.yaml"))
     assert plan_text(plan) == golden.read_text()
 
 
 @pytest.mark.parametrize("golden", GOLDEN, ids=[g.stem for g in GOLDEN])
-def test_plan_json_parses(golden: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plan_json_parses(golden: Path, monkeypatch: pytest.MonkeyPatch,
+                          tmp_path: Path) -> None:
     monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("HOME", str(tmp_path))
     plan = bind(load_profile(f"profiles/{golden.stem}.yaml"),
                 load_inventory("profiles/inventory.example.yaml"))
     doc = json.loads(json.dumps(plan_json(plan)))

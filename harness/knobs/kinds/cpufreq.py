@@ -7,10 +7,12 @@ import re
 from harness.knobs import grammar, values
 from harness.knobs.kind import Item, Kind, Lookup, Setting
 from harness.profile import cpus
+from harness.profile import json_parts as js
 from harness.profile.schema import Checker, join
 from harness.profile.yamlsrc import Node
 
 _GOVERNOR = re.compile(r"[a-z][a-z0-9_]{0,31}")
+KEYS = ("cpus", "governor")
 
 
 class Cpufreq(Kind):
@@ -20,7 +22,7 @@ class Cpufreq(Kind):
         body = grammar.body(check, node, self.name, path)
         if body is None:
             return []
-        check.keys(body, path, ("cpus", "governor"), required=("cpus", "governor"))
+        check.keys(body, path, KEYS, required=KEYS)
         cpu_list = (grammar.value(check, body, "cpus", path, values.cpu_list)
                     if "cpus" in body else None)
         governor = check.get(body, "governor", path, str)
@@ -29,7 +31,11 @@ class Cpufreq(Kind):
             governor = None
         if not cpu_list or governor is None:
             return []
-        return [Setting(role, self.name, cpu_list, governor)]
+        return [Setting(role, self.name, cpu_list, governor, grammar.at(body, "cpus", path))]
+
+    def json_schema(self) -> js.Schema:
+        return js.obj({"cpus": js.CPU_LIST, "governor": js.leaf(
+            {"type": "string", "pattern": js.regex(_GOVERNOR)})}, required=KEYS)
 
     def resolve(self, setting: Setting, host: Lookup) -> list[Item]:
         return [self.item(f"/sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_governor",

@@ -11,6 +11,7 @@ from harness.errors import HostError
 from harness.knobs import grammar
 from harness.knobs.backend import Backend, Command
 from harness.knobs.kind import Item, Kind, Lookup, Setting
+from harness.profile import json_parts as js
 from harness.profile.schema import Checker, join
 from harness.profile.yamlsrc import Node
 
@@ -111,6 +112,15 @@ class Ethtool(Kind):
                         continue
                     out.append(Setting(role, self.name, f"{iface}/{group}/{name}", text))
         return out
+
+    def json_schema(self) -> js.Schema:
+        on_off = {"enum": ["on", "off", True, False]}
+        name = js.regex(_NAME)
+        return js.mapping_of(js.obj({
+            "coalesce": js.mapping_of(js.leaf({"anyOf": [{"type": "integer", "minimum": 0},
+                                                         on_off]}), keys=name),
+            "channels": js.mapping_of(js.leaf({"type": "integer", "minimum": 0}), keys=name),
+            "features": js.mapping_of(js.leaf(on_off), keys=name)}), keys=js.IFACE_KEY)
 
     def resolve(self, setting: Setting, host: Lookup) -> list[Item]:
         iface, group, name = setting.target.split("/")

@@ -10,9 +10,11 @@ from harness.errors import HostError
 from harness.knobs import grammar, values
 from harness.knobs.backend import read_files
 from harness.knobs.kind import Item, Kind, Lookup, Session, Setting
+from harness.profile import json_parts as js
 from harness.profile.schema import Checker, join
 from harness.profile.yamlsrc import Node
 
+KEYS = ("cpus", "match")
 # IRQ numbers of a NIC: its PCI function's msi_irqs (virtio-net: the parent device's).
 MSI_IRQS = ["sh", "-c", 'ls "$1/device/msi_irqs" 2>/dev/null || ls "$1/device/../msi_irqs"',
             "napilab-irqs"]
@@ -48,7 +50,7 @@ class IrqAffinity(Kind):
         body = grammar.body(check, node, self.name, path)
         out = []
         for iface, spec, ipath in grammar.interfaces(check, body or Node(), path, short=True):
-            check.keys(spec, ipath, ("cpus", "match"), required=("cpus",))
+            check.keys(spec, ipath, KEYS, required=("cpus",))
             match = check.get(spec, "match", ipath, str)
             if match is not None:
                 try:
@@ -59,12 +61,18 @@ class IrqAffinity(Kind):
             value = (grammar.value(check, spec, "cpus", ipath, values.cpu_list)
                      if "cpus" in spec else None)
             if value == "":
-                check.error(spec.where("cpus"), join(ipath, "cpus"),
+                check.error(spec.where("cpus"), grammar.at(spec, "cpus", ipath).key_path,
                             "an IRQ needs at least one CPU")
             elif value is not None:
                 target = f"{iface}/{match}" if match else iface
-                out.append(Setting(role, self.name, target, value))
+                out.append(Setting(role, self.name, target, value,
+                                   grammar.at(spec, "cpus", ipath)))
         return out
+
+    def json_schema(self) -> js.Schema:
+        return js.mapping_of({"anyOf": [js.CPUS_SOME, js.obj(
+            {"cpus": js.CPUS_SOME, "match": js.leaf(js.STRING)}, required=("cpus",))]},
+            keys=js.IFACE_KEY)
 
     def resolve(self, setting: Setting, host: Lookup) -> list[Item]:
         iface, _, pattern = setting.target.partition("/")

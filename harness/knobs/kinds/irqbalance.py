@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from harness.errors import HostError
 from harness.knobs.backend import Backend, Command
 from harness.knobs.kind import Item, Kind, Lookup, Setting, two_state_original
+from harness.profile import json_parts as js
 from harness.profile.schema import Checker
 from harness.profile.yamlsrc import Node
 
@@ -50,6 +51,9 @@ class Irqbalance(Kind):
                         f"expected stopped or running, got {value!r}")
             return []
         return [Setting(role, self.name, "irqbalance", str(value))]
+
+    def json_schema(self) -> js.Schema:
+        return js.leaf({"enum": ["stopped", "running"]})
 
     def resolve(self, setting: Setting, host: Lookup) -> list[Item]:
         return [self.item("irqbalance", "irqbalance", setting.value)]

@@ -17,22 +17,26 @@ from harness.errors import HostError, NapilabError
 from harness.knobs import grammar, values
 from harness.knobs.backend import Backend, Command, Gone, read_files
 from harness.knobs.kind import Item, Kind, Lookup, Session, Setting
+from harness.profile import json_parts as js
 from harness.profile.schema import Checker, join, suggest
 from harness.profile.yamlsrc import Node
 
 NETDEV_NL = resources.files("harness.knobs.kinds").joinpath("hostscripts/netdev_nl.py")
 
 
+# Spellings of the napi-threaded enum, matched lower-cased (YAML true reads "true").
+NAPI_THREADED = {"0": "disabled", "1": "enabled", "2": "busy-poll", "disabled": "disabled",
+                 "enabled": "enabled", "busy-poll": "busy-poll", "false": "disabled",
+                 "true": "enabled"}
+
+
 def napi_threaded(value: object) -> str:
     """netlink napi-set `threaded`: the napi-threaded enum (busy-poll since after 6.18)."""
-    table = {"0": "disabled", "1": "enabled", "2": "busy-poll", "disabled": "disabled",
-             "enabled": "enabled", "busy-poll": "busy-poll", "false": "disabled",
-             "true": "enabled"}
     key = str(value).lower()
-    if key not in table:
+    if key not in NAPI_THREADED:
         raise values.KnobValueError(
             f"expected one of disabled, enabled, busy-poll, got {value!r}")
-    return table[key]
+    return NAPI_THREADED[key]
 
 
 ATTRS: dict[str, Any] = {
@@ -181,6 +185,13 @@ class Napi(Kind):
                     if value is not None:
                         out.append(Setting(role, self.name, f"{iface}/{attr}", value))
         return out
+
+    def json_schema(self) -> js.Schema:
+        # each attribute also spelt with underscores
+        return js.mapping_of(js.obj({
+            spelling: js.spellings(NAPI_THREADED) if attr == "threaded" else js.converter(convert)
+            for attr, convert in ATTRS.items()
+            for spelling in dict.fromkeys((attr, attr.replace("-", "_")))}), keys=js.IFACE_KEY)
 
     def resolve(self, setting: Setting, host: Lookup) -> list[Item]:
         iface, _, attr = setting.target.partition("/")

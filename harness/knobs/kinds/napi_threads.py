@@ -12,10 +12,12 @@ from harness.errors import CommandError, HostError
 from harness.knobs import grammar, values
 from harness.knobs.backend import Backend, Command, Gone, reason
 from harness.knobs.kind import Item, Kind, Lookup, Session, Setting
+from harness.profile import json_parts as js
 from harness.profile.schema import Checker, join
 from harness.profile.yamlsrc import Node
 
 POLICIES = ("fifo", "rr", "other", "batch", "idle")
+KEYS = ("cpus", "policy", "priority")
 _AFFINITY = re.compile(r"affinity list: ([\d,-]+)")
 _POLICY = re.compile(r"scheduling policy: SCHED_(\w+)")
 _PRIORITY = re.compile(r"scheduling priority: (\d+)")
@@ -93,24 +95,34 @@ class NapiThreads(Kind):
         out = []
         for owner, spec, opath in grammar.interfaces(check, body or Node(), path,
                                                      also=("backlog",)):
-            check.keys(spec, opath, ("cpus", "policy", "priority"))
+            check.keys(spec, opath, KEYS)
             if "cpus" in spec:
                 value = grammar.value(check, spec, "cpus", opath, values.cpu_list)
                 if value:
-                    out.append(Setting(role, self.name, f"{owner}/cpus", value))
+                    out.append(Setting(role, self.name, f"{owner}/cpus", value,
+                                       grammar.at(spec, "cpus", opath)))
             policy = check.choice(spec, "policy", opath, POLICIES)
+            if "policy" in spec and policy is None:
+                continue  # a misspelt policy is one error: its priority cannot be judged
+            if "priority" in spec and policy is None:
+                check.error(spec.where("priority"), join(opath, "priority"),
+                            "a priority needs a policy (fifo or rr)")
+                continue
             realtime = policy in ("fifo", "rr")
             priority = check.number(spec, "priority", opath, integer=True,
                                     minimum=1 if realtime else 0,
                                     maximum=99 if realtime else 0,
                                     default=50 if realtime else 0)
-            if "priority" in spec and policy is None:
-                check.error(spec.where("priority"), join(opath, "priority"),
-                            "a priority needs a policy (fifo or rr)")
             if policy is not None and priority is not None:
                 out.append(Setting(role, self.name, f"{owner}/policy",
                                    f"{policy}:{priority}"))
         return out
+
+    def json_schema(self) -> js.Schema:
+        return js.mapping_of(js.obj({
+            "cpus": js.CPU_LIST, "policy": js.leaf({"enum": list(POLICIES)}),
+            "priority": js.leaf({"type": "integer", "minimum": 0, "maximum": 99})}),
+            keys=js.regex(f"{values.IFACE.pattern}|backlog", placeholder=True))
 
     def resolve(self, setting: Setting, host: Lookup) -> list[Item]:
         owner, _, what = setting.target.partition("/")

@@ -7,21 +7,25 @@ from collections.abc import Callable
 
 from harness.knobs import grammar, values
 from harness.knobs.kind import Item, Kind, Lookup, Setting
+from harness.profile import json_parts as js
 from harness.profile.schema import Checker
 from harness.profile.yamlsrc import Node
+
+# Spellings of sysfs `threaded`, matched lower-cased (YAML true reads "true").
+SYSFS_THREADED = {"0": "0", "1": "1", "disabled": "0", "enabled": "1", "false": "0",
+                  "true": "1"}
 
 
 def threaded_sysfs(value: object) -> str:
     """sysfs `threaded` takes only 0/1; busy-poll exists only through netlink napi-set."""
-    table = {"0": "0", "1": "1", "disabled": "0", "enabled": "1", "false": "0", "true": "1"}
     key = str(value).lower()
     if key == "busy-poll":
         raise values.KnobValueError(
             "threaded busy-poll is set per NAPI through netlink: use "
             "`napi: {IFACE: {threaded: busy-poll}}`; sysfs takes only 0/1")
-    if key not in table:
+    if key not in SYSFS_THREADED:
         raise values.KnobValueError(f"expected one of 0, 1, disabled, enabled, got {value!r}")
-    return table[key]
+    return SYSFS_THREADED[key]
 
 
 # netdev sysfs attributes napilab writes: name -> value converter.
@@ -44,6 +48,11 @@ class Netdev(Kind):
             return []
         return [Setting(role, self.name, f"{iface}/{attr}", value)
                 for iface, attr, value in grammar.attributes(check, body, path, ATTRS)]
+
+    def json_schema(self) -> js.Schema:
+        return js.mapping_of(js.obj({
+            attr: js.spellings(SYSFS_THREADED) if attr == "threaded" else js.converter(convert)
+            for attr, convert in ATTRS.items()}), keys=js.IFACE_KEY)
 
     def resolve(self, setting: Setting, host: Lookup) -> list[Item]:
         iface, _, attr = setting.target.partition("/")

@@ -11,10 +11,13 @@ from harness.errors import HostError
 from harness.knobs import grammar, values
 from harness.knobs.kind import Item, Kind, Lookup, Session, Setting
 from harness.profile import cpus
+from harness.profile import json_parts as js
 from harness.profile.schema import Checker, join
 from harness.profile.yamlsrc import Node
 
 PLAN_QUEUES = ["rx-*", "tx-*"]  # `napilab plan`: every queue of a direction
+QUEUE_KEYS = {"rps": ("cpus", "queues", "flow_cnt"), "xps": ("cpus", "queues")}
+FLOW_CNT = values.integer(0, 2**31)
 
 
 def queues(host: Session, iface: str) -> list[str]:
@@ -66,6 +69,14 @@ class CpuMaskKind(QueueKind):
         spec_node = grammar.body(check, node, self.name, path)
         return parse_queues(check, spec_node, path, role, self.name) if spec_node else []
 
+    def json_schema(self) -> js.Schema:
+        keys = QUEUE_KEYS[self.name]
+        queue = js.leaf({"type": "string", "pattern": r"^(?:rx|tx)-(?:\d{1,4}|\*)$"})
+        properties: js.Schema = {"cpus": js.CPU_LIST, "queues": js.one_or_list(queue)}
+        if "flow_cnt" in keys:
+            properties["flow_cnt"] = js.converter(FLOW_CNT)
+        return js.mapping_of({"anyOf": [js.CPU_LIST, js.obj(properties)]}, keys=js.IFACE_KEY)
+
 
 class Rps(CpuMaskKind):
     name = key = "rps"
@@ -87,9 +98,8 @@ class Xps(CpuMaskKind):
 def parse_queues(check: Checker, node: Node, path: str, role: str,
                  kind: str) -> list[Setting]:
     out = []
-    allowed = ("cpus", "queues", "flow_cnt") if kind == "rps" else ("cpus", "queues")
     for iface, spec, ipath in grammar.interfaces(check, node, path, short=True):
-        check.keys(spec, ipath, allowed)
+        check.keys(spec, ipath, QUEUE_KEYS[kind])
         names = check.string_list(spec, "queues", ipath) or [
             ("rx-*" if kind == "rps" else "tx-*")]
         for queue in names:
@@ -102,9 +112,10 @@ def parse_queues(check: Checker, node: Node, path: str, role: str,
         if "cpus" in spec:
             value = grammar.value(check, spec, "cpus", ipath, values.cpu_list)
             if value is not None:
-                out += [Setting(role, kind, f"{iface}/{q}", value) for q in names]
+                out += [Setting(role, kind, f"{iface}/{q}", value,
+                                grammar.at(spec, "cpus", ipath)) for q in names]
         if "flow_cnt" in spec:
-            value = grammar.value(check, spec, "flow_cnt", ipath, values.integer(0, 2**31))
+            value = grammar.value(check, spec, "flow_cnt", ipath, FLOW_CNT)
             if value is not None:
                 out += [Setting(role, "rps_flow_cnt", f"{iface}/{q}", value) for q in names]
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from harness.knobs import grammar, values
 from harness.knobs.kind import Item, Kind, Lookup, Setting
+from harness.profile import json_parts as js
 from harness.profile.schema import Checker, join
 from harness.profile.yamlsrc import Node
 
@@ -34,6 +35,12 @@ class Sysctl(Kind):
             if value is not None:
                 out.append(Setting(role, self.name, name, value))
         return out
+
+    def json_schema(self) -> js.Schema:
+        word = {"anyOf": [{"type": "integer"}, js.WORD]}
+        return js.mapping_of(js.leaf({"anyOf": [*word["anyOf"], {"type": "array",
+                                                                 "items": word}]}),
+                             keys=js.regex(values.SYSCTL))
 
     def resolve(self, setting: Setting, host: Lookup) -> list[Item]:
         return [self.item(path_of(setting.target), setting.target, setting.value)]

@@ -11,6 +11,7 @@ import re
 
 from harness.knobs import grammar, values
 from harness.knobs.kind import Item, Kind, Lookup, Setting
+from harness.profile import json_parts as js
 from harness.profile.schema import Checker, join
 from harness.profile.yamlsrc import Node
 
@@ -42,6 +43,10 @@ class Sysfs(Kind):
                 if value is not None:
                     out.append(Setting(role, self.name, f"{iface}/device/{name}", value))
         return out
+
+    def json_schema(self) -> js.Schema:
+        return js.mapping_of(js.mapping_of(js.leaf({"anyOf": [{"type": "integer"}, js.WORD]}),
+                                           keys=js.regex(_ATTRIBUTE)), keys=js.IFACE_KEY)
 
     def resolve(self, setting: Setting, host: Lookup) -> list[Item]:
         return [self.item(f"/sys/class/net/{setting.target}", setting.target, setting.value)]

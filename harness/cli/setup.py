@@ -1,0 +1,126 @@
+"""`napilab init` and `napilab schema`: getting started, and editor support.
+
+Registered on the `napilab` group by harness/cli.py. Errors go through
+harness.cli.main like any other.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from harness.errors import InputError, NapilabError
+from harness.profile.inventory import Host, load_inventory
+from harness.profile.starter import StarterHost, inventory_text, placeholder_hosts, profile_text
+
+
+def _write(path: Path, text: str, force: bool) -> None:
+    if path.exists() and not force:
+        raise InputError(f"{path} exists; --force overwrites it")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def _checked(hosts: list[Host]) -> dict[str, StarterHost]:
+    """hosts check of each host, and the interface each reaches the other through."""
+    from harness.hosts import check as hosts_check
+    from harness.hosts.session import close_sessions, open_sessions
+
+    sessions = open_sessions(hosts)
+    try:
+        found = {}
+        for host in hosts:
+            session = sessions[host.name]
+            report = hosts_check.check_host(host, session)
+            peer = next((h for h in hosts if h.name != host.name), host)
+            iface = host.iface or hosts_check.route_iface(session.transport,
+                                                          peer.target_address)
+            found[host.name] = StarterHost.from_check(report, iface, host.iface is not None)
+        return found
+    finally:
+        close_sessions(sessions.values())
+
+
+@click.command()
+@click.argument("directory", default=".", type=click.Path(file_okay=False))
+@click.option("-i", "--inventory", type=click.Path(dir_okay=False, exists=True,
+                                                  allow_dash=True),
+              help="Fit the profile to these hosts: runs `hosts check` on them (connects, "
+                   "changes nothing) and writes only profile.yaml.")
+@click.option("--server", metavar="HOST", help="Inventory host of the server role "
+              "(default: the inventory's first host).")
+@click.option("--client", metavar="HOST", help="Inventory host of the client role "
+              "(default: the inventory's second host).")
+@click.option("--transport", type=click.Choice(["ssh", "local"]),
+              help="Override the inventory's transport.")
+@click.option("--force", is_flag=True, help="Overwrite files that exist.")
+def init(directory: str, inventory: str | None, server: str | None, client: str | None,
+         transport: str | None, force: bool) -> None:
+    """Write a starter profile.yaml (and, without -i, inventory.yaml) into DIRECTORY.
+
+    \b
+    Examples:
+      napilab init lab/                  # placeholder hosts to edit
+      napilab init -i lab.yaml lab/      # fitted to the hosts of lab.yaml
+    """
+    from harness.profile.plan import bind
+    from harness.profile.profile import load_profile
+
+    target = Path(directory)
+    profile_path = target / "profile.yaml"
+    if inventory is None:
+        inventory_path = target / "inventory.yaml"
+        _write(inventory_path, inventory_text(), force)
+        client_host, server_host = placeholder_hosts()
+        shown, source = "inventory.yaml", "for placeholder hosts"
+    else:
+        inv = load_inventory(inventory).with_transport(transport)
+        names = list(inv.hosts)
+        server = server or names[0]
+        client = client or (names[1] if len(names) > 1 else names[0])
+        for option, name in (("--server", server), ("--client", client)):
+            if name not in inv.hosts:
+                raise InputError(f"{option} {name}: not in {inventory}; hosts are {names}")
+        if profile_path.exists() and not force:
+            raise InputError(f"{profile_path} exists; --force overwrites it")
+        checked = _checked([inv.hosts[server]] + ([inv.hosts[client]] if client != server
+                                                  else []))
+        server_host, client_host = checked[server], checked[client]
+        inventory_path = Path(inventory)
+        shown, source = str(Path(inventory).resolve()), f"from `hosts check` of {inventory}"
+    _write(profile_path, profile_text(client_host, server_host, inventory=shown,
+                                      source=source), force)
+    try:
+        bound = bind(load_profile(profile_path), load_inventory(inventory_path))
+    except NapilabError as exc:  # a starter that does not validate is napilab's bug
+        raise NapilabError(f"the starter profile does not validate: {exc}") from None
+    for path in ([] if inventory else [inventory_path]) + [profile_path]:
+        click.echo(f"wrote {path}")
+    variants = ", ".join(v.name for v in bound.profile.variants)
+    click.echo(f"profile: {bound.profile.variants[0].workload.tool}, variants {variants}")
+    click.echo(f"next: napilab plan {profile_path} -i {inventory_path}")
+
+
+@click.command()
+@click.argument("kind", type=click.Choice(["profile", "inventory"]))
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Write the schema to this file instead of stdout.")
+def schema(kind: str, output: str | None) -> None:
+    """Print the JSON Schema of a profile or an inventory, built from the definitions
+    the validator uses. Editors with the YAML language server read it from a first line
+    `# yaml-language-server: $schema=PATH` (the shipped profiles carry one).
+
+    \b
+    Examples:
+      napilab schema profile > ~/.config/napilab/profile.schema.json
+      napilab schema inventory -o inventory.schema.json
+    """
+    from harness.profile.json_schema import schema_text
+
+    text = schema_text(kind)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        Path(output).write_text(text)
+        click.echo(f"wrote {output}")

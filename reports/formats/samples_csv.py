@@ -1,0 +1,17 @@
+"""`napilab report --format csv`: the run's tidy samples table as CSV (RUN_DIR/samples.csv)
+for spreadsheets and notebooks: one row per value, the columns of samples.parquet
+(run_id, trial, variant, rep, role, host, source, metric, cpu, value, unit); `cpu` is
+empty for totals, as it is null in the table."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from harness.store.store import COLUMNS
+from reports.ab.compare import RunData
+
+
+def samples_csv(run: RunData) -> str:
+    frame = run.samples.reindex(columns=list(COLUMNS))
+    frame = frame.assign(cpu=pd.to_numeric(frame["cpu"]).astype("Int64"))
+    return str(frame.to_csv(index=False, lineterminator="\n"))

@@ -1,0 +1,105 @@
+"""napilab as a user gets it: the wheel built from this tree, installed with pip into a
+fresh venv, run from a directory that is not the source tree. `napilab init` writes
+files that validate, the shipped profiles are there, and (root) `napilab demo` runs the
+shipped demo profile on the testbed and writes its report.
+
+The wheel is built with `build` and setuptools from the test extras (`make test`
+installs them); pip installs napilab's dependencies into the fresh venv with its usual
+configuration (the same indexes `make test` installs from)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, need_root
+
+SKIP = {".venv", ".git", "build", "results", "test-artifacts", ".mypy_cache", ".ruff_cache",
+        ".pytest_cache", ".hypothesis", "__pycache__"}
+
+
+@dataclass(frozen=True)
+class Installed:
+    venv: Path
+    wheel: Path
+    home: Path  # an empty working directory outside the source tree
+
+    def napilab(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+        env["PATH"] = f"{self.venv / 'bin'}:{env.get('PATH', '')}"
+        return subprocess.run([str(self.venv / "bin" / "napilab"), *args], cwd=self.home,
+                              env=env, capture_output=True, text=True, timeout=timeout,
+                              check=False)
+
+
+def _run(*argv: str | Path, cwd: Path | None = None) -> None:
+    result = subprocess.run([str(a) for a in argv], cwd=cwd, capture_output=True, text=True,
+                            timeout=600, check=False)
+    assert result.returncode == 0, f"{argv}: {result.stdout[-2000:]}\n{result.stderr[-2000:]}"
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
+    base = tmp_path_factory.mktemp("wheel")
+    # A copy of the tree: building in place would leave build/ and *.egg-info here.
+    source = base / "src"
+    shutil.copytree(ROOT, source, ignore=lambda _, names: [n for n in names if n in SKIP
+                                                          or n.endswith(".egg-info")])
+    # `build` and setuptools come with the test extras (pyproject.toml): no isolated
+    # build environment to download
+    _run(sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", base / "dist",
+         source)
+    wheel = next((base / "dist").glob("napilab-*.whl"))
+    venv = base / "venv"
+    _run(sys.executable, "-m", "venv", venv)
+    _run(venv / "bin" / "pip", "install", "-q", "--no-compile", "--disable-pip-version-check",
+         wheel)
+    home = base / "home"
+    home.mkdir()
+    yield Installed(venv, wheel, home)
+
+
+def test_the_wheel_is_self_contained(installed: Installed) -> None:
+    found = subprocess.run(
+        [str(installed.venv / "bin" / "python"), "-c",
+         "import harness, harness.profile.shipped as s; print(harness.__file__); "
+         "print('\\n'.join(sorted(p.name for p in s.profiles_dir().glob('*.yaml'))))"],
+        cwd=installed.home, capture_output=True, text=True, check=True).stdout.splitlines()
+    assert found[0].startswith(str(installed.venv)), found[0]  # not the source tree
+    assert found[1:] == sorted(p.name for p in (ROOT / "profiles").glob("*.yaml"))
+
+
+def test_init_writes_files_that_validate(installed: Installed) -> None:
+    result = installed.napilab("init", "lab")
+    assert result.returncode == 0, result.stderr
+    lab = installed.home / "lab"
+    assert sorted(p.name for p in lab.iterdir()) == ["inventory.yaml", "profile.yaml"]
+    for name in ("profile", "inventory"):  # editors find the installed schema
+        first = (lab / f"{name}.yaml").read_text().splitlines()[0]
+        schema = Path(first.removeprefix("# yaml-language-server: $schema="))
+        assert schema.is_file() and str(schema).startswith(str(installed.venv)), first
+        assert schema.read_text() == installed.napilab("schema", name).stdout
+    check = installed.napilab("validate", "lab/profile.yaml", "-i", "lab/inventory.yaml")
+    assert check.returncode == 0, check.stderr
+    assert "3 variant(s), 15 trial(s)" in check.stdout
+    again = installed.napilab("init", "lab")
+    assert again.returncode == 2 and "exists; --force overwrites it" in again.stderr
+
+
+def test_demo_runs_from_the_wheel(installed: Installed) -> None:
+    reason = need_root()
+    if reason:
+        pytest.skip(reason)
+    result = installed.napilab("demo", "-o", "results", timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    reports = list((installed.home / "results" / "demo").glob("*/report.html"))
+    assert len(reports) == 1
+    assert f"report: results/demo/{reports[0].parent.name}/report.html" in result.stdout
+    assert "rps-remote vs rps-off (baseline)" in result.stdout

@@ -1,0 +1,142 @@
+"""The JSON Schema editors read agrees with the validator: every shipped profile and
+inventory passes both; the malformed corpus fails the schema except where only the
+validator can know (roles, a host's CPUs, regexes, placeholders); an unknown key or
+bad value injected anywhere into a shipped profile is refused by both or by neither;
+the schema files shipped beside the profiles are what `napilab schema` prints."""
+
+from __future__ import annotations
+
+from copy import deepcopy
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from harness.errors import InputError
+from harness.profile import shipped
+from harness.profile.json_schema import SCHEMAS, inventory_schema, profile_schema, schema_text
+from harness.profile.profile import load_profile
+from tests.unit.test_malformed import CASES
+
+PROFILES = sorted(p for p in shipped.profiles_dir().glob("*.yaml") if "inventory" not in p.name)
+INVENTORIES = sorted(shipped.profiles_dir().glob("inventory*.yaml"))
+# Mistakes only the validator can see: what a role, a host or a placeholder is, whether
+# a regex compiles, whether a CPU range runs backwards, YAML's duplicate keys.
+SEMANTIC = {"baseline-unknown", "collect-bad-regex", "collect-bad-role", "cpus-beyond-host",
+            "hosts-not-in-inventory", "matrix-unused", "placeholder-unknown",
+            "setup-unknown-role", "table-bad-role", "workload-cpus-host",
+            "workload-cpus-range", "workload-unknown-role", "yaml-duplicate-key"}
+
+
+def validator(kind: str) -> jsonschema.Draft202012Validator:
+    schema = profile_schema() if kind == "profile" else inventory_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+@pytest.mark.parametrize("path", PROFILES + INVENTORIES, ids=lambda p: p.name)
+def test_shipped_files_pass_the_schema_and_name_it(path: Path) -> None:
+    kind = "inventory" if path in INVENTORIES else "profile"
+    errors = [f"{list(e.absolute_path)}: {e.message}"
+              for e in validator(kind).iter_errors(yaml.safe_load(path.read_text()))]
+    assert errors == []
+    first = path.read_text().splitlines()[0]
+    assert first == f"# yaml-language-server: $schema=schema/{kind}.schema.json"
+    assert (path.parent / "schema" / f"{kind}.schema.json").is_file()
+
+
+@pytest.mark.parametrize("kind", sorted(SCHEMAS))
+def test_shipped_schema_files_are_current(kind: str) -> None:
+    """Regenerate with `napilab schema KIND -o profiles/schema/KIND.schema.json`."""
+    assert shipped.schema_file(kind).read_text() == schema_text(kind)
+
+
+def test_the_malformed_corpus_mostly_fails_the_schema() -> None:
+    profiles, inventories = validator("profile"), validator("inventory")
+    passed, failed, not_yaml = [], [], []
+    for name, (text, _) in sorted(CASES.items()):
+        inventory = text.startswith("INV:\n")
+        try:
+            doc = yaml.safe_load(text.removeprefix("INV:\n"))
+        except yaml.YAMLError:
+            not_yaml.append(name)
+            continue
+        check = inventories if inventory else profiles
+        (failed if list(check.iter_errors(doc)) else passed).append(name)
+    print(f"\n    [schema] {len(failed)} of {len(failed) + len(passed)} malformed cases fail "
+          f"the JSON Schema ({len(not_yaml)} more are not YAML)")
+    assert set(passed) == SEMANTIC
+    assert len(failed) >= 3 * len(passed)
+
+
+def _mappings(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = []
+    if isinstance(node, dict):
+        out.append(path)
+        for key, value in node.items():
+            out += _mappings(value, (*path, key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            out += _mappings(value, (*path, i))
+    return out
+
+
+def _semantic(doc: Any, where: tuple[Any, ...]) -> bool:
+    """Places where what a key may be depends on the rest of the profile: setup is keyed
+    by the profile's roles, matrix excludes by its parameters, and with a matrix name
+    template a new variant may collide with another."""
+    return (where[-1:] == ("setup",) or where[:2] == ("matrix", "exclude")
+            or (where == ("variants",) and "name" in (doc.get("matrix") or {})))
+
+
+def _with(doc: Any, path: tuple[Any, ...], key: str, value: Any) -> Any:
+    copy = deepcopy(doc)
+    node = copy
+    for part in path:
+        node = node[part]
+    node[key] = value
+    return copy
+
+
+def _validator_accepts(doc: Any, tmp_path: Path) -> bool:
+    path = tmp_path / "injected.yaml"
+    path.write_text(yaml.dump(doc, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper)))
+    try:
+        load_profile(path)
+    except InputError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("path", PROFILES, ids=lambda p: p.name)
+def test_schema_and_validator_agree_on_injected_keys(path: Path, tmp_path: Path) -> None:
+    """At every mapping of a shipped profile, add a key holding an empty mapping, a
+    string and a number: closed mappings refuse it in both, open ones (variants,
+    metrics, roles, sysctl names...) decide alike on the value."""
+    doc = yaml.safe_load(path.read_text())
+    check = validator("profile")
+    disagree = []
+    for where in [w for w in _mappings(doc) if not _semantic(doc, w)]:
+        for value in ({}, "zz", 7):
+            changed = _with(doc, where, "zz_unknown", value)
+            by_schema = not list(check.iter_errors(changed))
+            by_validator = _validator_accepts(changed, tmp_path)
+            if by_schema != by_validator:
+                disagree.append((where, value, f"schema {by_schema}, validator {by_validator}"))
+    assert disagree == []
+
+
+def test_napilab_schema_prints_it(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from harness.cli import main as cli
+
+    for kind in SCHEMAS:
+        with pytest.raises(SystemExit) as done:
+            cli.main(["schema", kind])
+        assert done.value.code == 0
+        assert capsys.readouterr().out == schema_text(kind)
+    with pytest.raises(SystemExit) as done:
+        cli.main(["schema", "profiles"])
+    assert done.value.code == 2
+    assert "'profiles' is not one of 'profile', 'inventory'" in capsys.readouterr().err
