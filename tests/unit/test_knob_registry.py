@@ -16,6 +16,7 @@ from harness.hosts.settings import HostSettings
 from harness.knobs import grammar, registry, values
 from harness.knobs.kind import Item, Kind, Lookup, Setting
 from harness.profile.inventory import load_inventory
+from harness.profile.json_schema import profile_schema
 from harness.profile.plan import Plan, bind
 from harness.profile.profile import load_profile
 from harness.profile.schema import Checker
@@ -78,6 +79,8 @@ def test_a_kind_added_to_the_registry_alone_goes_all_the_way(toy: None,
     plan = bound(tmp_path)
     (variant,) = plan.profile.variants
     assert variant.settings == (Setting("sut", "toy", "knob", "5"),)
+    setup = profile_schema()["$defs"]["setup"]["additionalProperties"]["properties"]
+    assert setup["toy"] == {}  # in the editors' schema too (any value: validate checks)
 
     text = plan_text(plan)
     assert "apply    env LC_ALL=C tee -- /sys/kernel/toy/knob <<< '5'" in text
