@@ -12,8 +12,11 @@ TEST_DEBS := chromium
 demo: $(VENV)/.runtime debs
 	$(BIN)/napilab demo
 
+# The unit and browser tests are CPU-bound and independent: they run on every CPU
+# (pytest-xdist). The integration tests share one testbed with fixed names: serial.
 test: $(VENV)/.test debs test-debs lint
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto tests/unit tests/browser
+	$(BIN)/pytest -q tests/integration
 
 lint: $(VENV)/.test
 	$(BIN)/ruff check $(wildcard harness runners reports tests benchmarks)

@@ -65,6 +65,19 @@ def parse_int(tool: str, token: str, *, base: int = 10) -> int:
         raise ParseError(tool, f"expected an integer, got {token!r}", token) from None
 
 
+_GROUPED = re.compile(r"(?P<sign>[+-]?)(?:\d{1,3}(?:,\d{3})+|\d+)(?P<fraction>\.\d+)?")
+
+
+def ungroup(token: str, *, integer: bool = False) -> str | None:
+    """TOKEN without its thousands separators when it is a number written with them
+    (`1,234,567`; unless `integer`, also signed and with decimals: `-1,234.5`) or a plain
+    one (`1234567`); None for anything else (`1,23`, `12,345,67`, `1,234e5`)."""
+    match = _GROUPED.fullmatch(token)
+    if match is None or (integer and (match["sign"] or match["fraction"])):
+        return None
+    return token.replace(",", "")
+
+
 def parse_float(tool: str, token: str) -> float:
     """float() that raises ParseError instead of ValueError; rejects nan and inf."""
     try:

@@ -53,7 +53,7 @@ def machine_state() -> dict[str, object]:
         "sysctls": sysctls,
         "netns": sorted(n.split()[0] for n in netns if n.strip()),
         "links": sorted(line.split(":")[1].strip().split("@")[0] for line in links.splitlines()),
-        "sshd": sorted(sshd),
+        "sshd": sorted(p for p in sshd if not tb.zombie(int(p))),  # exited, not yet reaped
         # journals, locks and work directories: a run leaves none of them behind (the
         # empty directory itself may stay)
         "var_tmp_napilab": sorted(p.name for p in Path("/var/tmp/napilab").iterdir())

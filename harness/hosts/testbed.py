@@ -256,13 +256,24 @@ def _read_pid(path: Path) -> int | None:
 
 
 def _alive(pid: int) -> bool:
+    """The process runs: it exists and is not a zombie (sshd daemonizes, so its exit is
+    reaped by PID 1, which in a container may take seconds to do it)."""
     try:
         os.kill(pid, 0)
-        return True
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
+    return not zombie(pid)
+
+
+def zombie(pid: int) -> bool:
+    """PID has exited and waits to be reaped."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2:].startswith("Z")
 
 
 def _kill_pidfile(path: Path) -> None:

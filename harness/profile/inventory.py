@@ -7,11 +7,13 @@ napilab's own format:
     hosts:
       sut: {address: 198.51.100.2, port: 22, user: root, key: ~/.ssh/id_ed25519,
             known_hosts: ~/.ssh/known_hosts, data_address: 192.0.2.2, iface: eth0,
-            netns: napilab-b, become: sudo}
+            netns: napilab-b, become: sudo, connect_timeout: 10}
 
 `address` is where SSH connects (management network); `data_address` is what
 workloads send traffic to (defaults to `address`). `netns` names the network
-namespace a local-transport host lives in.
+namespace a local-transport host lives in. `connect_timeout` (seconds; else ssh_config's
+ConnectTimeout, else 10) is how long SSH waits for a host that does not answer
+(harness.transport.ssh).
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ TRANSPORTS = ("ssh", "local")
 HOST_KEY_POLICIES = ("reject", "accept-new")
 _HOST_KEYS = keys.HOST_KEYS
 INVENTORY_KEYS = keys.INVENTORY_KEYS
-HOST_NUMBERS = {"port": Number(1, 65535, integer=True), "cpus": Number(1, 8192, integer=True)}
+HOST_NUMBERS = {"port": Number(1, 65535, integer=True), "cpus": Number(1, 8192, integer=True),
+                "connect_timeout": Number(0.5, 3600)}
 BECOME = ("sudo",)
 HOSTNAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9-]{1,63})*")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -57,6 +60,7 @@ class Host:
     iface: str | None = None
     cpus: int | None = None  # CPU count, when known: CPU lists are checked against it
     ssh_config: str | None = None
+    connect_timeout: float | None = None  # seconds; None: ssh_config's, else 10
     port_set: bool = field(default=False, compare=False)  # port written in the inventory
 
     @property
@@ -158,6 +162,8 @@ def _host(check: Checker, name: str, node: Node, path: str, defaults: dict[str, 
         "port_set": "port" in node,
         "become": check.choice(node, "become", path, BECOME),
         "cpus": check.num(node, "cpus", path, HOST_NUMBERS["cpus"]),
+        "connect_timeout": check.num(node, "connect_timeout", path,
+                                     HOST_NUMBERS["connect_timeout"]),
         "ssh_config": (str(Path(defaults["ssh_config"]).expanduser())
                        if defaults.get("ssh_config") else None),
     }

@@ -1,5 +1,12 @@
 """The SSH transport: paramiko, key auth, known_hosts verification, one connection per
-host reused for every command of a run, reconnect with backoff when it drops."""
+host reused for every command of a run, reconnect with backoff when it drops.
+
+A host that does not answer is waited for `connect_timeout` seconds (the inventory's,
+else ssh_config's ConnectTimeout, else 10): to connect (TCP, banner, authentication), to
+open a channel, and on an open connection for what was sent to be acknowledged: a
+keepalive goes out at least every 5 s and the socket's TCP_USER_TIMEOUT ends a
+connection whose data stays unacknowledged that long, so a host whose link went down is
+found dead then, not at a command's timeout (TCP alone retries for minutes)."""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ import contextlib
 import os
 import select
 import shlex
+import socket
 import subprocess
 import threading
 import time
@@ -137,10 +145,12 @@ class _ProxyCommand(paramiko.ProxyCommand):
 class SSHTransport:
     """One paramiko connection to `host`, opened on first use and kept for the run."""
 
-    def __init__(self, host: Host, *, connect_timeout: float = 10.0,
+    def __init__(self, host: Host, *, connect_timeout: float | None = None,
                  reconnect_attempts: int = 5) -> None:
+        """`connect_timeout`: overrides the inventory's and ssh_config's."""
         self.host = host
-        self.connect_timeout = connect_timeout
+        self._timeout_override = connect_timeout
+        self.connect_timeout = connect_timeout or sshconfig.CONNECT_TIMEOUT
         self.reconnect_attempts = reconnect_attempts
         self._client: paramiko.SSHClient | None = None
         self._jumps: list[paramiko.SSHClient] = []
@@ -152,7 +162,11 @@ class SSHTransport:
 
     def _connect_once(self) -> paramiko.SSHClient:
         endpoint = sshconfig.resolve(self.host, sshconfig.load_config(self.host.ssh_config))
+        self.connect_timeout = self._timeout(endpoint)
         return self._open(endpoint)
+
+    def _timeout(self, endpoint: sshconfig.Endpoint) -> float:
+        return self._timeout_override or endpoint.connect_timeout
 
     def _proxy(self, endpoint: sshconfig.Endpoint) -> Any:
         """The socket the connection to `endpoint` goes through: a direct-tcpip channel
@@ -167,7 +181,7 @@ class SSHTransport:
             try:
                 sock = jump_transport.open_channel("direct-tcpip", (endpoint.hostname,
                                                                     endpoint.port), ("", 0),
-                                                   timeout=self.connect_timeout)
+                                                   timeout=self._timeout(endpoint.jump))
             except (paramiko.SSHException, OSError) as exc:
                 raise HostError(f"{host.name}: jump host {endpoint.jump.describe()} cannot "
                                 f"reach {endpoint.hostname}:{endpoint.port}: {exc}") from None
@@ -214,12 +228,12 @@ class SSHTransport:
         client = paramiko.SSHClient()
         known.prepare(client, name, prefer)
         keys: Any = list(endpoint.key_files) or None  # paramiko takes a str or a list
+        timeout = self._timeout(endpoint)
         try:
             client.connect(
                 hostname=endpoint.hostname, port=endpoint.port, username=endpoint.user,
                 key_filename=keys, look_for_keys=keys is None, allow_agent=keys is None,
-                timeout=self.connect_timeout, banner_timeout=self.connect_timeout,
-                auth_timeout=self.connect_timeout, sock=sock,
+                timeout=timeout, banner_timeout=timeout, auth_timeout=timeout, sock=sock,
             )
         except BaseException as exc:
             # a failed attempt leaves no ProxyCommand process or jump channel behind
@@ -232,7 +246,10 @@ class SSHTransport:
             raise self._connect_error(exc, endpoint) from None
         transport = client.get_transport()
         if transport is not None:
-            transport.set_keepalive(5)
+            transport.set_keepalive(max(1, min(5, int(timeout))))
+            if isinstance(transport.sock, socket.socket) and hasattr(socket, "TCP_USER_TIMEOUT"):
+                transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT,
+                                          int(timeout * 1000))
         return client
 
     def _connect_error(self, exc: BaseException, endpoint: sshconfig.Endpoint) -> BaseException:

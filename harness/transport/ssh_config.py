@@ -1,5 +1,6 @@
 """Where SSH really connects: the inventory's values, completed from ssh_config
-(Host aliases, HostName, Port, User, IdentityFile, ProxyJump, ProxyCommand) through
+(Host aliases, HostName, Port, User, IdentityFile, ProxyJump, ProxyCommand,
+ConnectTimeout) through
 paramiko's own SSHConfig parser. Values written in the inventory win, as command-line
 options win over ssh_config in OpenSSH.
 
@@ -21,6 +22,7 @@ from harness.errors import InputError
 from harness.profile.inventory import Host
 
 DEFAULT_CONFIG = "~/.ssh/config"
+CONNECT_TIMEOUT = 10.0  # seconds, when neither the inventory nor ssh_config says
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,7 @@ class Endpoint:
     key_files: tuple[str, ...]
     jump: Endpoint | None = None  # the last hop before this endpoint
     proxy_command: str | None = None
+    connect_timeout: float = CONNECT_TIMEOUT
 
     def describe(self) -> str:
         via = f" via {self.jump.describe()}" if self.jump else ""
@@ -61,6 +64,8 @@ def resolve(host: Host, config: paramiko.SSHConfig, *, depth: int = 0,
     port = host.port if host.port_set else int(entry.get("port", host.port))
     keys = (host.key,) if host.key else tuple(entry.get("identityfile", ()))
     jump, command = None, None
+    timeout = host.connect_timeout if host.connect_timeout is not None else \
+        _seconds(alias, entry.get("connecttimeout"))
     if depth > 8:
         raise InputError(f"{host.name}: ProxyJump chain too long (a loop in ssh_config?)")
     if proxies and _set(entry.get("proxyjump")):
@@ -69,7 +74,19 @@ def resolve(host: Host, config: paramiko.SSHConfig, *, depth: int = 0,
             jump = endpoint if jump is None else replace(endpoint, jump=jump)
     elif proxies and _set(entry.get("proxycommand")):
         command = entry["proxycommand"]
-    return Endpoint(entry.get("hostname", alias), port, user, keys, jump, command)
+    return Endpoint(entry.get("hostname", alias), port, user, keys, jump, command, timeout)
+
+
+def _seconds(alias: str, value: str | None) -> float:
+    """ssh_config's ConnectTimeout (whole seconds; 0 or none: the default)."""
+    if value is None or str(value).lower() == "none":
+        return CONNECT_TIMEOUT
+    try:
+        seconds = int(value)
+    except ValueError:
+        raise InputError(f"ssh_config Host {alias}: ConnectTimeout {value!r} is not a "
+                         "number of seconds") from None
+    return float(seconds) if seconds > 0 else CONNECT_TIMEOUT
 
 
 def _set(value: str | None) -> bool:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import InputError
-from runners.base import ParseError, ToolFailed, Value, fill, parse_float
+from runners.base import ParseError, ToolFailed, Value, fill, parse_float, ungroup
 from runners.workloads import testpmd, xdpsock
 from runners.workloads.workload import (
     ArgSpec,
@@ -42,7 +42,6 @@ from runners.workloads.workload import (
 TOOL = "command"
 AGGREGATES = ("first", "last", "min", "max", "mean", "sum")
 _KEYS = {"regex", "json_path", "unit", "scale", "aggregate", "last", "stream", "optional"}
-_THOUSANDS = re.compile(r"[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?\Z")
 
 
 @dataclass(frozen=True)
@@ -154,10 +153,11 @@ def _regex_numbers(spec: MetricSpec, text: str) -> list[float]:
             continue
         token = token.strip()
         if "," in token:
-            if not _THOUSANDS.match(token):
+            plain = ungroup(token)
+            if plain is None:
                 raise ParseError(TOOL, f"metric {spec.name!r}: {token!r} is not a number "
                                  "with thousands separators", match[0])
-            token = token.replace(",", "")
+            token = plain
         numbers.append(parse_float(TOOL, token))
     return numbers
 

@@ -21,13 +21,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from runners.base import COUNT, ParseError, Value, parse_int
+from runners.base import COUNT, ParseError, Value, parse_int, ungroup
 
 TOOL = "xdpsock"
 PPS, PACKETS = "packets/s", "packets"
 _SOCKET = re.compile(r"^\s*sock(\d+)@")
 _ROW = re.compile(r"^\s*(rx|tx)(\s.*)?$")
-_NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+|\d+")
 
 
 @dataclass(frozen=True)
@@ -63,10 +62,11 @@ def parse(text: str) -> Xdpsock:
             raise ParseError(TOOL, f"{row[1]} row before any sockN@ header", line)
         if row[1] in block:
             raise ParseError(TOOL, f"two {row[1]} rows for sock{socket}", line)
-        if len(numbers) != 2 or not all(_NUMBER.fullmatch(n) for n in numbers):
+        plain = [ungroup(n, integer=True) for n in numbers]
+        if len(plain) != 2 or None in plain:
             raise ParseError(TOOL, f"sock{socket} {row[1]} row is not `{row[1]} PPS PKTS`",
                              line)
-        pps, packets = (parse_int(TOOL, n.replace(",", "")) for n in numbers)
+        pps, packets = (parse_int(TOOL, str(n)) for n in plain)
         block[row[1]] = (pps, packets)
     if block is not None:
         _close(intervals, socket, block, text[-200:])

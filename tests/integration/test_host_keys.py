@@ -99,8 +99,9 @@ def sshds(testbed: tb.Testbed, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 def _running(sshd: Sshd) -> bool:
     try:
-        os.kill(int(sshd.pidfile.read_text()), 0)
-        return True
+        pid = int(sshd.pidfile.read_text())
+        os.kill(pid, 0)
+        return not tb.zombie(pid)
     except (OSError, ValueError):
         return False
 

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from harness.hosts import testbed as tb
 from harness.profile.inventory import load_inventory
@@ -131,12 +132,20 @@ def test_host_unreachable_at_the_end(testbed: tb.Testbed, tmp_path: Path,
     """Fault: host a's management link goes down during the workload and stays down.
     Expected: exit 1 with the `napilab restore` hint; b restored and unlocked; a keeps
     its changed knobs, its journal and its lock (named on stderr); the report is written.
-    Once the link is back, `napilab restore` restores a and clears its lock (exit 0)."""
+    Once the link is back, `napilab restore` restores a and clears its lock (exit 0).
+    The inventory's `connect_timeout: 2` bounds each wait on the dead link (the
+    unacknowledged command, the new channel, each reconnect) to 2 s instead of 10 s and
+    a command's 60 s timeout."""
     before = knobs(testbed)
     node = testbed.nodes[0]
     results = tmp_path / "results"
-    run = napilab_runs.start("run", str(profile(tmp_path, duration=4)), "-i",
-                             str(testbed.inventory_path), "-o", str(results))
+    inventory = yaml.safe_load(testbed.inventory_path.read_text())
+    for host in inventory["hosts"].values():
+        host["connect_timeout"] = 2
+    quick = tmp_path / "inventory.yaml"
+    quick.write_text(yaml.safe_dump(inventory))
+    run = napilab_runs.start("run", str(profile(tmp_path, duration=4)), "-i", str(quick),
+                             "-o", str(results))
     try:
         wait_ping(testbed, "b")
         subprocess.run(["ip", "link", "set", node.mgmt_root, "down"], check=True)

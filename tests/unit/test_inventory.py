@@ -90,3 +90,27 @@ def test_ssh_config_alias_and_proxyjump() -> None:
     explicit = sshconfig.resolve(Host(name="sut", address="sut", user="root", port=22,
                                       port_set=True, key="/k"), config)
     assert (explicit.user, explicit.port, explicit.key_files) == ("root", 22, ("/k",))
+
+
+def test_connect_timeout_from_the_inventory_or_ssh_config(tmp_path: Path) -> None:
+    """`connect_timeout` (seconds) is validated like other host keys; without it,
+    ssh_config's ConnectTimeout applies, else 10 s; the inventory's wins."""
+    from harness.profile.inventory import Host
+
+    inv = load_inventory(write(tmp_path, "hosts:\n  a: {address: sut, connect_timeout: 2.5}\n"
+                                          "  b: {address: peer}\n"))
+    assert (inv.hosts["a"].connect_timeout, inv.hosts["b"].connect_timeout) == (2.5, None)
+    path = write(tmp_path, "hosts:\n  a: {address: sut, connect_timeout: 0}\n"
+                           "  b: {address: peer, connect_timeout: soon}\n")
+    with pytest.raises(InputError) as exc:
+        load_inventory(path)
+    assert f"{path}:2:38: hosts.a.connect_timeout: 0 is out of range 0.5..3600" in str(exc.value)
+    assert "hosts.b.connect_timeout: expected" in str(exc.value)
+    config = paramiko.SSHConfig.from_text("Host sut\n  ConnectTimeout 3\nHost bad\n"
+                                          "  ConnectTimeout soon\n")
+    assert sshconfig.resolve(Host(name="sut", address="sut"), config).connect_timeout == 3
+    assert sshconfig.resolve(Host(name="sut", address="sut", connect_timeout=2.5),
+                             config).connect_timeout == 2.5
+    assert sshconfig.resolve(Host(name="p", address="peer"), config).connect_timeout == 10
+    with pytest.raises(InputError, match="ConnectTimeout 'soon' is not a number of seconds"):
+        sshconfig.resolve(Host(name="bad", address="bad"), config)

@@ -228,3 +228,16 @@ def test_every_tool_builds_a_command_with_no_arguments() -> None:
         client = {"argv": ["true"]} if name == "command" else {}
         got = tool.commands(client, {}, CTX)
         assert got.client and all(isinstance(a, str) for a in got.client), name
+
+
+def test_ungroup_is_the_one_thousands_separator_rule() -> None:
+    """runners.base.ungroup, used by xdpsock (unsigned integers) and the command tool
+    (signed, with decimals)."""
+    from runners.base import ungroup
+
+    assert [ungroup(t) for t in ("1,234,567", "-1,234.5", "+12,345", "1234", "0.5")] == [
+        "1234567", "-1234.5", "+12345", "1234", "0.5"]
+    assert [ungroup(t) for t in ("1,23", "12,345,67", "1,234e5", ",123", "1,,234", "")] == [
+        None] * 6
+    assert [ungroup(t, integer=True) for t in ("9,876,543", "42", "-1,234", "1,234.5")] == [
+        "9876543", "42", None, None]
