@@ -94,6 +94,21 @@ class GateReport:
                  and c.comparison is not None and c.comparison.n_needed]
         return min(needs) if needs else None
 
+    def undecided_hint(self) -> str:
+        """What would let an inconclusive gate decide, as a clause to append: the repeat
+        per run the noise asks for; when this run already had that many, the estimate
+        says a verdict was likely but this night's noise left none (power is not
+        certainty), so one more repetition or longer trials, not the same again."""
+        need = self.repeat_needed()
+        if not need:
+            return ""
+        have = min((min(c.comparison.baseline.n, c.comparison.variant.n)
+                    for c in self.cases if c.comparison is not None), default=0)
+        if need > have:
+            return f"; about repeat >= {need} per run would decide"
+        return (f"; repeat {have} was estimated to decide but this run's noise left it "
+                f"undecided: repeat >= {have + 1} or longer trials")
+
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for case in self.cases:
@@ -273,7 +288,5 @@ def gate_text(report: GateReport) -> str:
             out.append(f"  {c.status:<12}  {c.label[:24]:<24}  {change:>8}  {ci:>17}  "
                        f"{p:>6}  {c.max_regression_pct:g}%".rstrip())
     if report.status == "inconclusive":
-        need = report.repeat_needed()
-        out.append("  inconclusive: no gated metric could be judged" +
-                   (f"; about repeat >= {need} per run would decide" if need else ""))
+        out.append("  inconclusive: no gated metric could be judged" + report.undecided_hint())
     return "\n".join(out) + "\n"

@@ -46,14 +46,12 @@ def junit_xml(report: GateReport) -> str:
         else:
             ET.SubElement(element, "system-out").text = message
     if inconclusive:
-        need = report.repeat_needed()
         element = ET.SubElement(suite, "testcase", {
             "classname": f"napilab.{report.profile}", "name": "gate", "time": "0"})
         ET.SubElement(element, "failure", {
             "type": "inconclusive",
             "message": "inconclusive: no gated metric could be judged, a pass would mean "
-                       "nothing" + (f"; about repeat >= {need} per run would decide"
-                                    if need else "")})
+                       "nothing" + report.undecided_hint()})
     if report.confounders.confounders:
         ET.SubElement(suite, "system-err").text = "host or knob differences besides the " \
             "intended ones:\n" + "\n".join(str(d) for d in report.confounders.confounders)

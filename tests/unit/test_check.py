@@ -5,6 +5,7 @@ and p; the JSON summary says the same; the baseline pool never takes a regressed
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -217,6 +218,17 @@ def test_nothing_judged_is_inconclusive_exit_5_and_junit_fails(
     again = store_run(tmp_path / "d", {"ping.rtt_avg": {"x": [104.0, 90, 118]}})
     code, out, _ = napilab(["check", str(again), "--baseline", str(wide)], capsys)
     assert code == 5 and "repeat >=" in out
+    # a run that already had the repeat the noise asked for is not told to do the same again
+    report = gate(Reference("run", (load_run(wide),)), load_run(again))
+    (case,) = report.cases
+    assert case.comparison is not None and case.comparison.n_needed
+    assert report.undecided_hint() == \
+        f"; about repeat >= {case.comparison.n_needed} per run would decide"
+    met = dataclasses.replace(case, comparison=dataclasses.replace(case.comparison,
+                                                                   n_needed=3))
+    hint = dataclasses.replace(report, cases=(met,)).undecided_hint()
+    assert hint == ("; repeat 3 was estimated to decide but this run's noise left it "
+                    "undecided: repeat >= 4 or longer trials")
 
 
 def test_descriptive_metrics_are_not_gated_and_assumed_directions_refused(
