@@ -1,4 +1,4 @@
-"""The nightly gate on the SSH testbed with the demo profile (1 s trials, 5 repetitions:
+"""The nightly gate on the SSH testbed with the demo profile (2 s trials, 5 repetitions:
 the fewest at which 4 gated cases can reach Holm-adjusted p < 0.05):
 a night like the last passes, a night under a token-bucket shaper is a regression, and a
 regressed night never becomes the next night's baseline.
@@ -77,7 +77,7 @@ def test_demo_nightly_gate_passes_b_catches_the_shaper_and_does_not_ratchet(
         testbed: tb.Testbed, tmp_path: Path) -> None:
     results = tmp_path / "results"
     profile = tmp_path / "demo-short.yaml"
-    profile.write_text(f"extends: {DEMO}\nworkload: {{duration: 1}}\n")
+    profile.write_text(f"extends: {DEMO}\nworkload: {{duration: 2}}\n")
     run_a = run_night(testbed, profile, results)
     run_b = run_night(testbed, profile, results)
 
