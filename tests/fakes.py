@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from harness.profile.inventory import Host
+from harness.inventory.inventory import Host
 from harness.transport.transport import CommandResult, Process
 
 

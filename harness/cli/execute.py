@@ -9,7 +9,7 @@ from typing import Any
 
 from harness.engine.progress import Progress
 from harness.errors import ExitCode, NapilabError
-from harness.profile.inventory import Inventory, load_inventory
+from harness.inventory.inventory import Inventory, load_inventory
 from harness.profile.plan import Plan, bind
 from harness.profile.profile import load_profile
 

@@ -9,7 +9,7 @@ import click
 
 from harness.cli.options import inventory_option, json_option, transport_option
 from harness.hosts.testbed import Testbed
-from harness.profile.inventory import load_inventory
+from harness.inventory.inventory import load_inventory
 
 
 @click.group()

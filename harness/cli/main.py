@@ -35,8 +35,8 @@ from harness.cli.options import (
 from harness.engine.progress import reporter
 from harness.errors import ExitCode, InputError, Interrupted, NapilabError
 from harness.hosts.testbed import Testbed
+from harness.inventory.inventory import load_inventory
 from harness.profile import shipped
-from harness.profile.inventory import load_inventory
 from harness.profile.plan import bind
 from harness.profile.profile import load_profile
 from runners.registry import PARSERS, metrics_json

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import click
 
+from harness.authoring.starter import StarterHost, inventory_text, placeholder_hosts, profile_text
 from harness.errors import InputError, NapilabError
-from harness.profile.inventory import Host, load_inventory
-from harness.profile.starter import StarterHost, inventory_text, placeholder_hosts, profile_text
+from harness.inventory.inventory import Host, load_inventory
 
 
 def _write(path: Path, text: str, force: bool) -> None:
@@ -116,7 +116,7 @@ def schema(kind: str, output: str | None) -> None:
       napilab schema profile > ~/.config/napilab/profile.schema.json
       napilab schema inventory -o inventory.schema.json
     """
-    from harness.profile.json_schema import schema_text
+    from harness.authoring.json_schema import schema_text
 
     text = schema_text(kind)
     if output is None:

@@ -8,9 +8,9 @@ from typing import Any
 
 from harness.hosts import facts as host_facts
 from harness.hosts.session import HostSession
+from harness.inventory.inventory import Host
 from harness.knobs import registry
 from harness.knobs.kinds import napi
-from harness.profile.inventory import Host
 from harness.transport.transport import Transport
 
 TOOLS = ("tcp_rr", "udp_rr", "tcp_crr", "tcp_stream", "iperf3", "sockperf", "netperf",

@@ -24,11 +24,11 @@ from harness.errors import HostError, NapilabError
 from harness.hosts import identity, lock
 from harness.hosts.session import HostSession
 from harness.hosts.settings import HostSettings, JournalError, journal_entries, tidy
+from harness.inventory.inventory import Host
 from harness.knobs import registry
 from harness.knobs.backend import read_present
 from harness.knobs.change import Change
 from harness.knobs.kinds.napi_threads import SchedBackend
-from harness.profile.inventory import Host
 from harness.transport.connect import transport_for
 from harness.transport.transport import Transport
 

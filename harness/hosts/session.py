@@ -10,8 +10,8 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from harness.inventory.inventory import Host
 from harness.knobs.backend import Backend
-from harness.profile.inventory import Host
 from harness.transport import connect as connection
 from harness.transport.transport import Transport
 

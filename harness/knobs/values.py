@@ -44,7 +44,7 @@ def check_queue(name: str) -> str:
 @dataclass(frozen=True)
 class IntegerRange:
     """A value converter for integers low..high (YAML integers or digit strings); its
-    bounds also go into the JSON Schema (harness.profile.json_schema)."""
+    bounds also go into the JSON Schema (harness.authoring.json_schema)."""
 
     low: int
     high: int

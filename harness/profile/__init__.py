@@ -1,2 +1,3 @@
-"""YAML in, frozen Plan out: profiles, inventories, knob kinds as a profile names them,
-and the plan that binds a profile to an inventory. No host is touched here."""
+"""YAML in, frozen Plan out: profiles, their sections and `setup:` knobs, variants and
+matrices, and the plan that binds a profile to an inventory (harness.inventory). No host
+is touched here."""

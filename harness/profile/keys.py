@@ -66,7 +66,7 @@ def _refuse(path: str, where: Location | None, sentence: str) -> None:
 def load_profile_document(path: Path) -> Any:
     """The file's YAML; an inventory (napilab's, Ansible's YAML, INI or --list JSON)
     given as a profile is one sentence."""
-    from harness.profile.inventory_formats import looks_like_ini
+    from harness.inventory.formats import looks_like_ini
 
     try:
         document = load_file(path)

@@ -9,10 +9,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.errors import InputError, NapilabError, Problem, Written
+from harness.inventory.inventory import Host, Inventory
 from harness.knobs import registry
 from harness.knobs.kind import Setting
 from harness.profile import cpus
-from harness.profile.inventory import Host, Inventory
 from harness.profile.profile import Profile, Trial, Variant
 from harness.profile.schema import suggest
 from harness.profile.sections import CollectSpec, ProcessSpec

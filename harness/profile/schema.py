@@ -48,7 +48,7 @@ def type_name(value: Any) -> str:
 @dataclass(frozen=True)
 class Number:
     """The range of a numeric key: what Checker.num accepts and what the JSON Schema
-    says (harness.profile.json_schema reads the same objects)."""
+    says (harness.authoring.json_schema reads the same objects)."""
 
     minimum: float | None = None
     maximum: float | None = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from harness.profile.inventory import Host
+from harness.inventory.inventory import Host
 from harness.transport.local import LocalTransport
 from harness.transport.ssh import SSHTransport
 from harness.transport.transport import Transport

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import IO, cast
 
 from harness.errors import HostError
-from harness.profile.inventory import Host
+from harness.inventory.inventory import Host
 from harness.profile.redact import shown_argv
 from harness.transport.transport import CommandResult, command_line
 

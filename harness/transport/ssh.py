@@ -24,7 +24,7 @@ from typing import Any
 import paramiko
 
 from harness.errors import HostError
-from harness.profile.inventory import Host
+from harness.inventory.inventory import Host
 from harness.profile.redact import shown_argv
 from harness.transport import ssh_config as sshconfig
 from harness.transport.known_hosts import KnownHosts, RevokedHostKey, UnknownHostKey, key_name

@@ -19,7 +19,7 @@ from pathlib import Path
 import paramiko
 
 from harness.errors import InputError
-from harness.profile.inventory import Host
+from harness.inventory.inventory import Host
 
 DEFAULT_CONFIG = "~/.ssh/config"
 CONNECT_TIMEOUT = 10.0  # seconds, when neither the inventory nor ssh_config says

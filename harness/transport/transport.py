@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from harness.errors import CommandError, InputError
-from harness.profile.inventory import Host
+from harness.inventory.inventory import Host
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 SIGNALS = ("TERM", "INT", "KILL", "HUP")

@@ -25,7 +25,7 @@ import pytest
 
 from harness.errors import HostError
 from harness.hosts import testbed as tb
-from harness.profile.inventory import Host
+from harness.inventory.inventory import Host
 from harness.transport.connect import close, connect
 
 PORTS = tuple(range(2201, 2209))
@@ -148,7 +148,7 @@ def test_two_runs_at_once_record_every_key(testbed: tb.Testbed, sshds: list[Sshd
     known.write_text("# shared\n")
     script = textwrap.dedent(f"""\
         import sys
-        from harness.profile.inventory import Host
+        from harness.inventory.inventory import Host
         from harness.transport.connect import close, connect
         ports = [int(p) for p in sys.argv[1:]]
         close(connect([Host(name=f"k{{p}}", address={testbed.nodes[0].mgmt_address!r},

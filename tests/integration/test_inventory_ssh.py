@@ -11,7 +11,7 @@ import pytest
 
 from harness.errors import HostError
 from harness.hosts import testbed as tb
-from harness.profile.inventory import load_inventory
+from harness.inventory.inventory import load_inventory
 from harness.transport.connect import transport_for
 
 

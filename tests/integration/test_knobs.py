@@ -14,8 +14,8 @@ from harness.errors import HostError
 from harness.hosts import testbed as tb
 from harness.hosts.session import HostSession
 from harness.hosts.settings import HostSettings
+from harness.inventory.inventory import Host, load_inventory
 from harness.knobs.kind import Setting
-from harness.profile.inventory import Host, load_inventory
 from harness.transport.connect import transport_for
 
 

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from harness.hosts import testbed as tb
-from harness.profile.inventory import load_inventory
+from harness.inventory.inventory import load_inventory
 from harness.transport.ssh import SSHTransport
 from tests.conftest import NAPILAB, TESTBED_PREFIX, NapilabRuns, sysfs
 

@@ -102,7 +102,7 @@ def test_two_variant_run_restores_and_reports(testbed: tb.Testbed, tmp_path: Pat
 SIGKILLED_APPLY = """
 import os, signal, sys
 from harness.transport.connect import transport_for
-from harness.profile.inventory import load_inventory
+from harness.inventory.inventory import load_inventory
 from harness.knobs.kind import Setting
 from harness.hosts.settings import HostSettings
 from harness.hosts.session import HostSession

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli.analysis import aa_plan
-from harness.profile.inventory import load_inventory
+from harness.inventory.inventory import load_inventory
 from harness.profile.plan import bind
 from harness.profile.profile import load_profile
 from harness.stats.noise import calibrate

@@ -11,7 +11,7 @@ import pytest
 
 from harness.engine.plan_render import plan_text
 from harness.errors import InputError
-from harness.profile.inventory import load_inventory
+from harness.inventory.inventory import load_inventory
 from harness.profile.plan import bind
 from harness.profile.profile import load_profile
 from reports.ab.compare import load_run, table

@@ -20,8 +20,8 @@ from harness.hosts import identity, lock
 from harness.hosts.journal_replay import replay
 from harness.hosts.session import HostSession
 from harness.hosts.settings import HostSettings
+from harness.inventory.inventory import Host
 from harness.knobs.kind import Setting
-from harness.profile.inventory import Host
 from tests.fakes import FakeHost, FakeTransport
 
 X = "/sys/class/net/eth0/gro_flush_timeout"

@@ -14,8 +14,8 @@ import pytest
 
 from harness.cli import main as cli
 from harness.errors import InputError
-from harness.profile.inventory import Host, load_inventory
-from harness.profile.inventory_formats import expand_range, looks_like_ini
+from harness.inventory.formats import expand_range, looks_like_ini
+from harness.inventory.inventory import Host, load_inventory
 from harness.transport import ssh_config as sshconfig
 
 INI = """\

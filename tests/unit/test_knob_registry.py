@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from harness.authoring.json_schema import profile_schema
 from harness.engine.plan_render import plan_json, plan_text
 from harness.errors import InputError, SettingMismatch
 from harness.hosts.session import HostSession
 from harness.hosts.settings import HostSettings
+from harness.inventory.inventory import load_inventory
 from harness.knobs import grammar, registry, values
 from harness.knobs.kind import Item, Kind, Lookup, Setting
-from harness.profile.inventory import load_inventory
-from harness.profile.json_schema import profile_schema
 from harness.profile.plan import Plan, bind
 from harness.profile.profile import load_profile
 from harness.profile.schema import Checker

@@ -1,9 +1,10 @@
 """The layering of docs/design.md, read from the imports of every module (packages are
 walked recursively, see tests/import_graph.py):
 
-- harness.profile (YAML in, frozen Plan out) and harness.knobs (the knob kinds it
-  reads) never import the transport, the hosts layer, the engine, the store or the CLI
-  at run time;
+- harness.profile (YAML in, frozen Plan out), harness.inventory (hosts and how to reach
+  them), harness.authoring (the editors' JSON Schema, `napilab init`'s files) and
+  harness.knobs (the knob kinds a profile reads) never import the transport, the hosts
+  layer, the engine, the store or the CLI at run time;
 - reports never import runners, harness.transport, harness.hosts, harness.engine,
   harness.cli or paramiko;
 - runners never import reports;
@@ -28,7 +29,8 @@ def test_every_module_is_found() -> None:
     assert counts["harness"] >= 50 and counts["runners"] >= 20 and counts["reports"] >= 29, counts
     for path in modules().values():
         assert (path.parent / "__init__.py").exists(), f"{path.parent} is not a package"
-    for package in ("harness.cli", "harness.profile", "harness.knobs", "harness.knobs.kinds",
+    for package in ("harness.cli", "harness.profile", "harness.inventory", "harness.authoring",
+                    "harness.knobs", "harness.knobs.kinds",
                     "harness.transport", "harness.hosts",
                     "harness.engine", "harness.store", "harness.stats", "runners.collectors",
                     "runners.workloads", "reports.ab", "reports.plots", "reports.formats",
@@ -39,7 +41,10 @@ def test_every_module_is_found() -> None:
 def test_profile_never_imports_hosts_or_transport() -> None:
     banned = ("harness.transport", "harness.hosts", "harness.engine", "harness.store",
               "harness.cli", "reports", "paramiko")
-    for name, path in modules("harness.profile").items():
+    found = {**modules("harness.profile"), **modules("harness.inventory"),
+             **modules("harness.authoring")}
+    assert len(found) >= 15
+    for name, path in found.items():
         bad = {n for n in imports(path, runtime=True) if within(n, *banned)}
         assert not bad, f"{name} imports {bad}"
 

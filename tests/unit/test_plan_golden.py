@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.engine.plan_render import plan_json, plan_text
-from harness.profile.inventory import load_inventory
+from harness.inventory.inventory import load_inventory
 from harness.profile.plan import bind
 from harness.profile.profile import load_profile
 

@@ -11,7 +11,7 @@ import pytest
 
 from harness.cli.main import main
 from harness.engine.plan_summary import Change, summarize
-from harness.profile.inventory import load_inventory
+from harness.inventory.inventory import load_inventory
 from harness.profile.plan import bind
 from harness.profile.profile import load_profile
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import InputError
-from harness.profile.inventory import load_inventory
+from harness.inventory.inventory import load_inventory
 from harness.profile.plan import bind
 from harness.profile.profile import load_profile
 

@@ -9,7 +9,7 @@ import time
 from collections.abc import Mapping, Sequence
 
 from harness.hosts import facts
-from harness.profile.inventory import Host
+from harness.inventory.inventory import Host
 from harness.store.manifest import Manifest
 from harness.transport.transport import CommandResult
 from reports.formats import run_facts

@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from harness.authoring import json_parts as js
 from harness.errors import HostError
 from harness.knobs import grammar
 from harness.knobs.backend import Backend, Command
 from harness.knobs.kind import Item, Kind, Lookup, Setting
-from harness.profile import json_parts as js
 from harness.profile.schema import Checker, join
 from harness.profile.yamlsrc import Node
 

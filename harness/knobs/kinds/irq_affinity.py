@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import re
 
+from harness.authoring import json_parts as js
 from harness.errors import HostError
 from harness.knobs import grammar, values
 from harness.knobs.backend import read_files
 from harness.knobs.kind import Item, Kind, Lookup, Session, Setting
-from harness.profile import json_parts as js
 from harness.profile.schema import Checker, join
 from harness.profile.yamlsrc import Node
 

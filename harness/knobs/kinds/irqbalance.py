@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from harness.authoring import json_parts as js
 from harness.errors import HostError
 from harness.knobs.backend import Backend, Command
 from harness.knobs.kind import Item, Kind, Lookup, Setting, two_state_original
-from harness.profile import json_parts as js
 from harness.profile.schema import Checker
 from harness.profile.yamlsrc import Node
 

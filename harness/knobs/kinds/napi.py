@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any, Self
 
+from harness.authoring import json_parts as js
 from harness.errors import HostError, NapilabError
 from harness.knobs import grammar, values
 from harness.knobs.backend import Backend, Command, Gone, read_files
 from harness.knobs.kind import Item, Kind, Lookup, Session, Setting
-from harness.profile import json_parts as js
 from harness.profile.schema import Checker, join, suggest
 from harness.profile.yamlsrc import Node
 

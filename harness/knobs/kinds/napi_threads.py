@@ -8,11 +8,11 @@ import re
 from collections.abc import Sequence
 from typing import ClassVar
 
+from harness.authoring import json_parts as js
 from harness.errors import CommandError, HostError
 from harness.knobs import grammar, values
 from harness.knobs.backend import Backend, Command, Gone, reason
 from harness.knobs.kind import Item, Kind, Lookup, Session, Setting
-from harness.profile import json_parts as js
 from harness.profile.schema import Checker, join
 from harness.profile.yamlsrc import Node
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from harness.authoring import json_parts as js
 from harness.knobs import grammar, values
 from harness.knobs.kind import Item, Kind, Lookup, Setting
-from harness.profile import json_parts as js
 from harness.profile.schema import Checker
 from harness.profile.yamlsrc import Node
 

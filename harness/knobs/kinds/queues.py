@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from harness.authoring import json_parts as js
 from harness.errors import HostError
 from harness.knobs import grammar, values
 from harness.knobs.kind import Item, Kind, Lookup, Session, Setting
 from harness.profile import cpus
-from harness.profile import json_parts as js
 from harness.profile.schema import Checker, join
 from harness.profile.yamlsrc import Node
 

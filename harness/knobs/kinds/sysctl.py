@@ -3,9 +3,9 @@ files under /proc/sys (multi-value sysctls are written tab-separated)."""
 
 from __future__ import annotations
 
+from harness.authoring import json_parts as js
 from harness.knobs import grammar, values
 from harness.knobs.kind import Item, Kind, Lookup, Setting
-from harness.profile import json_parts as js
 from harness.profile.schema import Checker, join
 from harness.profile.yamlsrc import Node
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
+from harness.authoring import json_parts as js
 from harness.knobs import grammar, values
 from harness.knobs.kind import Item, Kind, Lookup, Setting
-from harness.profile import json_parts as js
 from harness.profile.schema import Checker, join
 from harness.profile.yamlsrc import Node
 

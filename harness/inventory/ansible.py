@@ -1,7 +1,7 @@
 """Ansible inventories: groups with `hosts`, `children` and `vars`, host variables
 overriding group variables, children overriding parents (Ansible's precedence). INI
 files and `ansible-inventory --list` JSON arrive here as the same group tree
-(harness.profile.inventory_formats), with group_vars/ and host_vars/ files.
+(harness.inventory.formats), with group_vars/ and host_vars/ files.
 
     all:
       vars: {ansible_user: root}
@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.errors import Location, Problem
-from harness.profile.inventory_formats import GroupVars, overlay, record_origins
+from harness.inventory.formats import GroupVars, overlay, record_origins
 from harness.profile.schema import Checker, join
 from harness.profile.yamlsrc import Node
 

@@ -15,9 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from harness.knobs import registry, values
-from harness.profile import inventory, inventory_ansible, matrix, profile, sections
-from harness.profile.json_parts import (
+from harness.authoring.json_parts import (
     CPU_LIST,
     CPU_LIST_DEF,
     PLACEHOLDER,
@@ -28,7 +26,11 @@ from harness.profile.json_parts import (
     obj,
     one_or_list,
 )
-from harness.profile.json_parts import regex as _regex
+from harness.authoring.json_parts import regex as _regex
+from harness.inventory import ansible as inventory_ansible
+from harness.inventory import inventory
+from harness.knobs import registry, values
+from harness.profile import matrix, profile, sections
 from harness.profile.schema import Number
 from runners.collectors.collector import COLLECTORS
 from runners.registry import TOOLS

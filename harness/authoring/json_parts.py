@@ -1,6 +1,6 @@
 """JSON Schema (draft 2020-12) building blocks: closed mappings, values that may be a
 matrix placeholder `${name}`, CPU lists, the schema of a knob value converter. The
-profile's schema (harness.profile.json_schema) is assembled from them, and each knob
+profile's schema (harness.authoring.json_schema) is assembled from them, and each knob
 kind describes its own `setup.<role>.<key>` with them (Kind.json_schema), so a new kind
 brings its schema along."""
 

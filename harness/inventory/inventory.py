@@ -92,7 +92,7 @@ class Inventory:
 
 def _parse(path: str | Path) -> Any:
     """The inventory's data: YAML or JSON, or an INI inventory as its group tree."""
-    from harness.profile.inventory_formats import looks_like_ini, parse_ini
+    from harness.inventory.formats import looks_like_ini, parse_ini
 
     text = read_file(path)
     name = "<stdin>" if str(path) == "-" else str(path)
@@ -111,8 +111,8 @@ def load_inventory(path: str | Path) -> Inventory:
         raise InputError(f"{path}: an inventory is a mapping with a `hosts:` key")
     keys.not_a_profile(data, str(path), data.location)
     if "hosts" not in data and data:
-        from harness.profile.inventory_ansible import ansible_hosts, relocate
-        from harness.profile.inventory_formats import GroupVars, from_list_json, is_list_json
+        from harness.inventory.ansible import ansible_hosts, relocate
+        from harness.inventory.formats import GroupVars, from_list_json, is_list_json
 
         origins: dict[Any, str] = {}
         if is_list_json(data):

@@ -1,6 +1,6 @@
 """Ansible inventories in their other shapes, read into the group tree of an Ansible YAML
 inventory (`{all: {hosts: {...}, vars: {...}, children: {...}}}`) with every key and
-value located, so harness.profile.inventory_ansible reads them all alike:
+value located, so harness.inventory.ansible reads them all alike:
 
 - INI files (`[group]`, `[group:vars]`, `[group:children]`, `host key=value ...`,
   host ranges `web[01:03]`, `host:port`); hosts before any section are ungrouped;
