@@ -3,6 +3,7 @@ left exactly as it was (global sysctls, namespaces, links, sshd processes)."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import signal
@@ -62,12 +63,34 @@ def machine_state() -> dict[str, object]:
 
 
 _BEFORE: dict[str, object] = {}
+# One root test session at a time on a machine: a second one would remove the first one's
+# testbed as stale and read its namespaces as a change to the machine. The lock is held
+# for the life of the process (the kernel drops it when the process ends, even on
+# SIGKILL); xdist workers run under their controller's lock.
+SESSION_LOCK = Path("/run/lock/napilab-test-session.lock")
+_SESSION: list[int] = []
+
+
+def hold_session_lock() -> None:
+    SESSION_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(SESSION_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(f"waiting for another napilab test session on this machine "
+              f"(pid {os.pread(fd, 32, 0).decode(errors='replace').strip() or '?'}, "
+              f"{SESSION_LOCK})", file=sys.stderr, flush=True)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    _SESSION.append(fd)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     if not shutil.which("ip"):
         return
-    if os.geteuid() == 0:
+    if os.geteuid() == 0 and "PYTEST_XDIST_WORKER" not in os.environ:
+        hold_session_lock()
         # The suite's own testbed, left by a session that was killed before its teardown
         # (CI images have been captured with one up): it is ours to remove, and removing it
         # must not count as this session changing the machine.
