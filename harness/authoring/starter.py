@@ -13,7 +13,8 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from harness.profile import cpus, shipped
+from harness.authoring import shipped
+from harness.profile import cpus
 
 # (tool, what the client needs, what the server needs): the first both hosts have wins.
 TOOL_PREFERENCE = (

@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from harness import __version__
+from harness.authoring import shipped
 from harness.cli import analysis as cli_analysis
 from harness.cli import history as cli_reports
 from harness.cli import lab as cli_lab
@@ -36,7 +37,6 @@ from harness.engine.progress import reporter
 from harness.errors import ExitCode, InputError, Interrupted, NapilabError
 from harness.hosts.testbed import Testbed
 from harness.inventory.inventory import load_inventory
-from harness.profile import shipped
 from harness.profile.plan import bind
 from harness.profile.profile import load_profile
 from runners.registry import PARSERS, metrics_json

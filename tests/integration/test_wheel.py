@@ -69,7 +69,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
 def test_the_wheel_is_self_contained(installed: Installed) -> None:
     found = subprocess.run(
         [str(installed.venv / "bin" / "python"), "-c",
-         "import harness, harness.profile.shipped as s; print(harness.__file__); "
+         "import harness, harness.authoring.shipped as s; print(harness.__file__); "
          "print('\\n'.join(sorted(p.name for p in s.profiles_dir().glob('*.yaml'))))"],
         cwd=installed.home, capture_output=True, text=True, check=True).stdout.splitlines()
     assert found[0].startswith(str(installed.venv)), found[0]  # not the source tree

@@ -14,9 +14,9 @@ import jsonschema
 import pytest
 import yaml
 
+from harness.authoring import shipped
 from harness.authoring.json_schema import SCHEMAS, inventory_schema, profile_schema, schema_text
 from harness.errors import InputError
-from harness.profile import shipped
 from harness.profile.profile import load_profile
 from tests.unit.test_malformed import CASES
 
