@@ -1,7 +1,8 @@
 """napilab as a user gets it: the wheel built from this tree, installed with pip into a
 fresh venv, run from a directory that is not the source tree. `napilab init` writes
 files that validate, the shipped profiles are there, and (root) `napilab demo` runs the
-shipped demo profile on the testbed and writes its report.
+installed demo profile (with 1 s trials, 2 repetitions) on the testbed and writes its
+report.
 
 The wheel is built with `build` and setuptools from the test extras (`make test`
 installs them); pip installs napilab's dependencies into the fresh venv with its usual
@@ -97,7 +98,16 @@ def test_demo_runs_from_the_wheel(installed: Installed) -> None:
     reason = need_root()
     if reason:
         pytest.skip(reason)
-    result = installed.napilab("demo", "-o", "results", timeout=300)
+    # the installed demo.yaml, with short trials: what is tested is the wheel's demo path
+    # (testbed, run, report from the installed package), not the ping flood's length
+    shipped = subprocess.run(
+        [str(installed.venv / "bin" / "python"), "-c",
+         "import harness.authoring.shipped as s; print(s.profile('demo.yaml'))"],
+        cwd=installed.home, capture_output=True, text=True, check=True).stdout.strip()
+    assert shipped.startswith(str(installed.venv)), shipped
+    short = installed.home / "demo-short.yaml"
+    short.write_text(f"extends: {shipped}\nworkload: {{duration: 1}}\nrepeat: 2\n")
+    result = installed.napilab("demo", "-o", "results", "--profile", short.name, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     reports = list((installed.home / "results" / "demo").glob("*/report.html"))
     assert len(reports) == 1
