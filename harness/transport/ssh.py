@@ -145,12 +145,11 @@ class _ProxyCommand(paramiko.ProxyCommand):
 class SSHTransport:
     """One paramiko connection to `host`, opened on first use and kept for the run."""
 
-    def __init__(self, host: Host, *, connect_timeout: float | None = None,
-                 reconnect_attempts: int = 5) -> None:
-        """`connect_timeout`: overrides the inventory's and ssh_config's."""
+    def __init__(self, host: Host, *, reconnect_attempts: int = 5) -> None:
         self.host = host
-        self._timeout_override = connect_timeout
-        self.connect_timeout = connect_timeout or sshconfig.CONNECT_TIMEOUT
+        # how long a host that does not answer is waited for: the resolved endpoint's,
+        # set at each connect (inventory, else ssh_config's ConnectTimeout, else 10 s)
+        self.connect_timeout = sshconfig.CONNECT_TIMEOUT
         self.reconnect_attempts = reconnect_attempts
         self._client: paramiko.SSHClient | None = None
         self._jumps: list[paramiko.SSHClient] = []
@@ -162,11 +161,8 @@ class SSHTransport:
 
     def _connect_once(self) -> paramiko.SSHClient:
         endpoint = sshconfig.resolve(self.host, sshconfig.load_config(self.host.ssh_config))
-        self.connect_timeout = self._timeout(endpoint)
+        self.connect_timeout = endpoint.connect_timeout
         return self._open(endpoint)
-
-    def _timeout(self, endpoint: sshconfig.Endpoint) -> float:
-        return self._timeout_override or endpoint.connect_timeout
 
     def _proxy(self, endpoint: sshconfig.Endpoint) -> Any:
         """The socket the connection to `endpoint` goes through: a direct-tcpip channel
@@ -181,7 +177,7 @@ class SSHTransport:
             try:
                 sock = jump_transport.open_channel("direct-tcpip", (endpoint.hostname,
                                                                     endpoint.port), ("", 0),
-                                                   timeout=self._timeout(endpoint.jump))
+                                                   timeout=endpoint.jump.connect_timeout)
             except (paramiko.SSHException, OSError) as exc:
                 raise HostError(f"{host.name}: jump host {endpoint.jump.describe()} cannot "
                                 f"reach {endpoint.hostname}:{endpoint.port}: {exc}") from None
@@ -228,7 +224,7 @@ class SSHTransport:
         client = paramiko.SSHClient()
         known.prepare(client, name, prefer)
         keys: Any = list(endpoint.key_files) or None  # paramiko takes a str or a list
-        timeout = self._timeout(endpoint)
+        timeout = endpoint.connect_timeout
         try:
             client.connect(
                 hostname=endpoint.hostname, port=endpoint.port, username=endpoint.user,
