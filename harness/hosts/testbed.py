@@ -220,11 +220,11 @@ class Testbed:
         nodes = {}
         for node in self.nodes:
             pidfile = self.state / node.name / "sshd.pid"
-            pid = _read_pid(pidfile)
+            pid = read_pid(pidfile)
             nodes[node.name] = {
                 "netns": node.netns, "present": node.netns in names,
                 "data_address": node.data_address, "mgmt_address": node.mgmt_address,
-                "sshd_pid": pid if pid and _alive(pid) else None,
+                "sshd_pid": pid if pid and alive(pid) else None,
             }
         return {"up": all(n["present"] for n in nodes.values()),
                 "inventory": str(self.inventory_path) if self.inventory_path.exists() else None,
@@ -248,14 +248,14 @@ def _netns_list() -> list[str]:
     return [line.split()[0] for line in proc.stdout.splitlines() if line.strip()]
 
 
-def _read_pid(path: Path) -> int | None:
+def read_pid(path: Path) -> int | None:
     try:
         return int(path.read_text().strip())
     except (OSError, ValueError):
         return None
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     """The process runs: it exists and is not a zombie (sshd daemonizes, so its exit is
     reaped by PID 1, which in a container may take seconds to do it)."""
     try:
@@ -277,8 +277,8 @@ def zombie(pid: int) -> bool:
 
 
 def _kill_pidfile(path: Path) -> None:
-    pid = _read_pid(path)
-    if pid is not None and _alive(pid):
+    pid = read_pid(path)
+    if pid is not None and alive(pid):
         _terminate([pid])
 
 
@@ -293,9 +293,9 @@ def _terminate(pids: list[int]) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
     deadline = time.time() + 3
-    while time.time() < deadline and any(_alive(p) for p in pids):
+    while time.time() < deadline and any(alive(p) for p in pids):
         time.sleep(0.02)
     for pid in pids:
-        if _alive(pid):
+        if alive(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)

@@ -88,11 +88,14 @@ class GateReport:
     def status(self) -> str:
         return "regression" if self.regressions else "pass" if self.judged else "inconclusive"
 
+    def _undecided(self) -> list[Comparison]:
+        """The comparisons of inconclusive cases that say what n would decide them."""
+        return [c.comparison for c in self.cases if c.status == "inconclusive"
+                and c.comparison is not None and c.comparison.n_needed]
+
     def repeat_needed(self) -> int | None:
         """Repetitions per run that would let the inconclusive cases decide."""
-        needs = [c.comparison.n_needed for c in self.cases if c.status == "inconclusive"
-                 and c.comparison is not None and c.comparison.n_needed]
-        return min(needs) if needs else None
+        return min((c.n_needed for c in self._undecided() if c.n_needed), default=None)
 
     def undecided_hint(self) -> str:
         """What would let an inconclusive gate decide, as a clause to append: the repeat
@@ -102,8 +105,7 @@ class GateReport:
         need = self.repeat_needed()
         if not need:
             return ""
-        have = min((min(c.comparison.baseline.n, c.comparison.variant.n)
-                    for c in self.cases if c.comparison is not None), default=0)
+        have = min(min(c.baseline.n, c.variant.n) for c in self._undecided())
         if need > have:
             return f"; about repeat >= {need} per run would decide"
         return (f"; repeat {have} was estimated to decide but this run's noise left it "

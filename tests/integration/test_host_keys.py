@@ -98,12 +98,8 @@ def sshds(testbed: tb.Testbed, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
 
 def _running(sshd: Sshd) -> bool:
-    try:
-        pid = int(sshd.pidfile.read_text())
-        os.kill(pid, 0)
-        return not tb.zombie(pid)
-    except (OSError, ValueError):
-        return False
+    pid = tb.read_pid(sshd.pidfile)
+    return pid is not None and tb.alive(pid)
 
 
 def hosts(testbed: tb.Testbed, sshds: list[Sshd], known_hosts: Path | None,
