@@ -50,11 +50,14 @@ def machine_state() -> dict[str, object]:
                            check=False).stdout
     sshd = subprocess.run(["pgrep", "-x", "sshd"], capture_output=True, text=True,
                           check=False).stdout.split()
+    routes = subprocess.run(["ip", "-4", "route", "show"], capture_output=True, text=True,
+                            check=False).stdout.splitlines()
     return {
         "sysctls": sysctls,
         "netns": sorted(n.split()[0] for n in netns if n.strip()),
         "links": sorted(line.split(":")[1].strip().split("@")[0] for line in links.splitlines()),
         "sshd": sorted(p for p in sshd if not tb.zombie(int(p))),  # exited, not yet reaped
+        "routes": sorted(line.strip() for line in routes),
         # journals, locks and work directories: a run leaves none of them behind (the
         # empty directory itself may stay)
         "var_tmp_napilab": sorted(p.name for p in Path("/var/tmp/napilab").iterdir())
@@ -136,6 +139,53 @@ def testbed(root_only: None) -> Iterator[tb.Testbed]:
         yield bed
     finally:
         bed.down()
+
+
+def napilab_leftovers() -> list[str]:
+    """Locks, journals and work directories of napilab runs on the testbed hosts (both
+    namespaces share the machine's /var/tmp)."""
+    found = Path("/var/tmp/napilab")
+    return sorted(p.name for p in found.iterdir()) if found.exists() else []
+
+
+@pytest.fixture(autouse=True)
+def testbed_left_clean(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each test on the testbed: what its runs left (a lock, a journal) is replayed
+    by `napilab restore` and the test errors at teardown naming it, so the tests after it
+    start on a clean testbed instead of failing on its lock."""
+    yield
+    if "testbed" not in request.fixturenames:
+        return
+    left = napilab_leftovers()
+    if not left:
+        return
+    bed: tb.Testbed = request.getfixturevalue("testbed")
+    restore = subprocess.run([NAPILAB, "restore", "-i", str(bed.inventory_path)],
+                             capture_output=True, text=True, timeout=120, check=False)
+    pytest.fail(f"the test left {left} in /var/tmp/napilab; `napilab restore` exited "
+                f"{restore.returncode}, leaving {napilab_leftovers()}: {restore.stderr.strip()}")
+
+
+def workload_pings(bed: tb.Testbed, node: str) -> set[str]:
+    """The ping floods running in a testbed namespace: a workload's ping, never the
+    `ping -V` a run asks every host for (its tool versions) before it applies anything."""
+    pids = subprocess.run(["ip", "netns", "pids", f"{bed.prefix}-{node}"],
+                          capture_output=True, text=True, check=False).stdout.split()
+    return {p for p in pids if comm(p) == "ping" and "-f" in argv(p)}
+
+
+def argv(pid: str) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+    except OSError:
+        return []
+
+
+def comm(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
 
 
 def sysfs(bed: tb.Testbed, node: str, relpath: str) -> str:

@@ -198,7 +198,10 @@ class Engine:
             shutil.rmtree(self.store.dir / "raw" / trial.id, ignore_errors=True)
 
     def _check_hosts(self, facts: dict[str, HostFacts]) -> None:
-        changed = self.hosts.changed_hosts(facts)
+        changed, unread = self.hosts.changed_hosts(facts)
+        for host, why in unread.items():
+            self.progress.note(f"host {host} could not be read at the end of the run ({why}): "
+                               "whether it rebooted or changed kernel is not known")
         flagged = dict(self.store.manifest.hosts_changed or {})
         for host, what in changed.items():
             flagged[host] = sorted({*flagged.get(host, []), *what})

@@ -74,14 +74,24 @@ class HostOps:
                     out.update(host_facts.workload_binaries(workload.tool, side))
         return out
 
-    def changed_hosts(self, before: dict[str, HostFacts]) -> dict[str, list[str]]:
-        """Hosts whose boot or kernel changed during the run, and what changed."""
-        now = each_host(list(self.transports),
-                        lambda name: host_facts.identity(self.transports[name]))
+    def changed_hosts(self, before: dict[str, HostFacts]
+                      ) -> tuple[dict[str, list[str]], dict[str, str]]:
+        """Hosts whose boot or kernel changed during the run, and what changed; and the
+        hosts that could not be read again (why), whose change is not known."""
+        unread: dict[str, str] = {}
+
+        def read(name: str) -> dict[str, str] | None:
+            try:
+                return host_facts.identity(self.transports[name])
+            except NapilabError as exc:
+                unread[name] = exc.message
+                return None
+
+        now = each_host(list(self.transports), read)
         empty = HostFacts()
-        return {name: [k for k in IDENTITY if before.get(name, empty).get(k) != ident.get(k)]
-                for name, ident in now.items()
-                if any(before.get(name, empty).get(k) != ident.get(k) for k in IDENTITY)}
+        changed = {name: [k for k in IDENTITY if before.get(name, empty).get(k) != ident.get(k)]
+                   for name, ident in now.items() if ident is not None}
+        return {name: what for name, what in changed.items() if what}, unread
 
     def apply(self, trial: Trial, variant: Variant,
               settings: dict[str, HostSettings]) -> list[Change]:

@@ -11,7 +11,10 @@ own prefix. The data range lives only inside the namespaces.
 
 GRO on a veth gives it NAPI instances, so `threaded`, `napi_defer_hard_irqs`,
 `gro_flush_timeout` and `queues/rx-0/rps_cpus` are real and writable. Addresses come
-from the documentation ranges and never leave the namespaces. Nothing of the
+from the documentation ranges and never leave the namespaces: the root namespace holds
+an `unreachable` route for the management /29, so while a management link is down (a
+test's fault) its address fails at once instead of following the default route out of
+the machine. Nothing of the
 machine's own ssh setup is used or touched: keys, config, known_hosts and pid files
 live in the state directory, which `down` removes with everything else.
 """
@@ -36,6 +39,9 @@ from harness.errors import HostError, NapilabError
 DATA_IFACE = "data0"
 MGMT_IFACE = "mgmt0"
 SSHD = "/usr/sbin/sshd"
+# what `ip route show` prints before the destination of a route that is not unicast
+ROUTE_TYPES = ("unreachable", "blackhole", "prohibit", "throw", "local", "broadcast",
+               "multicast", "anycast", "nat")
 
 
 @dataclass(frozen=True)
@@ -94,7 +100,10 @@ class Testbed:
         any. Only the management range reaches the root namespace; the data range
         lives inside the two namespaces (the root namespace may use 192.0.2.0/24)."""
         for line in _run(["ip", "-4", "route", "show"]).stdout.splitlines():
-            destination = line.split()[0] if line.split() else ""
+            words = line.split()
+            if words and words[0] in ROUTE_TYPES:
+                words = words[1:]
+            destination = words[0] if words else ""
             try:
                 network = ipaddress.ip_network(destination, strict=False)
             except ValueError:
@@ -112,6 +121,8 @@ class Testbed:
 
     def _links(self) -> None:
         a, b = self.nodes
+        # less specific than each link's /30: used only while a management link is down
+        _run(["ip", "route", "add", "unreachable", str(self.network)])
         for node in self.nodes:
             _run(["ip", "netns", "add", node.netns])
         _run(["ip", "link", "add", DATA_IFACE, "netns", a.netns, "type", "veth",
@@ -210,6 +221,7 @@ class Testbed:
                 _run(["ip", "netns", "del", node.netns], check=False)
             if Path(f"/sys/class/net/{node.mgmt_root}").exists():
                 _run(["ip", "link", "del", node.mgmt_root], check=False)
+        _run(["ip", "route", "del", "unreachable", str(self.network)], check=False)
         if (self.state / "created-run-sshd").exists():
             with contextlib.suppress(OSError):
                 Path("/run/sshd").rmdir()

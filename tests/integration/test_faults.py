@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.hosts import testbed as tb
-from tests.conftest import NapilabRuns, sysfs
+from tests.conftest import NapilabRuns, comm, sysfs, workload_pings
 
 NAPILAB = str(Path(sys.executable).parent / "napilab")
 PROFILE = """\
@@ -58,20 +58,12 @@ def start_run(runs: NapilabRuns, tmp_path: Path, prof: Path,
                       str(tmp_path / "results"), "--format", "", *extra)
 
 
-def pings(bed: tb.Testbed) -> set[str]:
-    """The ping floods in namespace a. Not `ping -V`: the run asks every host for its
-    tool versions before it applies any setting."""
-    pids = subprocess.run(["ip", "netns", "pids", f"{bed.prefix}-a"], capture_output=True,
-                          text=True).stdout.split()
-    return {p for p in pids if _comm(p) == "ping" and "-f" in _argv(p)}
-
-
 def wait_for_workload(bed: tb.Testbed, timeout: float = 30) -> None:
     """Until a ping flood runs inside namespace a (settings are applied by then). Tests
     start only when no earlier ping is left (see wait_no_workload)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        if pings(bed):
+        if workload_pings(bed, "a"):
             return
         time.sleep(0.05)
     raise AssertionError("the workload never started")
@@ -81,7 +73,7 @@ def wait_no_workload(bed: tb.Testbed, timeout: float = 90) -> None:
     """A SIGKILLed napilab leaves its client running until its `timeout` wrapper ends
     it (the bound on every workload process); wait for that."""
     deadline = time.time() + timeout
-    while pings(bed):
+    while workload_pings(bed, "a"):
         assert time.time() < deadline, "a workload outlived its timeout wrapper"
         time.sleep(0.2)
 
@@ -127,27 +119,13 @@ def test_sigint_mid_workload_restores_and_exits_130(testbed: tb.Testbed, tmp_pat
     assert doc["status"] == "interrupted" and doc["incomplete"] is True
     left = subprocess.run(["ip", "netns", "pids", f"{testbed.prefix}-a"], capture_output=True,
                           text=True).stdout.split()
-    assert [p for p in left if _comm(p) != "sshd"] == [], "the workload outlived the run"
+    assert [p for p in left if comm(p) != "sshd"] == [], "the workload outlived the run"
 
 
 def _sshd_pids(bed: tb.Testbed, node: str) -> list[str]:
     pids = subprocess.run(["ip", "netns", "pids", f"{bed.prefix}-{node}"], capture_output=True,
                           text=True).stdout.split()
-    return [p for p in pids if _comm(p) == "sshd"]
-
-
-def _argv(pid: str) -> list[str]:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
-    except OSError:
-        return []
-
-
-def _comm(pid: str) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return ""
+    return [p for p in pids if comm(p) == "sshd"]
 
 
 def test_sshd_killed_mid_trial_and_restarted(testbed: tb.Testbed, tmp_path: Path,

@@ -22,7 +22,7 @@ import yaml
 from harness.hosts import testbed as tb
 from harness.inventory.inventory import load_inventory
 from harness.transport.ssh import SSHTransport
-from tests.conftest import NAPILAB, TESTBED_PREFIX, NapilabRuns, sysfs
+from tests.conftest import NAPILAB, TESTBED_PREFIX, NapilabRuns, sysfs, workload_pings
 
 PROFILE = """\
 name: shared
@@ -81,21 +81,9 @@ def wait_trial(results: Path, trial: int, run: subprocess.Popen[str]) -> Path:
     raise AssertionError(f"trial {trial} never ran: {run.poll()}")
 
 
-def pings(bed: tb.Testbed, node: str) -> bool:
-    pids = subprocess.run(["ip", "netns", "pids", f"{bed.prefix}-{node}"],
-                          capture_output=True, text=True, check=False).stdout.split()
-    for pid in pids:
-        try:
-            if Path(f"/proc/{pid}/comm").read_text().strip() == "ping":
-                return True
-        except OSError:
-            continue
-    return False
-
-
 def wait_ping(bed: tb.Testbed, node: str, timeout: float = 60) -> None:
     deadline = time.time() + timeout
-    while not pings(bed, node):
+    while not workload_pings(bed, node):
         assert time.time() < deadline, "the workload never started"
         time.sleep(0.05)
 
@@ -139,13 +127,8 @@ def test_host_unreachable_at_the_end(testbed: tb.Testbed, tmp_path: Path,
     before = knobs(testbed)
     node = testbed.nodes[0]
     results = tmp_path / "results"
-    inventory = yaml.safe_load(testbed.inventory_path.read_text())
-    for host in inventory["hosts"].values():
-        host["connect_timeout"] = 2
-    quick = tmp_path / "inventory.yaml"
-    quick.write_text(yaml.safe_dump(inventory))
-    run = napilab_runs.start("run", str(profile(tmp_path, duration=4)), "-i", str(quick),
-                             "-o", str(results))
+    run = napilab_runs.start("run", str(profile(tmp_path, duration=4)), "-i",
+                             str(quick_inventory(testbed, tmp_path)), "-o", str(results))
     try:
         wait_ping(testbed, "b")
         subprocess.run(["ip", "link", "set", node.mgmt_root, "down"], check=True)
@@ -169,6 +152,58 @@ def test_host_unreachable_at_the_end(testbed: tb.Testbed, tmp_path: Path,
     assert "a: restored 2 setting(s)" in restore.stdout and "removed the stale lock" in \
         restore.stdout
     assert knobs(testbed) == before and var_tmp(testbed) == []
+
+
+def test_host_unreachable_before_its_settings(testbed: tb.Testbed, tmp_path: Path,
+                                              napilab_runs: NapilabRuns) -> None:
+    """Fault: host a's management link goes down after the run read every host's facts
+    and before it applies a's settings (the order CI once hit by taking `ping -V` for the
+    workload). Expected: exit 1 on the trial's own error, not on the end-of-run check
+    that cannot read a again (that is said: its reboot is unknown); nothing changed on
+    either host; a keeps its lock (named on stderr) until `napilab restore` clears it.
+    The root namespace's unreachable route for the testbed's /29 fails the reconnects at
+    once: nothing leaves the machine by the default route."""
+    before = knobs(testbed)
+    node = testbed.nodes[0]
+    run = napilab_runs.start("run", str(profile(tmp_path, duration=1)), "-i",
+                             str(quick_inventory(testbed, tmp_path)), "-o",
+                             str(tmp_path / "results"), "--format", "")
+    assert run.stderr is not None
+    err = ""
+    try:
+        for line in run.stderr:  # the run's first line: facts read, no trial begun
+            err += line
+            if " trials -> " in line:
+                subprocess.run(["ip", "link", "set", node.mgmt_root, "down"], check=True)
+                break
+        route = subprocess.run(["ip", "route", "get", node.mgmt_address], capture_output=True,
+                               text=True, check=False)
+        err += run.communicate(timeout=300)[1]
+    finally:
+        subprocess.run(["ip", "link", "set", node.mgmt_root, "up"], check=True)
+    assert route.returncode != 0 and "No route to host" in route.stderr, route
+    assert run.returncode == 1, err
+    assert "napilab: error: trial failed: a: " in err, err
+    assert "host a could not be read at the end of the run" in err
+    assert "a: lock kept (cannot reach the host" in err
+    assert knobs(testbed) == before
+    assert [n for n in var_tmp(testbed) if n.startswith("lock-")]
+    time.sleep(1)  # the link is up: routes back
+    restore = napilab("restore", "-i", str(testbed.inventory_path), timeout=120)
+    assert restore.returncode == 0, restore.stdout + restore.stderr
+    assert var_tmp(testbed) == []
+
+
+def quick_inventory(bed: tb.Testbed, tmp_path: Path) -> Path:
+    """The testbed's inventory with `connect_timeout: 2`: each wait on a dead link (the
+    unacknowledged command, the new channel, each reconnect) takes 2 s instead of 10 s
+    and a command's 60 s timeout."""
+    inventory = yaml.safe_load(bed.inventory_path.read_text())
+    for host in inventory["hosts"].values():
+        host["connect_timeout"] = 2
+    quick = tmp_path / "inventory.yaml"
+    quick.write_text(yaml.safe_dump(inventory))
+    return quick
 
 
 # -- item 10 -----------------------------------------------------------------------------

@@ -62,6 +62,22 @@ def test_a_rebooted_host_is_flagged() -> None:
     transport = FakeTransport(host, "sut")
     start = {"sut": facts.identity(transport)}
     ops = HostOps(plan=None, store=None, transports={"sut": transport})  # type: ignore[arg-type]
-    assert ops.changed_hosts(start) == {}
+    assert ops.changed_hosts(start) == ({}, {})
     host.files[facts.FILES["boot_id"]] = "boot_id-2\n"
-    assert ops.changed_hosts(start) == {"sut": ["boot_id"]}
+    assert ops.changed_hosts(start) == ({"sut": ["boot_id"]}, {})
+
+
+def test_a_host_unreachable_at_the_end_is_unknown_not_an_error() -> None:
+    """The end-of-run check reads every host again; one that cannot be reached is said
+    (its change is unknown) and the run's own outcome (a failed trial, a restore that
+    could not finish) stays the error that ends it."""
+    files = {facts.FILES[k]: f"{k}-1\n" for k in IDENTITY}
+    up, down = FakeHost(files), FakeHost(dict(files))
+    transports = {"a": FakeTransport(down, "a"), "b": FakeTransport(up, "b")}
+    start = {name: facts.identity(t) for name, t in transports.items()}
+    down.unreachable = True
+    up.files[facts.FILES["kernel_release"]] = "kernel_release-2\n"
+    ops = HostOps(plan=None, store=None, transports=transports)  # type: ignore[arg-type]
+    changed, unread = ops.changed_hosts(start)
+    assert changed == {"b": ["kernel_release"]}
+    assert list(unread) == ["a"] and "connection dropped" in unread["a"]
