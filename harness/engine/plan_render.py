@@ -28,7 +28,7 @@ from harness.knobs.backend import Backend
 from harness.knobs.kind import Item, PlanLookup, Setting
 from harness.profile.plan import Plan
 from harness.profile.profile import Trial, Variant
-from harness.profile.redact import shown_argv
+from harness.redact import shown_argv
 from harness.transport.transport import command_line
 from runners.collectors.collector import snapshot_argv
 from runners.registry import TOOLS

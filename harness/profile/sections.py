@@ -11,9 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness import redact
 from harness.errors import Written
 from harness.knobs import values
-from harness.profile import cpus, redact
+from harness.profile import cpus
 from harness.profile.matrix import unresolved
 from harness.profile.schema import Checker, Number, join, suggest, type_name
 from harness.profile.yamlsrc import Node, Seq

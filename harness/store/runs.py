@@ -11,9 +11,8 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from harness import __version__
+from harness import __version__, redact
 from harness.errors import InputError
-from harness.profile import redact
 from harness.profile.plan import Plan
 from harness.store.manifest import InventoryRecord, Manifest, NapilabRecord, ProfileRecord
 from harness.store.store import RunStore

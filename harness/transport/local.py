@@ -14,7 +14,7 @@ from typing import IO, cast
 
 from harness.errors import HostError
 from harness.inventory.inventory import Host
-from harness.profile.redact import shown_argv
+from harness.redact import shown_argv
 from harness.transport.transport import CommandResult, command_line
 
 

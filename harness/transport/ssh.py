@@ -25,7 +25,7 @@ import paramiko
 
 from harness.errors import HostError
 from harness.inventory.inventory import Host
-from harness.profile.redact import shown_argv
+from harness.redact import shown_argv
 from harness.transport import ssh_config as sshconfig
 from harness.transport.known_hosts import KnownHosts, RevokedHostKey, UnknownHostKey, key_name
 from harness.transport.ssh_shell import PersistentShell

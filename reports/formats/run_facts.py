@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness import redact
 from harness.knobs.change import Change
-from harness.profile import cpus, redact
+from harness.profile import cpus
 from harness.store.manifest import Manifest
 from reports.ab.compare import RunData
 from reports.ab.model import Line, format_number

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from harness.profile import redact
+from harness import redact
 from reports.ab import verdicts
 from reports.ab.compare import RunData
 from reports.ab.model import Table

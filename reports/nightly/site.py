@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.profile import redact
+from harness import redact
 from harness.store.store import atomic_write
 from reports.ab.compare import load_run
 from reports.formats.render import environment, html, relurl
