@@ -60,8 +60,7 @@ def machine_state() -> dict[str, object]:
         "routes": sorted(line.strip() for line in routes),
         # journals, locks and work directories: a run leaves none of them behind (the
         # empty directory itself may stay)
-        "var_tmp_napilab": sorted(p.name for p in Path("/var/tmp/napilab").iterdir())
-        if Path("/var/tmp/napilab").exists() else [],
+        "var_tmp_napilab": napilab_leftovers(),
     }
 
 

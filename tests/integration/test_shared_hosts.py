@@ -22,7 +22,14 @@ import yaml
 from harness.hosts import testbed as tb
 from harness.inventory.inventory import load_inventory
 from harness.transport.ssh import SSHTransport
-from tests.conftest import NAPILAB, TESTBED_PREFIX, NapilabRuns, sysfs, workload_pings
+from tests.conftest import (
+    NAPILAB,
+    TESTBED_PREFIX,
+    NapilabRuns,
+    napilab_leftovers,
+    sysfs,
+    workload_pings,
+)
 
 PROFILE = """\
 name: shared
@@ -57,12 +64,6 @@ def profile(tmp_path: Path, duration: float = 2, repeat: int = 1) -> Path:
 def napilab(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run([NAPILAB, *args], capture_output=True, text=True, timeout=timeout,
                           check=False)
-
-
-def var_tmp(bed: tb.Testbed) -> list[str]:
-    """napilab's files on the testbed hosts (one /var/tmp for both namespaces)."""
-    found = Path("/var/tmp/napilab")
-    return sorted(p.name for p in found.iterdir()) if found.exists() else []
 
 
 def manifest_of(results: Path) -> tuple[Path, dict[str, object]]:
@@ -140,7 +141,7 @@ def test_host_unreachable_at_the_end(testbed: tb.Testbed, tmp_path: Path,
     assert "a: lock kept (cannot reach the host" in err
     now = knobs(testbed)
     assert now["b"] == before["b"] and now["a"] != before["a"]
-    left = var_tmp(testbed)
+    left = napilab_leftovers()
     assert [n for n in left if n.startswith("lock-")] and \
         [n for n in left if n.startswith("journal-") and n.endswith("-a.json")]
     run_dir, manifest = manifest_of(results)
@@ -151,7 +152,7 @@ def test_host_unreachable_at_the_end(testbed: tb.Testbed, tmp_path: Path,
     assert restore.returncode == 0, restore.stdout + restore.stderr
     assert "a: restored 2 setting(s)" in restore.stdout and "removed the stale lock" in \
         restore.stdout
-    assert knobs(testbed) == before and var_tmp(testbed) == []
+    assert knobs(testbed) == before and napilab_leftovers() == []
 
 
 def test_host_unreachable_before_its_settings(testbed: tb.Testbed, tmp_path: Path,
@@ -187,11 +188,11 @@ def test_host_unreachable_before_its_settings(testbed: tb.Testbed, tmp_path: Pat
     assert "host a could not be read at the end of the run" in err
     assert "a: lock kept (cannot reach the host" in err
     assert knobs(testbed) == before
-    assert [n for n in var_tmp(testbed) if n.startswith("lock-")]
+    assert [n for n in napilab_leftovers() if n.startswith("lock-")]
     time.sleep(1)  # the link is up: routes back
     restore = napilab("restore", "-i", str(testbed.inventory_path), timeout=120)
     assert restore.returncode == 0, restore.stdout + restore.stderr
-    assert var_tmp(testbed) == []
+    assert napilab_leftovers() == []
 
 
 def quick_inventory(bed: tb.Testbed, tmp_path: Path) -> Path:
@@ -320,7 +321,7 @@ def test_full_results_disk_is_an_error_and_resume_continues(
     assert f"cannot write {run_dir}/" in error and "No space left on device" in error
     assert "--resume" in err
     assert "the report could not be written" in err and f"napilab report {run_dir}" in err
-    assert knobs(testbed) == before and var_tmp(testbed) == []
+    assert knobs(testbed) == before and napilab_leftovers() == []
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "failed"
     trials = manifest["trials"]
@@ -334,7 +335,7 @@ def test_full_results_disk_is_an_error_and_resume_continues(
     assert [t["status"] for t in manifest["trials"]] == ["ok"] * 3
     assert (run_dir / "report.html").exists() and (run_dir / "samples.parquet").exists()
     assert not (run_dir / "samples").exists() and not (run_dir / ".reserve").exists()
-    assert knobs(testbed) == before and var_tmp(testbed) == []
+    assert knobs(testbed) == before and napilab_leftovers() == []
 
 
 # -- item 13 -----------------------------------------------------------------------------
@@ -367,7 +368,7 @@ def test_resume_on_a_changed_host_is_refused_or_recorded(testbed: tb.Testbed, tm
     assert "b: kernel_release was '6.1.0-old' when the run started" in refused.stderr
     assert "--allow-host-change" in refused.stderr
     assert (run_dir / "manifest.json").read_bytes() == stored
-    assert knobs(testbed) == before and var_tmp(testbed) == []
+    assert knobs(testbed) == before and napilab_leftovers() == []
     allowed = napilab(*args, "--resume", str(run_dir), "--allow-host-change")
     assert allowed.returncode == 0, allowed.stderr
     assert "host b is not as it was when the run started (kernel_release)" in allowed.stderr
