@@ -16,12 +16,21 @@ from runners.collectors import (
     softirqs,
     softnet_stat,
 )
-from runners.workloads import command, iperf3, neper, neper_samples, netperf, ping, sockperf
+from runners.workloads import (
+    command,
+    iperf3,
+    neper,
+    neper_options,
+    neper_samples,
+    netperf,
+    ping,
+    sockperf,
+)
 from runners.workloads.workload import WorkloadTool
 
 TOOLS: dict[str, WorkloadTool] = {
     "ping": ping.PingTool(),
-    **{f"neper.{binary}": neper.NeperTool(binary) for binary in neper.BINARIES},
+    **{f"neper.{binary}": neper.NeperTool(binary) for binary in neper_options.BINARIES},
     "iperf3": iperf3.Iperf3Tool(),
     **{f"sockperf.{mode}": sockperf.SockperfTool(mode) for mode in sockperf.MODES},
     **{f"netperf.{test}": netperf.NetperfTool(test) for test in netperf.TESTS},

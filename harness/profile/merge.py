@@ -1,12 +1,17 @@
 """Deep merge of located YAML documents (`extends`, variant overlays): the child wins,
 mappings merge key by key, everything else is replaced, and every value keeps the
-location it was written at so errors point at the file that wrote it."""
+location it was written at so errors point at the file that wrote it. Also the two
+merges a profile is built by: its `extends` chain, and a variant's overlay that names
+another tool."""
 
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
+from harness.errors import InputError, Location, Problem
+from harness.profile import keys
 from harness.profile.yamlsrc import Node, Seq
 
 
@@ -56,3 +61,49 @@ def plain(value: Any) -> Any:
     if isinstance(value, list):
         return [plain(v) for v in value]
     return value
+
+
+def resolve_extends(path: Path, chain: list[Path]) -> Node:
+    """The profile at `path` with its `extends` files merged under it, parents first
+    (a list in order, each resolved the same way); a cycle or a missing file is an
+    error naming it."""
+    resolved = path.resolve()
+    if resolved in chain:
+        cycle = " -> ".join(str(p) for p in [*chain, resolved])
+        raise InputError([Problem(None, "extends", f"cycle: {cycle}")])
+    document = keys.load_profile_document(path)
+    if not isinstance(document, Node):
+        raise InputError([Problem(Location(str(path), 1, 1), "",
+                                  "a profile is a YAML mapping of keys (name, hosts, ...)")])
+    parents = document.get("extends")
+    if parents is None:
+        return document
+    parent_list = [parents] if isinstance(parents, str) else parents
+    if not isinstance(parent_list, list) or not all(isinstance(p, str) for p in parent_list):
+        raise InputError([Problem(document.where("extends"), "extends",
+                                  "expected a file name or a list of file names")])
+    merged = Node()
+    for parent in parent_list:
+        parent_path = (path.parent / parent)
+        if not parent_path.exists():
+            raise InputError([Problem(document.where("extends"), "extends",
+                                      f"{parent}: no such file (looked in {path.parent})")])
+        merged = deep_merge(merged, resolve_extends(parent_path, [*chain, resolved]))
+    child = clone(document)
+    child.pop("extends")
+    result: Node = deep_merge(merged, child)
+    result.location = document.location
+    return result
+
+
+def without_other_tool(base: Node, overlay: Node) -> Node:
+    """A variant that names another tool gets a fresh workload, not the base's args
+    merged into its own."""
+    workload = overlay.get("workload")
+    base_workload = base.get("workload")
+    if (isinstance(workload, Node) and isinstance(base_workload, Node)
+            and "tool" in workload and workload["tool"] != base_workload.get("tool")):
+        stripped: Node = clone(base)
+        stripped.pop("workload")
+        return stripped
+    return base

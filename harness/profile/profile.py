@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import InputError, Location, Problem
+from harness.errors import Location
 from harness.knobs.kind import Setting
 from harness.knobs.values import KnobValueError, check_iface
 from harness.profile import keys
@@ -31,7 +31,7 @@ from harness.profile.matrix import (
     substitute,
     unknown_placeholders,
 )
-from harness.profile.merge import clone, deep_merge, plain
+from harness.profile.merge import clone, deep_merge, plain, resolve_extends, without_other_tool
 from harness.profile.schema import Checker, Number, join, suggest
 from harness.profile.scope import Scope
 from harness.profile.sections import (
@@ -151,7 +151,7 @@ class Profile:
 
 def load_profile(path: str | Path) -> Profile:
     """Read, resolve and validate a profile; every problem is reported at once."""
-    document = _resolve_extends(Path(path), [])
+    document = resolve_extends(Path(path), [])
     check = Checker(document.location)
     check.keys(document, "", TOP_KEYS, required=("hosts", "workload"))
     roles = _roles(check, document)
@@ -173,7 +173,7 @@ def load_profile(path: str | Path) -> Profile:
     written = {id(node): name for name, node in declared.items()} \
         if isinstance(declared, dict) else {}
     for name, overlay, values in arms:
-        merged = deep_merge(_without_other_tool(base, overlay), Node(
+        merged = deep_merge(without_other_tool(base, overlay), Node(
             {k: v for k, v in overlay.items() if k not in ("description", "group")}))
         merged = substitute(merged, values)
         start = len(check.problems)
@@ -199,36 +199,6 @@ def load_profile(path: str | Path) -> Profile:
         variants=tuple(variants), table=tuple(table), document=resolved, digest=digest,
         **profile_fields,
     )
-
-
-def _resolve_extends(path: Path, chain: list[Path]) -> Node:
-    resolved = path.resolve()
-    if resolved in chain:
-        cycle = " -> ".join(str(p) for p in [*chain, resolved])
-        raise InputError([Problem(None, "extends", f"cycle: {cycle}")])
-    document = keys.load_profile_document(path)
-    if not isinstance(document, Node):
-        raise InputError([Problem(Location(str(path), 1, 1), "",
-                                  "a profile is a YAML mapping of keys (name, hosts, ...)")])
-    parents = document.get("extends")
-    if parents is None:
-        return document
-    parent_list = [parents] if isinstance(parents, str) else parents
-    if not isinstance(parent_list, list) or not all(isinstance(p, str) for p in parent_list):
-        raise InputError([Problem(document.where("extends"), "extends",
-                                  "expected a file name or a list of file names")])
-    merged = Node()
-    for parent in parent_list:
-        parent_path = (path.parent / parent)
-        if not parent_path.exists():
-            raise InputError([Problem(document.where("extends"), "extends",
-                                      f"{parent}: no such file (looked in {path.parent})")])
-        merged = deep_merge(merged, _resolve_extends(parent_path, [*chain, resolved]))
-    child = clone(document)
-    child.pop("extends")
-    result: Node = deep_merge(merged, child)
-    result.location = document.location
-    return result
 
 
 def _arms(check: Checker, document: Node) -> list[tuple[str, Node, dict[str, Any]]]:
@@ -274,19 +244,6 @@ def _arms(check: Checker, document: Node) -> list[tuple[str, Node, dict[str, Any
     if not arms:
         check.error(matrix.location, "matrix", "every combination is excluded")
     return arms
-
-
-def _without_other_tool(base: Node, overlay: Node) -> Node:
-    """A variant that names another tool gets a fresh workload, not the base's args
-    merged into its own."""
-    workload = overlay.get("workload")
-    base_workload = base.get("workload")
-    if (isinstance(workload, Node) and isinstance(base_workload, Node)
-            and "tool" in workload and workload["tool"] != base_workload.get("tool")):
-        stripped: Node = clone(base)
-        stripped.pop("workload")
-        return stripped
-    return base
 
 
 def _roles(check: Checker, document: Node) -> dict[str, RoleSpec]:
