@@ -168,9 +168,13 @@ def testbed_left_clean(request: pytest.FixtureRequest) -> Iterator[None]:
 def workload_pings(bed: tb.Testbed, node: str) -> set[str]:
     """The ping floods running in a testbed namespace: a workload's ping, never the
     `ping -V` a run asks every host for (its tool versions) before it applies anything."""
-    pids = subprocess.run(["ip", "netns", "pids", f"{bed.prefix}-{node}"],
+    return {p for p in netns_pids(bed, node) if comm(p) == "ping" and "-f" in argv(p)}
+
+
+def netns_pids(bed: tb.Testbed, node: str) -> list[str]:
+    """The processes running in a testbed node's namespace."""
+    return subprocess.run(["ip", "netns", "pids", f"{bed.prefix}-{node}"],
                           capture_output=True, text=True, check=False).stdout.split()
-    return {p for p in pids if comm(p) == "ping" and "-f" in argv(p)}
 
 
 def argv(pid: str) -> list[str]:
@@ -181,6 +185,7 @@ def argv(pid: str) -> list[str]:
 
 
 def comm(pid: str) -> str:
+    """The process's name, "" once it has exited."""
     try:
         return Path(f"/proc/{pid}/comm").read_text().strip()
     except OSError:

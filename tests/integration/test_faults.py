@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.hosts import testbed as tb
-from tests.conftest import NapilabRuns, comm, sysfs, workload_pings
+from tests.conftest import NapilabRuns, comm, netns_pids, sysfs, workload_pings
 
 NAPILAB = str(Path(sys.executable).parent / "napilab")
 PROFILE = """\
@@ -117,15 +117,12 @@ def test_sigint_mid_workload_restores_and_exits_130(testbed: tb.Testbed, tmp_pat
     assert knobs(testbed) == before
     doc = manifest(tmp_path)
     assert doc["status"] == "interrupted" and doc["incomplete"] is True
-    left = subprocess.run(["ip", "netns", "pids", f"{testbed.prefix}-a"], capture_output=True,
-                          text=True).stdout.split()
+    left = netns_pids(testbed, "a")
     assert [p for p in left if comm(p) != "sshd"] == [], "the workload outlived the run"
 
 
 def _sshd_pids(bed: tb.Testbed, node: str) -> list[str]:
-    pids = subprocess.run(["ip", "netns", "pids", f"{bed.prefix}-{node}"], capture_output=True,
-                          text=True).stdout.split()
-    return [p for p in pids if comm(p) == "sshd"]
+    return [p for p in netns_pids(bed, node) if comm(p) == "sshd"]
 
 
 def test_sshd_killed_mid_trial_and_restarted(testbed: tb.Testbed, tmp_path: Path,

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from harness.hosts import testbed as tb
+from tests.conftest import comm, netns_pids
 
 NAPILAB = str(Path(sys.executable).parent / "napilab")
 PROFILE = """\
@@ -63,8 +64,5 @@ def test_neper_tcp_rr_200_400_between_namespaces(testbed: tb.Testbed, tmp_path: 
     for host in ("a", "b"):  # neper has no version: the binary that ran and its sha256
         assert versions[host]["tool_versions"]["tcp_rr"].startswith(f"{tcp_rr} sha256:")
         assert versions[host]["tool_versions"]["ethtool"].startswith("ethtool version ")
-    left = subprocess.run(["ip", "netns", "pids", f"{testbed.prefix}-b"], capture_output=True,
-                          text=True).stdout.split()
-    comms = {Path(f"/proc/{p}/comm").read_text().strip() for p in left
-             if Path(f"/proc/{p}/comm").exists()}
+    comms = {comm(p) for p in netns_pids(testbed, "b")} - {""}  # "": exited meanwhile
     assert "tcp_rr" not in comms

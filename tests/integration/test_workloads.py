@@ -13,6 +13,7 @@ import pandas as pd
 
 from harness.hosts import testbed as tb
 from harness.store.store import load_samples
+from tests.conftest import comm, netns_pids
 from tests.integration.test_faults import wait_no_workload
 
 NAPILAB = str(Path(sys.executable).parent / "napilab")
@@ -82,9 +83,6 @@ def test_iperf3_sockperf_and_ping_between_namespaces(testbed: tb.Testbed,
     for host in ("a", "b"):
         assert versions[host]["iperf3"].startswith("iperf 3.")
         assert versions[host]["sockperf"].startswith("sockperf, version 3.")
-    left = subprocess.run(["ip", "netns", "pids", f"{testbed.prefix}-b"], capture_output=True,
-                          text=True).stdout.split()
-    comms = {Path(f"/proc/{p}/comm").read_text().strip() for p in left
-             if Path(f"/proc/{p}/comm").exists()}
+    comms = {comm(p) for p in netns_pids(testbed, "b")} - {""}  # "": exited meanwhile
     assert comms <= {"sshd"}, f"left running: {comms}"
     assert "sockperf" in (run_dir / "report.html").read_text()
