@@ -39,9 +39,6 @@ from harness.errors import HostError, NapilabError
 DATA_IFACE = "data0"
 MGMT_IFACE = "mgmt0"
 SSHD = "/usr/sbin/sshd"
-# what `ip route show` prints before the destination of a route that is not unicast
-ROUTE_TYPES = ("unreachable", "blackhole", "prohibit", "throw", "local", "broadcast",
-               "multicast", "anycast", "nat")
 
 
 @dataclass(frozen=True)
@@ -99,17 +96,14 @@ class Testbed:
         """The root namespace's route that overlaps this testbed's management /29, if
         any. Only the management range reaches the root namespace; the data range
         lives inside the two namespaces (the root namespace may use 192.0.2.0/24)."""
-        for line in _run(["ip", "-4", "route", "show"]).stdout.splitlines():
-            words = line.split()
-            if words and words[0] in ROUTE_TYPES:
-                words = words[1:]
-            destination = words[0] if words else ""
+        for route in json.loads(_run(["ip", "-j", "-4", "route", "show"]).stdout or "[]"):
             try:
-                network = ipaddress.ip_network(destination, strict=False)
+                network = ipaddress.ip_network(route.get("dst", ""), strict=False)
             except ValueError:
-                continue  # "default", or a name
+                continue  # "default"
             if network.overlaps(self.network):
-                return line.strip()
+                return " ".join([*([route["type"]] if "type" in route else []), route["dst"],
+                                 *(["dev", route["dev"]] if "dev" in route else [])])
         return None
 
     def _check_addresses_free(self) -> None:
