@@ -184,6 +184,8 @@ def inventory_schema() -> Schema:
         "host_key_policy": {"enum": list(inventory.HOST_KEY_POLICIES)},
         "become": {"enum": list(inventory.BECOME)},
         **{key: spec.json() for key, spec in inventory.HOST_NUMBERS.items()},
+        "boot": obj({"method": {"enum": list(inventory.BOOT_METHODS)}, "testbed": STRING,
+                     "timeout": inventory.BOOT_TIMEOUT.json()}, required=("method",)),
     }
     assert set(types) == set(inventory._HOST_KEYS)
     top: Schema = {

@@ -49,46 +49,120 @@ def hosts_check(inventory: str, transport: str | None, as_json: bool) -> None:
 
 @click.group()
 def testbed() -> None:
-    """Local testbed (root): two network namespaces, a veth pair, optional sshd.
+    """Local testbeds (root): two network namespaces joined by a veth pair (optionally
+    with an sshd each), or with --vm two QEMU guests on Debian kernels joined by a
+    multi-queue virtio-net link.
 
     \b
-    Example:
+    Examples:
       napilab testbed up --ssh && napilab testbed status && napilab testbed down
+      napilab testbed kernels --fetch && napilab testbed up --vm --kernel b=6.1-rt
     """
+
+
+def _kernel_choice(values: tuple[str, ...]) -> dict[str, str]:
+    """`--kernel NAME` (both guests) or `--kernel GUEST=NAME`, repeatable."""
+    from harness.errors import InputError
+    from harness.lab.vmbed import NAMES
+
+    chosen: dict[str, str] = {}
+    for value in values:
+        guest, sep, name = value.partition("=")
+        if not sep:
+            chosen.update(dict.fromkeys(NAMES, value))
+        elif guest in NAMES and name:
+            chosen[guest] = name
+        else:
+            raise InputError(f"--kernel {value!r}: NAME or GUEST=NAME, GUEST one of "
+                             f"{list(NAMES)}")
+    return chosen
 
 
 @testbed.command("up")
 @click.option("--ssh", is_flag=True, help="Run an sshd in each namespace.")
-def testbed_up(ssh: bool) -> None:
+@click.option("--vm", is_flag=True, help="Two QEMU guests instead of two namespaces.")
+@click.option("--kernel", "kernel", multiple=True, metavar="[GUEST=]NAME",
+              help="(--vm) Kernel of the cache (alias, release or image path); default "
+              "the newest generic one.")
+@click.option("--queues", type=click.IntRange(1, 16), default=2, show_default=True,
+              help="(--vm) Queue pairs of each guest's data NIC.")
+@click.option("--cpus", type=click.IntRange(1, 64), default=2, show_default=True,
+              help="(--vm) vCPUs per guest.")
+@click.option("--memory", default="1G", show_default=True, help="(--vm) Memory per guest.")
+@click.option("--accel", type=click.Choice(["auto", "kvm", "tcg"]), default="auto",
+              show_default=True, help="(--vm) auto: KVM where a KVM guest boots, else TCG.")
+def testbed_up(ssh: bool, vm: bool, kernel: tuple[str, ...], queues: int, cpus: int,
+               memory: str, accel: str) -> None:
     """Create the namespaces napilab-a and napilab-b, joined by a veth pair (GRO on),
-    and write an inventory for them (printed).
+    or with --vm the guests a and b, and write an inventory for them (printed).
 
     \b
-    Example:
+    Examples:
       napilab testbed up --ssh
+      napilab testbed up --vm --queues 4 --kernel 7.2 --kernel b=6.1-rt
     """
+    if vm:
+        from harness.lab.vmbed import VmTestbed
+
+        bed = VmTestbed()
+        path = bed.up(_kernel_choice(kernel), queues=queues, cpus=cpus, memory=memory,
+                      accel=accel)
+        status = bed.status()
+        for name, guest in status["guests"].items():
+            click.echo(f"guest {name}: {guest['kernel']}, {guest['cpus']} vCPUs, "
+                       f"{guest['queues']} queues, ssh {guest['ssh']}, data "
+                       f"{guest['data_address']}")
+        click.echo(f"VM testbed up ({status['accel']}); inventory: {path}")
+        return
     path = Testbed().up(ssh=ssh)
     click.echo(f"testbed up; inventory: {path}")
 
 
 @testbed.command("down")
 def testbed_down() -> None:
-    """Remove everything `testbed up` made (idempotent).
+    """Remove everything `testbed up` made, namespaces and guests (idempotent).
 
     \b
     Example:
       napilab testbed down
     """
+    from harness.lab.vmbed import VmTestbed
+
+    VmTestbed().down()
     Testbed().down()
     click.echo("testbed down")
 
 
 @testbed.command("status")
 def testbed_status() -> None:
-    """What of the testbed exists, as JSON.
+    """What of the testbeds exists, as JSON.
 
     \b
     Example:
       napilab testbed status
     """
-    click.echo(json.dumps(Testbed().status(), indent=1))
+    from harness.lab.vmbed import VmTestbed
+
+    click.echo(json.dumps({**Testbed().status(), "vm": VmTestbed().status()}, indent=1))
+
+
+@testbed.command("kernels")
+@click.option("--fetch", is_flag=True, help="Download and unpack Debian's generic and RT "
+              "kernels of the default suite and of sid (root).")
+def testbed_kernels(fetch: bool) -> None:
+    """The kernel cache the VM testbed boots ($NAPILAB_KERNELS, default
+    /var/lib/napilab/kernels): each kernel's release, aliases and uname -v.
+
+    \b
+    Examples:
+      napilab testbed kernels
+      napilab testbed kernels --fetch
+    """
+    from harness.lab import kernels
+
+    found = kernels.fetch(say=lambda line: click.echo(line, err=True)) if fetch \
+        else kernels.installed()
+    for kernel in found:
+        click.echo(kernel.describe())
+    if not found:
+        click.echo(f"no kernels in {kernels.kernel_dir()}; `napilab testbed kernels --fetch`")

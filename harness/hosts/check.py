@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from harness.hosts import facts as host_facts
+from harness.hosts import queues
 from harness.hosts.session import HostSession
 from harness.inventory.inventory import Host
 from harness.knobs import registry
@@ -33,8 +34,13 @@ def check_host(host: Host, session: HostSession) -> dict[str, Any]:
         knobs[path] = "absent" if mode == "absent" else ("writable" if mode[2] == "w"
                                                           else "read-only")
     per_napi = "no iface in the inventory"
+    found: list[queues.Queue] = []
+    notes: list[str] = []
+    channels: dict[str, str] = {}
     if host.iface:
         per_napi = napi.support(session, host.iface)
+        found, notes = queues.device_queues(session, host.iface)
+        channels = queues.channels(session, host.iface)
     return {
         "host": host.name, "transport": host.transport,
         "kernel": facts.get("kernel_release"), "cpu_model": facts.get("cpu_model"),
@@ -43,6 +49,8 @@ def check_host(host: Host, session: HostSession) -> dict[str, Any]:
         "nic": facts.get("nics", {}).get(host.iface or "", {}),
         "tools": {t: tools.get(t) == "yes" for t in TOOLS},
         "knobs": knobs, "per_napi_netlink": per_napi,
+        "channels": channels, "queues": [q.to_json() for q in found], "queue_notes": notes,
+        "virtualization": facts.get("virtualization"),
     }
 
 
@@ -59,13 +67,35 @@ def render(reports: list[dict[str, Any]]) -> str:
             + (f" (driver {nic.get('driver', '?')} {nic.get('version', '')})".rstrip()
                if nic and "driver" in nic else ""),
             f"  per-NAPI     {r['per_napi_netlink']}",
-            "  knobs",
         ]
+        if r.get("virtualization"):
+            lines.insert(-4, f"  machine      {r['virtualization']}")
+        lines += _queue_lines(r)
+        lines.append("  knobs")
         lines += [f"    {state:<10} {path}" for path, state in r["knobs"].items()]
         have = [t for t, ok in r["tools"].items() if ok]
         missing = [t for t, ok in r["tools"].items() if not ok]
         lines += [f"  tools        {' '.join(have)}", f"  missing      {' '.join(missing) or '-'}"]
     return "\n".join(lines) + "\n"
+
+
+def _queue_lines(r: dict[str, Any]) -> list[str]:
+    if not r["queues"] and not r["queue_notes"]:
+        return []
+    chan = r["channels"]
+    counts = ", ".join(f"{k} {v}" for k, v in chan.items() if not k.startswith("max "))
+    maxima = ", ".join(f"{k[4:]} {v}" for k, v in chan.items() if k.startswith("max "))
+    head = f"{len([q for q in r['queues'] if q['queue'].startswith('rx')])} rx, " \
+        f"{len([q for q in r['queues'] if q['queue'].startswith('tx')])} tx"
+    if counts:
+        head += f"; ethtool -l: {counts}" + (f" (max {maxima})" if maxima else "")
+    lines = [f"  queues       {head}"]
+    for q in r["queues"]:
+        napi_id = q["napi_id"] if q["napi_id"] is not None else "-"
+        irq = f"IRQ {q['irq']} {q['irq_name'] or ''}".rstrip() if q["irq"] else "no IRQ"
+        lines.append(f"    {q['queue']:<10} NAPI {napi_id:<6} {irq}")
+    lines += [f"    ({note})" for note in r["queue_notes"]]
+    return lines
 
 
 def as_json(reports: list[dict[str, Any]]) -> str:

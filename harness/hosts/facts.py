@@ -9,6 +9,7 @@ from typing import Any
 
 from harness.knobs.backend import read_present
 from harness.profile import cpus
+from harness.store.manifest import TCG
 from harness.transport.transport import Transport
 from runners.collectors.collector import HostInfo
 
@@ -19,7 +20,10 @@ FILES = {
     "cmdline": "/proc/cmdline",
     "online_cpus": "/sys/devices/system/cpu/online",
     "cpuinfo": "/proc/cpuinfo",
+    "sys_vendor": "/sys/class/dmi/id/sys_vendor",
+    "clocksources": "/sys/devices/system/clocksource/clocksource0/available_clocksource",
 }
+
 
 
 # The first line each prints (iperf 3.12 (cJSON 1.7.15); sockperf, version 3.7-no.git;
@@ -80,9 +84,12 @@ def gather(transport: Transport, ifaces: Iterable[str] = (),
     files, _ = read_present(transport, list(FILES.values()))
     facts: dict[str, Any] = {}
     for name, path in FILES.items():
-        if name != "cpuinfo" and path in files:
+        if name not in ("cpuinfo", "sys_vendor", "clocksources") and path in files:
             facts[name] = files[path].strip()
     facts["cpu_model"] = _cpu_model(files.get(FILES["cpuinfo"], ""))
+    facts["virtualization"] = virtualization(
+        files.get(FILES["cpuinfo"], ""), files.get(FILES["sys_vendor"], "").strip(),
+        files.get(FILES["clocksources"], "").split())
     hz = transport.run(["getconf", "CLK_TCK"], check=False)
     facts["user_hz"] = int(hz.stdout) if hz.exit_code == 0 and hz.stdout.strip().isdigit() else 100
     irqbalance = transport.run(["pgrep", "-x", "irqbalance"], check=False)
@@ -99,6 +106,21 @@ def identity(transport: Transport) -> dict[str, str]:
     keys = ("boot_id", "kernel_release", "kernel_version", "cmdline")
     files, _ = read_present(transport, [FILES[k] for k in keys])
     return {k: files[FILES[k]].strip() for k in keys if FILES[k] in files}
+
+
+def virtualization(cpuinfo: str, vendor: str, clocksources: list[str]) -> str:
+    """`none` on bare metal; `KVM` (with its machine vendor) when the kvm-clock is
+    there; `QEMU TCG, emulated` for a QEMU machine without KVM, whose every instruction
+    is emulated (counters and settings are real, timings are not representative)."""
+    flags = next((line.partition(":")[2].split() for line in cpuinfo.splitlines()
+                  if line.startswith("flags")), [])
+    if "hypervisor" not in flags:
+        return "none"
+    if "kvm-clock" in clocksources:
+        return f"KVM ({vendor})" if vendor else "KVM"
+    if vendor == "QEMU":
+        return TCG
+    return f"virtual machine ({vendor or 'unknown'})"
 
 
 def _cpu_model(cpuinfo: str) -> str | None:

@@ -35,7 +35,7 @@ ANSIBLE_KEYS = {
     "ansible_private_key_file": "key",
 }
 NAPILAB_KEYS = ("data_address", "iface", "netns", "transport", "known_hosts",
-                "host_key_policy", "cpus")
+                "host_key_policy", "cpus", "boot")
 _GROUP_KEYS = ("hosts", "children", "vars")
 
 

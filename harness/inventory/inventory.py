@@ -7,13 +7,18 @@ napilab's own format:
     hosts:
       sut: {address: 198.51.100.2, port: 22, user: root, key: ~/.ssh/id_ed25519,
             known_hosts: ~/.ssh/known_hosts, data_address: 192.0.2.2, iface: eth0,
-            netns: napilab-b, become: sudo, connect_timeout: 10}
+            netns: napilab-b, become: sudo, connect_timeout: 10,
+            boot: {method: kexec, timeout: 600}}
 
 `address` is where SSH connects (management network); `data_address` is what
 workloads send traffic to (defaults to `address`). `netns` names the network
 namespace a local-transport host lives in. `connect_timeout` (seconds; else ssh_config's
 ConnectTimeout, else 10) is how long SSH waits for a host that does not answer
-(harness.transport.ssh).
+(harness.transport.ssh). `boot` says how napilab boots the host into a profile's
+`kernel:` and back (harness.hosts.boot): `kexec` (kexec -l, then kexec -e), `grub-reboot`
+or `bootctl` (a one-time boot entry, then reboot), or `vm` (a guest of the VM testbed,
+restarted by the controller; `testbed` names its state directory); `timeout` is how
+long the host gets to answer SSH again (seconds, default 600).
 """
 
 from __future__ import annotations
@@ -42,6 +47,21 @@ _IFACE = re.compile(r"[A-Za-z0-9_.:@-]{1,15}")
 _NAME_RULE = ("host names are letters, digits, '.', '_' and '-', starting with a letter "
               "or digit, at most 64")
 _USER = re.compile(r"[a-z_][a-z0-9_.-]{0,31}\$?")
+BOOT_METHODS = ("kexec", "grub-reboot", "bootctl", "vm")
+BOOT_KEYS = ("method", "testbed", "timeout")
+BOOT_TIMEOUT = Number(10, 7200)
+
+
+@dataclass(frozen=True)
+class Boot:
+    """How the host is booted into another kernel (inventory `boot:`)."""
+
+    method: str
+    testbed: str | None = None  # vm: the VM testbed's state directory
+    timeout: float = 600.0  # seconds for the host to answer SSH again
+
+    def public(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -61,6 +81,7 @@ class Host:
     cpus: int | None = None  # CPU count, when known: CPU lists are checked against it
     ssh_config: str | None = None
     connect_timeout: float | None = None  # seconds; None: ssh_config's, else 10
+    boot: Boot | None = None  # how to boot it into a profile's kernel
     port_set: bool = field(default=False, compare=False)  # port written in the inventory
 
     @property
@@ -70,7 +91,8 @@ class Host:
 
     def public(self) -> dict[str, Any]:
         """What the manifest records: no key material, just where it is."""
-        return {k: v for k, v in self.__dict__.items() if v is not None and k != "port_set"}
+        return {k: v.public() if isinstance(v, Boot) else v for k, v in self.__dict__.items()
+                if v is not None and k != "port_set"}
 
 
 @dataclass(frozen=True)
@@ -183,9 +205,32 @@ def _host(check: Checker, name: str, node: Node, path: str, defaults: dict[str, 
     for key in ("key", "known_hosts"):
         value = check.get(node, key, path, str)
         fields[key] = str(Path(value).expanduser()) if value else None
+    fields["boot"] = _boot(check, node, path)
     if fields["transport"] == "ssh" and not fields["address"]:
         fields["address"] = name  # resolved through DNS or ~/.ssh/config
     return Host(name=name, **fields)
+
+
+def _boot(check: Checker, node: Node, path: str) -> Boot | None:
+    if "boot" not in node:
+        return None
+    bpath = join(path, "boot")
+    spec = check.mapping(node.get("boot"), node.where("boot"), bpath)
+    if spec is None:
+        return None
+    check.keys(spec, bpath, BOOT_KEYS, required=("method",))
+    method = check.choice(spec, "method", bpath, BOOT_METHODS)
+    testbed = check.get(spec, "testbed", bpath, str)
+    timeout = check.num(spec, "timeout", bpath, BOOT_TIMEOUT, default=600.0)
+    if method == "vm" and not testbed:
+        check.error(spec.where("method"), join(bpath, "testbed"), "method vm needs `testbed`: "
+                    "the VM testbed's state directory (`napilab testbed up --vm` writes it)")
+    elif method != "vm" and testbed:
+        check.error(spec.where("testbed"), join(bpath, "testbed"), f"only method vm has a "
+                    f"testbed, not {method}")
+    if method is None:
+        return None
+    return Boot(method, testbed, float(timeout))
 
 
 def _valid_address(text: str) -> bool:

@@ -15,7 +15,8 @@ PROFILE_KEYS = ("name", "description", "extends", "hosts", "setup", "workload", 
                 "on_mismatch", "metrics", "matrix", "warmup_trials")
 INVENTORY_KEYS = ("transport", "host_key_policy", "hosts", "ssh_config")
 HOST_KEYS = ("address", "port", "user", "key", "known_hosts", "become", "data_address",
-             "netns", "iface", "transport", "host_key_policy", "cpus", "connect_timeout")
+             "netns", "iface", "transport", "host_key_policy", "cpus", "connect_timeout",
+             "boot")
 ROLE_KEYS = ("host", "iface")  # a profile's `hosts:` entry: the role's host and interface
 # only a profile has these (name, description and hosts are in both kinds)
 _PROFILE_ONLY = tuple(k for k in PROFILE_KEYS if k not in ("name", "description", "hosts"))

@@ -166,6 +166,11 @@ class TrialRecord(Record):
                    [RestoreRecord.from_json(r) for r in restore])
 
 
+# harness.hosts.facts' `virtualization` of a QEMU guest without KVM: its timings are
+# not latency numbers (reports flag them), its counters and settings are real.
+TCG = "QEMU TCG, emulated"
+
+
 @dataclass(frozen=True)
 class HostFacts(Record):
     """What a comparison must know of a host (harness.hosts.facts)."""

@@ -19,7 +19,7 @@ from typing import Any
 from harness import redact
 from harness.knobs.change import Change
 from harness.profile import cpus
-from harness.store.manifest import Manifest
+from harness.store.manifest import TCG, Manifest
 from reports.ab.compare import RunData
 from reports.ab.model import Line, format_number
 
@@ -243,7 +243,7 @@ class HostRow:
 
 
 HOST_FACTS = ("kernel_release", "kernel_version", "cpu_model", "online_cpus", "irqbalance",
-              "user_hz", "cmdline")
+              "user_hz", "cmdline", "virtualization")
 
 
 def hosts(manifest: Manifest) -> list[HostRow]:
@@ -282,6 +282,10 @@ def confounders(manifest: Manifest, settings: list[SettingRow]) -> list[str]:
         out.append(f"{len(bad)} setting(s) did not read back as requested "
                    f"({', '.join(where)}): see Settings")
     facts = manifest.host_facts or {}
+    for host, host_facts in sorted(facts.items()):
+        if host_facts.get("virtualization") == TCG:
+            out.append(f"host {host} is a {TCG} guest: its timings (latencies, rates, CPU "
+                       "times) are not representative of hardware; counters and settings are")
     pinned = sorted({s.host for s in settings if s.kind == "irq_affinity"})
     for host in pinned:
         wanted_off = any(s.host == host and s.kind == "irqbalance" for s in settings)

@@ -82,24 +82,25 @@ class NapiBackend(Backend):
     def _stdin(self) -> str | None:
         return NETDEV_NL.read_text() if self.client() == "python3" else None
 
-    def get_command(self, ifindex: str) -> Command:
+    def get_command(self, ifindex: str, op: str = "napi-get") -> Command:
+        """A dump of `op` (napi-get, queue-get) for one interface."""
         if self.client() == "ynl":
             return Command(["ynl", "--family", "netdev", "--output-json", "--dump",
-                            "napi-get", "--json", json.dumps({"ifindex": _number(ifindex)})])
-        return Command(["python3", "-", "napi-get", ifindex], self._stdin())
+                            op, "--json", json.dumps({"ifindex": _number(ifindex)})])
+        return Command(["python3", "-", op, ifindex], self._stdin())
 
     def read_argvs(self, keys: Sequence[str]) -> list[list[str]]:
         return [self.get_command(i).argv for i in sorted({k.split("/")[0] for k in keys})]
 
-    def napi_get(self, ifindex: str) -> list[dict[str, object]]:
-        command = self.get_command(ifindex)
+    def napi_get(self, ifindex: str, op: str = "napi-get") -> list[dict[str, object]]:
+        command = self.get_command(ifindex, op)
         result = self.transport.run(command.argv, check=False, stdin=command.stdin)
         if result.exit_code != 0:
-            raise HostError(f"napi-get ifindex {ifindex}: {result.stderr.strip()}")
+            raise HostError(f"{op} ifindex {ifindex}: {result.stderr.strip()}")
         try:
             napis = json.loads(result.stdout)
         except json.JSONDecodeError:
-            raise HostError(f"napi-get: not JSON: {result.stdout[:200]!r}") from None
+            raise HostError(f"{op}: not JSON: {result.stdout[:200]!r}") from None
         return [n for n in napis if isinstance(n, dict)]
 
     def read(self, keys: Sequence[str]) -> dict[str, str]:

@@ -1,11 +1,12 @@
 """napilab's fallback netdev netlink client, run on a host that has python3 but no `ynl`.
 
-It speaks the two operations napilab needs from the kernel's netdev generic-netlink
+It speaks the three operations napilab needs from the kernel's netdev generic-netlink
 family (Documentation/netlink/specs/netdev.yaml) and prints what `ynl --output-json`
 prints for them, so both are read by one parser:
 
     python3 - napi-get IFINDEX        # dump: [{"id": 291, "ifindex": 2, ...}, ...]
     python3 - napi-set '{"id": 291, "threaded": "enabled"}'
+    python3 - queue-get IFINDEX       # dump: [{"id": 0, "type": "rx", "napi-id": 291}, ...]
 
 The script arrives on stdin and uses only the standard library (Python >= 3.6), so
 nothing is installed on the host. Errors print `netlink: <reason> (errno N)` and exit 1.
@@ -24,7 +25,7 @@ CTRL_ATTR_FAMILY_ID = 1
 CTRL_ATTR_FAMILY_NAME = 2
 NLM_F_REQUEST, NLM_F_ACK, NLM_F_DUMP = 0x1, 0x4, 0x300
 NLMSG_ERROR, NLMSG_DONE = 2, 3
-NETDEV_CMD_NAPI_GET, NETDEV_CMD_NAPI_SET = 11, 14
+NETDEV_CMD_QUEUE_GET, NETDEV_CMD_NAPI_GET, NETDEV_CMD_NAPI_SET = 10, 11, 14
 # netdev.yaml `napi` attribute-set: name -> (number, kind); uint attributes are 4 or 8 bytes.
 NAPI_ATTRS = {
     "ifindex": (1, "u32"), "id": (2, "u32"), "irq": (3, "u32"), "pid": (4, "u32"),
@@ -32,6 +33,10 @@ NAPI_ATTRS = {
     "irq-suspend-timeout": (7, "uint"), "threaded": (8, "threaded"),
 }
 THREADED = ["disabled", "enabled", "busy-poll"]  # enum napi-threaded
+# netdev.yaml `queue` attribute-set (the nested dmabuf, io-uring and xsk are left out).
+QUEUE_ATTRS = {"id": (1, "u32"), "ifindex": (2, "u32"), "type": (3, "queue-type"),
+               "napi-id": (4, "u32")}
+QUEUE_TYPE = ["rx", "tx"]  # enum queue-type
 
 
 def attr(number, data):
@@ -48,9 +53,9 @@ def encode(name, value):
     return attr(number, struct.pack("I", int(value)))
 
 
-def decode(payload):
+def decode(payload, attrs=NAPI_ATTRS):
     out = {}
-    names = {number: (name, kind) for name, (number, kind) in NAPI_ATTRS.items()}
+    names = {number: (name, kind) for name, (number, kind) in attrs.items()}
     offset = 0
     while offset + 4 <= len(payload):
         length, number = struct.unpack_from("HH", payload, offset)
@@ -58,7 +63,11 @@ def decode(payload):
         name, kind = names.get(number & 0x3FFF, (None, None))
         if name is not None:
             value = int.from_bytes(data, sys.byteorder)
-            out[name] = THREADED[value] if kind == "threaded" and value < 3 else value
+            if kind == "threaded" and value < len(THREADED):
+                value = THREADED[value]
+            elif kind == "queue-type" and value < len(QUEUE_TYPE):
+                value = QUEUE_TYPE[value]
+            out[name] = value
         offset += (length + 3) & ~3
     return out
 
@@ -110,13 +119,17 @@ def main(argv):
         replies = nl.request(family, NLM_F_DUMP, NETDEV_CMD_NAPI_GET,
                              encode("ifindex", int(argv[2])))
         print(json.dumps([decode(r) for r in replies]))
+    elif argv[1] == "queue-get":
+        replies = nl.request(family, NLM_F_DUMP, NETDEV_CMD_QUEUE_GET,
+                             attr(QUEUE_ATTRS["ifindex"][0], struct.pack("I", int(argv[2]))))
+        print(json.dumps([decode(r, QUEUE_ATTRS) for r in replies]))
     elif argv[1] == "napi-set":
         request = json.loads(argv[2])
         nl.request(family, NLM_F_ACK, NETDEV_CMD_NAPI_SET,
                    b"".join(encode(k, v) for k, v in request.items()))
         print("{}")
     else:
-        raise SystemExit("usage: napi-get IFINDEX | napi-set JSON")
+        raise SystemExit("usage: napi-get IFINDEX | napi-set JSON | queue-get IFINDEX")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,310 @@
+"""One QEMU guest of the VM testbed, booted by virtme-ng on a kernel of the cache.
+
+virtme-ng (`vng --run IMAGE`) boots the image with the machine's root file system as
+the guest's root (9p, read-only, with tmpfs overlays on /etc, /var, /tmp ...), so the
+guest has every program the machine has (sshd, iperf3, ethtool, python3, a neper built
+under /tmp) without an image to build; it loads the kernel's modules from the cache
+(harness.lab.kernels). What napilab adds through `--qemu-opts`:
+
+- mgmt0: QEMU user networking with `restrict=on` (the guest reaches nothing), one
+  forwarded port: 127.0.0.1:PORT on this machine -> the guest's sshd. Its network
+  (198.51.100.128/25) exists only inside QEMU.
+- data0: virtio-net with N queue pairs (`mq=on`, MSI-X vectors 2N+2) on one of the
+  testbed's persistent multi-queue taps (harness.lab.vmbed): one IRQ and one NAPI
+  instance per queue, `ethtool -l/-L` real.
+- /run/napilab-guest (read-only): the guest's init script, sshd config, host key,
+  authorized_keys and machine-id; /var/tmp/napilab (read-write, on this machine under
+  the guest's state directory): napilab's locks and journals, kept across the guest's
+  reboots as a lab host's disk keeps them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import HostError, NapilabError
+
+GUEST_DIR = "/run/napilab-guest"  # where the guest sees its read-only files
+MGMT_NET = "198.51.100.128/25"  # QEMU's user network: inside the QEMU process only
+MGMT_HOST = "198.51.100.129"
+MGMT_DNS = "198.51.100.131"
+MGMT_GUEST = "198.51.100.130"
+READY = "napilab-guest-ready"
+VNG = "vng"
+
+
+@dataclass(frozen=True)
+class GuestSpec:
+    name: str  # host name in the inventory: "a" or "b"
+    image: Path
+    append: tuple[str, ...]  # kernel command-line additions
+    cpus: int
+    memory: str
+    queues: int
+    accel: str  # "tcg" or "kvm"
+    ssh_port: int
+    tap: str
+    data_address: str  # 192.0.2.x/24
+    mac_index: int  # distinct per guest and per testbed prefix
+    state: Path  # this guest's directory on the machine
+
+    @property
+    def mgmt_mac(self) -> str:
+        return _mac(0, self.mac_index)
+
+    @property
+    def data_mac(self) -> str:
+        return _mac(1, self.mac_index)
+
+    @property
+    def console(self) -> Path:
+        return self.state / "console.log"
+
+
+def _mac(nic: int, index: int) -> str:
+    return f"52:54:00:6e:{nic:02x}:{index:02x}"
+
+
+def qemu_opts(spec: GuestSpec) -> list[str]:
+    """The NICs, as QEMU options (`vng --qemu-opts`)."""
+    vectors = 2 * spec.queues + 2
+    return [
+        "-netdev", f"user,id=mgmt,restrict=on,ipv6=off,net={MGMT_NET},host={MGMT_HOST},"
+                   f"dns={MGMT_DNS},hostfwd=tcp:127.0.0.1:{spec.ssh_port}-{MGMT_GUEST}:22",
+        "-device", f"virtio-net-pci,netdev=mgmt,mac={spec.mgmt_mac}",
+        "-netdev", f"tap,id=data,ifname={spec.tap},script=no,downscript=no,"
+                   f"queues={spec.queues},vhost=off",
+        "-device", f"virtio-net-pci,netdev=data,mq=on,vectors={vectors},mac={spec.data_mac}",
+    ]
+
+
+def vng_argv(spec: GuestSpec, vng: str = VNG) -> list[str]:
+    argv = [vng, "--run", str(spec.image), "--cpus", str(spec.cpus), "--memory", spec.memory,
+            "--name", spec.name, "--verbose", "--force-9p",
+            f"--rodir={GUEST_DIR}={spec.state / 'guest'}",
+            f"--rwdir=/var/tmp/napilab={spec.state / 'var-tmp-napilab'}",
+            "--qemu-opts=" + shlex.join(qemu_opts(spec)),
+            "--exec", f"sh {GUEST_DIR}/init.sh"]
+    if spec.accel == "tcg":
+        argv.insert(1, "--disable-kvm")
+    for extra in spec.append:
+        argv += ["--append", extra]
+    return argv
+
+
+def init_script(spec: GuestSpec) -> str:
+    """What the guest runs once booted (as root): its identity, its NICs named by MAC,
+    addresses, then sshd in the foreground (the guest lives as long as sshd does)."""
+    return "\n".join([
+        "#!/bin/sh",
+        "# written by `napilab testbed up --vm`; runs inside the guest",
+        "set -eu",
+        f"G={GUEST_DIR}",
+        "cat $G/machine-id > /etc/machine-id",
+        "# virtme-ng locks every account ('!'), which sshd refuses even for a key",
+        "sed 's/^root:[^:]*:/root:*:/' /etc/shadow > /run/napilab-shadow",
+        "cat /run/napilab-shadow > /etc/shadow && rm /run/napilab-shadow",
+        "# root's shell: sh, so that no login rc file (pyenv's, say) runs per command",
+        "awk -F: -v OFS=: '$1 == \"root\" {$7 = \"/bin/sh\"} 1' /etc/passwd > /run/napilab-passwd",
+        "cat /run/napilab-passwd > /etc/passwd && rm /run/napilab-passwd",
+        "modprobe virtio_net",
+        "for dev in /sys/class/net/*; do",
+        '  case "$(cat "$dev/address")" in',
+        f'    {spec.mgmt_mac}) ip link set "${{dev##*/}}" name mgmt0 ;;',
+        f'    {spec.data_mac}) ip link set "${{dev##*/}}" name data0 ;;',
+        "  esac",
+        "done",
+        "ip link set lo up",
+        f"ip addr add {MGMT_GUEST}/25 dev mgmt0",
+        "ip link set mgmt0 up",
+        f"ip addr add {spec.data_address} dev data0",
+        "ip link set data0 up",
+        "mkdir -p -m 0755 /run/sshd",
+        f'echo "{READY} $(uname -r)"',
+        "exec /usr/sbin/sshd -D -e -f $G/sshd_config",
+        "",
+    ])
+
+
+SSHD_CONFIG = "\n".join([
+    "ListenAddress 0.0.0.0", "Port 22", f"HostKey {GUEST_DIR}/ssh_host_ed25519_key",
+    f"AuthorizedKeysFile {GUEST_DIR}/authorized_keys", "PermitRootLogin prohibit-password",
+    "PasswordAuthentication no", "KbdInteractiveAuthentication no", "UsePAM no",
+    "StrictModes no", "PrintMotd no", "MaxSessions 64", "MaxStartups 64:30:128",
+    "LogLevel ERROR", "",
+])
+
+
+class Guest:
+    """A running (or stopped) guest: the vng process group it was started as."""
+
+    def __init__(self, spec: GuestSpec) -> None:
+        self.spec = spec
+
+    @property
+    def pidfile(self) -> Path:
+        return self.spec.state / "vng.pid"
+
+    def pid(self) -> int | None:
+        try:
+            pid = int(self.pidfile.read_text())
+        except (OSError, ValueError):
+            return None
+        return pid if _alive(pid) else None
+
+    def start(self) -> None:
+        argv = vng_argv(self.spec)
+        with open(self.spec.console, "ab") as console:
+            console.write(f"--- napilab: {shlex.join(argv)}\n".encode())
+            console.flush()
+            try:
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=console,
+                                        stderr=subprocess.STDOUT, start_new_session=True)
+            except FileNotFoundError:
+                raise NapilabError(f"{argv[0]} not found", hint="virtme-ng is installed "
+                                   "with napilab's test extras (`make test` does it)") from None
+        self.pidfile.write_text(str(proc.pid))
+
+    def wait_ssh(self, deadline: float) -> float:
+        """Seconds until the guest's sshd answers with its banner on the forwarded port;
+        an error with the console's last lines if the guest dies or the deadline
+        passes."""
+        start = time.time()
+        while time.time() < deadline:
+            if self.pid() is None:
+                raise HostError(f"guest {self.spec.name} exited while booting: "
+                                + self.console_tail())
+            if _banner(self.spec.ssh_port):
+                return time.time() - start
+            time.sleep(0.5)
+        raise HostError(f"guest {self.spec.name}: no SSH within {deadline - start:.0f}s: "
+                        + self.console_tail())
+
+    def console_tail(self, lines: int = 8) -> str:
+        try:
+            text = self.spec.console.read_text(errors="replace")
+        except OSError:
+            return "(no console log)"
+        return " / ".join(ln.strip() for ln in text.splitlines()[-lines:] if ln.strip())
+
+    def stop(self, timeout: float = 10) -> None:
+        stop_guest(self.pidfile, timeout)
+
+
+def stop_guest(pidfile: Path, timeout: float = 10) -> None:
+    """The process group a guest was started as (vng and its QEMU): TERM, then KILL;
+    the pidfile goes."""
+    try:
+        pid: int | None = int(pidfile.read_text())
+    except (OSError, ValueError):
+        pid = None
+    if pid is not None and _group_alive(pid):
+        _signal_group(pid, signal.SIGTERM)
+        deadline = time.time() + timeout
+        while time.time() < deadline and _group_alive(pid):
+            time.sleep(0.1)
+        if _group_alive(pid):
+            _signal_group(pid, signal.SIGKILL)
+            while _group_alive(pid) and time.time() < deadline + 5:
+                time.sleep(0.1)
+    with contextlib.suppress(OSError):
+        pidfile.unlink()
+
+
+def _banner(port: int) -> bool:
+    """An SSH server answers on 127.0.0.1:port (QEMU's forwarder accepts a connection
+    before the guest listens, then closes it: only the banner tells)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
+            sock.settimeout(3)
+            return sock.recv(8).startswith(b"SSH-")
+    except OSError:
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return not stat[stat.rfind(")") + 2:].startswith("Z")
+
+
+def group_members(pgid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != "Z":
+            out.append(int(entry.name))
+    return out
+
+
+def _group_alive(pgid: int) -> bool:
+    return bool(group_members(pgid))
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def kvm_works(image: Path, timeout: float = 20) -> bool:
+    """Whether a KVM guest gets as far as the kernel's first message: on some machines
+    /dev/kvm exists but every guest dies at once ("KVM internal error ... emulation
+    failure" in the decompressor)."""
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return False
+    import tempfile
+    with tempfile.NamedTemporaryFile(suffix=".serial") as serial:
+        argv = ["qemu-system-x86_64", "-accel", "kvm", "-m", "256", "-nodefaults",
+                "-display", "none", "-no-reboot", "-kernel", str(image), "-append",
+                "console=ttyS0 earlyprintk=serial panic=-1", "-serial", f"file:{serial.name}"]
+        try:
+            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        except FileNotFoundError:
+            return False
+        assert proc.stderr is not None
+        os.set_blocking(proc.stderr.fileno(), False)
+        deadline = time.time() + timeout
+        errors = b""
+        try:
+            while time.time() < deadline and proc.poll() is None:
+                if b"Linux version" in Path(serial.name).read_bytes():
+                    return True
+                errors += proc.stderr.read() or b""
+                if b"KVM internal error" in errors:
+                    return False
+                time.sleep(0.2)
+            return b"Linux version" in Path(serial.name).read_bytes()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            proc.stderr.close()

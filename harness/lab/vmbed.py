@@ -1,0 +1,312 @@
+"""The VM testbed: two QEMU guests, `a` and `b`, each an SSH host napilab reaches as it
+reaches a lab host, joined by a multi-queue virtio-net data link.
+
+    this machine                          guest a (kernel K_a)      guest b (kernel K_b)
+    127.0.0.1:PORT_a --QEMU user net-->   mgmt0 198.51.100.130      .
+    127.0.0.1:PORT_b --QEMU user net-->   .                         mgmt0 198.51.100.130
+    tap PREFIX-va <-tc mirred-> tap PREFIX-vb
+       data0 192.0.2.1/24 (a)         data0 192.0.2.2/24 (b): N queues, an IRQ and a NAPI each
+
+Management traffic goes over loopback into QEMU's user network of each guest (which
+reaches nothing: `restrict=on`); data traffic goes from one tap to the other by tc
+redirects, never into this machine's network stack (whose own addresses may well be in
+192.0.2.0/24). Nothing leaves this machine. The guests run the
+machine's own programs on Debian kernels of the kernel cache (harness.lab.kernels);
+harness.lab.guest says how.
+
+`down` stops every guest, removes the taps and the state
+directory (keys, known_hosts, inventory, consoles, the guests' /var/tmp/napilab).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.errors import HostError, NapilabError
+from harness.lab import kernels
+from harness.lab.guest import (
+    SSHD_CONFIG,
+    Guest,
+    GuestSpec,
+    free_port,
+    init_script,
+    kvm_works,
+    stop_guest,
+)
+
+NAMES = ("a", "b")
+DATA_ADDRESSES = {"a": "192.0.2.1", "b": "192.0.2.2"}
+BOOT_TIMEOUT = 600.0  # TCG on 2 CPUs: 20-110 s measured; a loaded CI machine more
+
+
+class VmTestbed:
+    def __init__(self, prefix: str = "napilab", state_dir: str | Path | None = None) -> None:
+        if len(prefix) > 11:
+            raise NapilabError(f"testbed prefix {prefix!r} too long (interface names are "
+                               "limited to 15 characters)")
+        self.prefix = prefix
+        self.state = Path(state_dir or f"/run/{prefix}-vm")
+
+    @property
+    def inventory_path(self) -> Path:
+        return self.state / "inventory.yaml"
+
+    def tap(self, name: str) -> str:
+        return f"{self.prefix}-v{name}"
+
+    # -- up --------------------------------------------------------------------------
+
+    def up(self, kernel: dict[str, str] | None = None, *, queues: int = 2, cpus: int = 2,
+           memory: str = "1G", accel: str = "auto",
+           timeout: float = BOOT_TIMEOUT) -> Path:
+        if os.geteuid() != 0:
+            raise NapilabError("the VM testbed needs root (taps, tc, QEMU)")
+        if self.exists():
+            raise NapilabError(f"a VM testbed named {self.prefix!r} is already up",
+                               hint=f"`napilab testbed down` first (state: {self.state})")
+        if not 1 <= queues <= 16:
+            raise NapilabError(f"queues {queues}: 1 to 16")
+        chosen = {n: kernels.find((kernel or {}).get(n) or default_kernel()) for n in NAMES}
+        for tool in ("qemu-system-x86_64", "busybox"):
+            if shutil.which(tool) is None:
+                raise NapilabError(f"{tool} not found", hint="apt-get install qemu-system-x86 "
+                                   "busybox-static (`make test` does it as root)")
+        if accel == "auto":
+            accel = "kvm" if kvm_works(chosen["a"].image) else "tcg"
+        try:
+            self.state.mkdir(mode=0o700, parents=True)
+            self._link()
+            self._keys()
+            specs = {n: self._spec(n, i, chosen[n], queues, cpus, memory, accel)
+                     for i, n in enumerate(NAMES)}
+            self._save({"prefix": self.prefix, "accel": accel, "guests": {
+                n: {**_spec_json(s), "original": _kernel_json(chosen[n], ())}
+                for n, s in specs.items()}})
+            self._write_inventory(specs)
+            self._boot(list(specs.values()), timeout)
+        except BaseException:
+            self.down()
+            raise
+        return self.inventory_path
+
+    def _spec(self, name: str, index: int, kernel: kernels.Kernel, queues: int, cpus: int,
+              memory: str, accel: str) -> GuestSpec:
+        home = self.state / name
+        (home / "guest").mkdir(parents=True)
+        (home / "var-tmp-napilab").mkdir(mode=0o700)
+        spec = GuestSpec(name=name, image=kernel.image, append=(), cpus=cpus, memory=memory,
+                         queues=queues, accel=accel, ssh_port=free_port(), tap=self.tap(name),
+                         data_address=f"{DATA_ADDRESSES[name]}/24",
+                         mac_index=(sum(self.prefix.encode()) * 2 + index) % 256, state=home)
+        guest = home / "guest"
+        (guest / "init.sh").write_text(init_script(spec))
+        (guest / "sshd_config").write_text(SSHD_CONFIG)
+        (guest / "machine-id").write_text(uuid.uuid4().hex + "\n")
+        shutil.copy(self.state / "id_ed25519.pub", guest / "authorized_keys")
+        _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"{self.prefix}-vm-{name}",
+              "-f", str(guest / "ssh_host_ed25519_key")])
+        return spec
+
+    def _link(self) -> None:
+        """The data link: two persistent multi-queue taps, each one's ingress redirected
+        to the other's egress by tc (u32 + mirred), so frames go from guest to guest
+        and never into this machine's own network stack (no bridge, no address, IPv6
+        off on both)."""
+        taps = [self.tap(n) for n in NAMES]
+        for tap in taps:
+            _run(["ip", "tuntap", "add", "dev", tap, "mode", "tap", "multi_queue"])
+            _disable_ipv6(tap)
+            _run(["ip", "link", "set", tap, "up"])
+            _run(["tc", "qdisc", "add", "dev", tap, "ingress"])
+        for tap, peer in ((taps[0], taps[1]), (taps[1], taps[0])):
+            _run(["tc", "filter", "add", "dev", tap, "ingress", "protocol", "all", "u32",
+                  "match", "u32", "0", "0", "action", "mirred", "egress", "redirect",
+                  "dev", peer])
+
+    def _keys(self) -> None:
+        _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"{self.prefix}-vm",
+              "-f", str(self.state / "id_ed25519")])
+
+    def _boot(self, specs: list[GuestSpec], timeout: float) -> dict[str, float]:
+        """Start the guests together, then wait for each one's sshd."""
+        deadline = time.time() + timeout
+        guests = [Guest(s) for s in specs]
+        for guest in guests:
+            guest.start()
+        return {g.spec.name: g.wait_ssh(deadline) for g in guests}
+
+    def _write_inventory(self, specs: dict[str, GuestSpec]) -> None:
+        hosts: dict[str, Any] = {}
+        known = []
+        for name, spec in specs.items():
+            hosts[name] = {
+                "address": "127.0.0.1", "port": spec.ssh_port, "user": "root",
+                "key": str(self.state / "id_ed25519"),
+                "known_hosts": str(self.state / "known_hosts"),
+                "data_address": DATA_ADDRESSES[name], "iface": "data0", "cpus": spec.cpus,
+                "connect_timeout": 30,
+                "boot": {"method": "vm", "testbed": str(self.state)},
+            }
+            pub = (spec.state / "guest" / "ssh_host_ed25519_key.pub").read_text().split()
+            known.append(f"[127.0.0.1]:{spec.ssh_port} {pub[0]} {pub[1]}")
+        (self.state / "known_hosts").write_text("\n".join(known) + "\n")
+        header = (f"# written by `napilab testbed up --vm` for VM testbed {self.prefix!r}; "
+                  "removed by `napilab testbed down`.\n")
+        self.inventory_path.write_text(header + yaml.safe_dump(
+            {"transport": "ssh", "hosts": hosts}, sort_keys=False))
+
+    # -- a guest's kernel --------------------------------------------------------------
+
+    def boot(self, name: str, kernel: str | None, append: tuple[str, ...] = (),
+             timeout: float = BOOT_TIMEOUT) -> float:
+        """Restart guest `name` on `kernel` (None: the one `up` booted it with) with
+        `append` added to its command line; seconds until its sshd answered."""
+        state = self._load()
+        if name not in state["guests"]:
+            raise NapilabError(f"the VM testbed has no guest {name!r} (have: {list(NAMES)})")
+        entry = state["guests"][name]
+        chosen = kernels.find(kernel or entry["original"]["image"])
+        spec = replace(_spec_from(entry, self.state / name), image=chosen.image,
+                       append=tuple(append))
+        guest = Guest(spec)
+        guest.stop()
+        started = time.time()
+        state["guests"][name] = {**_spec_json(spec), "original": entry["original"]}
+        self._save(state)
+        guest.start()
+        guest.wait_ssh(started + timeout)
+        return time.time() - started
+
+    def guest_kernel(self, name: str) -> dict[str, Any]:
+        """The image and additions guest `name` was last started with, and its original."""
+        entry = self._load()["guests"][name]
+        release, version = kernels.read_image(Path(entry["image"]))
+        return {"image": entry["image"], "release": release, "version": version,
+                "append": entry["append"], "original": entry["original"]}
+
+    # -- down / status -----------------------------------------------------------------
+
+    def exists(self) -> bool:
+        return self.state.exists() or any(Path(f"/sys/class/net/{self.tap(n)}").exists()
+                                          for n in NAMES)
+
+    def down(self) -> None:
+        """Stop the guests, remove the taps and the state directory.
+        Idempotent; never fails on what is already gone."""
+        for name in NAMES:
+            stop_guest(self.state / name / "vng.pid")
+        for pid in self.stray_processes():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)
+        for dev in (self.tap(n) for n in NAMES):
+            if Path(f"/sys/class/net/{dev}").exists():
+                _run(["ip", "link", "del", dev], check=False)
+        shutil.rmtree(self.state, ignore_errors=True)
+
+    def stray_processes(self) -> list[int]:
+        """Processes whose command line names this testbed's state directory (a QEMU
+        whose vng parent was killed alone, say)."""
+        needle = str(self.state).encode()
+        out = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit() and int(entry.name) != os.getpid():
+                with contextlib.suppress(OSError):
+                    if needle in (entry / "cmdline").read_bytes():
+                        out.append(int(entry.name))
+        return out
+
+    def status(self) -> dict[str, Any]:
+        try:
+            state = self._load()
+        except (OSError, ValueError):
+            return {"up": False, "state": str(self.state), "guests": {}}
+        guests = {}
+        for name, entry in state["guests"].items():
+            guest = Guest(_spec_from(entry, self.state / name))
+            release, _ = kernels.read_image(Path(entry["image"]))
+            guests[name] = {"pid": guest.pid(), "kernel": release, "append": entry["append"],
+                            "ssh": f"root@127.0.0.1:{entry['ssh_port']}",
+                            "data_address": entry["data_address"],
+                            "queues": entry["queues"], "cpus": entry["cpus"]}
+        return {"up": all(g["pid"] for g in guests.values()), "accel": state["accel"],
+                "inventory": str(self.inventory_path),
+                "data_link": [self.tap(n) for n in NAMES],
+                "guests": guests}
+
+    # -- state -------------------------------------------------------------------------
+
+    def _load(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((self.state / "state.json").read_text())
+        return data
+
+    def _save(self, state: dict[str, Any]) -> None:
+        tmp = self.state / "state.json.tmp"
+        tmp.write_text(json.dumps(state, indent=1))
+        tmp.replace(self.state / "state.json")
+
+
+def default_kernel() -> str:
+    """The newest generic (not PREEMPT_RT) kernel of the cache."""
+    generic = [k for k in kernels.installed() if not k.rt]
+    if not generic:
+        raise NapilabError(f"no kernel in {kernels.kernel_dir()}",
+                           hint="`napilab testbed kernels --fetch` (root, network)")
+    return max(generic, key=lambda k: _version_key(k.release)).release
+
+
+def _version_key(release: str) -> tuple[int, ...]:
+    numbers = []
+    for part in release.replace("-", ".").replace("+", ".").split("."):
+        if not part.isdigit():
+            break
+        numbers.append(int(part))
+    return tuple(numbers)
+
+
+def _spec_json(spec: GuestSpec) -> dict[str, Any]:
+    return {"image": str(spec.image), "append": list(spec.append), "cpus": spec.cpus,
+            "memory": spec.memory, "queues": spec.queues, "accel": spec.accel,
+            "ssh_port": spec.ssh_port, "tap": spec.tap, "data_address": spec.data_address,
+            "mac_index": spec.mac_index}
+
+
+def _spec_from(entry: dict[str, Any], home: Path) -> GuestSpec:
+    return GuestSpec(name=home.name, image=Path(entry["image"]),
+                     append=tuple(entry["append"]), cpus=int(entry["cpus"]),
+                     memory=str(entry["memory"]), queues=int(entry["queues"]),
+                     accel=str(entry["accel"]), ssh_port=int(entry["ssh_port"]),
+                     tap=str(entry["tap"]), data_address=str(entry["data_address"]),
+                     mac_index=int(entry["mac_index"]), state=home)
+
+
+def _kernel_json(kernel: kernels.Kernel, append: tuple[str, ...]) -> dict[str, Any]:
+    return {"image": str(kernel.image), "release": kernel.release, "version": kernel.version,
+            "append": list(append)}
+
+
+def _disable_ipv6(dev: str) -> None:
+    with contextlib.suppress(OSError):
+        Path(f"/proc/sys/net/ipv6/conf/{dev}/disable_ipv6").write_text("1\n")
+
+
+def _run(argv: list[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=60)
+    except FileNotFoundError:
+        raise NapilabError(f"{argv[0]} not found", hint="install iproute2 and "
+                           "openssh-server (`make test` does it as root)") from None
+    if check and proc.returncode != 0:
+        raise HostError(f"VM testbed: `{' '.join(argv)}` exited {proc.returncode}: "
+                        f"{proc.stderr.strip()}")
+    return proc
