@@ -5,16 +5,21 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 DEBS := iproute2 iputils-ping iperf3 sockperf ethtool openssh-server procps util-linux
+# the VM testbed: QEMU, the static busybox of virtme-ng's initramfs, kmod (depmod, and
+# modprobe inside the guests)
+VM_DEBS := qemu-system-x86 busybox-static kmod
 TEST_DEBS := chromium
 
-.PHONY: demo test lint debs test-debs clean
+.PHONY: demo test lint debs test-debs vm-debs kernels clean
 
 demo: $(VENV)/.runtime debs
 	$(BIN)/napilab demo
 
 # The unit and browser tests are CPU-bound and independent: they run on every CPU
 # (pytest-xdist). The integration tests share one testbed with fixed names: serial.
-test: $(VENV)/.test debs test-debs lint
+# The VM tests (tests/integration/vm) boot Debian kernels in QEMU guests: `kernels`
+# fetches them when root (they skip, saying why, where that or QEMU is not possible).
+test: $(VENV)/.test debs test-debs vm-debs kernels lint
 	$(BIN)/pytest -q -n auto tests/unit tests/browser
 	$(BIN)/pytest -q tests/integration
 
@@ -38,6 +43,16 @@ debs:
 
 test-debs:
 	@$(call install_debs,$(TEST_DEBS))
+
+vm-debs:
+	@$(call install_debs,$(VM_DEBS))
+
+# Debian's generic and PREEMPT_RT kernels of the default suite and of sid, unpacked
+# under /var/lib/napilab/kernels (nothing installed into the boot path); as root only.
+kernels: $(VENV)/.runtime vm-debs
+	@if [ "$$(id -u)" = 0 ]; then $(BIN)/napilab testbed kernels --fetch \
+	  || echo "napilab: no kernels fetched: the VM tests will skip"; \
+	else echo "napilab: not root, not fetching kernels (the VM tests skip)"; fi
 
 define install_debs
 missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \

@@ -30,7 +30,7 @@ from harness.authoring.json_parts import regex as _regex
 from harness.inventory import ansible as inventory_ansible
 from harness.inventory import inventory
 from harness.knobs import registry, values
-from harness.profile import matrix, profile, sections
+from harness.profile import kernel, matrix, profile, sections
 from harness.profile.schema import Number
 from runners.collectors.collector import COLLECTORS
 from runners.registry import TOOLS
@@ -125,6 +125,16 @@ def _matrix() -> Schema:
             "else": mapping_of(values, keys=r"^[A-Za-z_][A-Za-z0-9_]*$")}
 
 
+def _kernel() -> Schema:
+    image: Schema = {"type": "string", "pattern": _regex(kernel._IMAGE)}
+    word: Schema = {"type": "string", "pattern": _regex(kernel._WORD)}
+    spec = obj({"image": image, "append": {"anyOf": [STRING, {"type": "array",
+                                                              "items": word}]}},
+               required=("image",))
+    assert set(spec["properties"]) == set(kernel.KERNEL_KEYS)
+    return mapping_of({"anyOf": [image, spec]})
+
+
 def profile_schema() -> Schema:
     setup = _setup_role()
     percent = leaf({"anyOf": [
@@ -134,7 +144,8 @@ def profile_schema() -> Schema:
                "group": {"type": "string", "pattern": _regex(profile._GROUP)},
                "setup": {"$ref": "#/$defs/setup"},
                "workload": {"$ref": "#/$defs/workload"},
-               "collect": {"$ref": "#/$defs/collect"}}
+               "collect": {"$ref": "#/$defs/collect"},
+               "kernel": {"$ref": "#/$defs/kernel"}}
     assert set(overlay) == set(profile.VARIANT_KEYS)
     properties: Schema = {
         "name": STRING, "description": STRING, "extends": one_or_list(STRING),
@@ -154,6 +165,8 @@ def profile_schema() -> Schema:
                                    "min_effect": percent, "max_regression": percent,
                                    "primary": {"type": "boolean"}})),
         "matrix": _matrix(),
+        "kernel": {"$ref": "#/$defs/kernel"},
+        "boot": {"enum": list(kernel.BOOT_MODES)},
         **{key: _number(spec) for key, spec in profile.TOP_NUMBERS.items()},
     }
     assert set(properties) == set(profile.TOP_KEYS)
@@ -168,7 +181,7 @@ def profile_schema() -> Schema:
                  "properties": {"workload": {"required": ["tool", "client"]}}},
         "allOf": _inherited_args(),
         "$defs": {"setup": mapping_of(setup), "workload": _workload(), "collect": _collect(),
-                  "cpu_list": CPU_LIST_DEF, "placeholder": PLACEHOLDER},
+                  "kernel": _kernel(), "cpu_list": CPU_LIST_DEF, "placeholder": PLACEHOLDER},
     }
 
 
@@ -185,7 +198,8 @@ def inventory_schema() -> Schema:
         "become": {"enum": list(inventory.BECOME)},
         **{key: spec.json() for key, spec in inventory.HOST_NUMBERS.items()},
         "boot": obj({"method": {"enum": list(inventory.BOOT_METHODS)}, "testbed": STRING,
-                     "timeout": inventory.BOOT_TIMEOUT.json()}, required=("method",)),
+                     "guest": STRING, "timeout": inventory.BOOT_TIMEOUT.json()},
+                    required=("method",)),
     }
     assert set(types) == set(inventory._HOST_KEYS)
     top: Schema = {

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from harness.engine import resume_check, workload_exec
+from harness.engine.boots import Boots
 from harness.engine.fan_out import HostOps
 from harness.engine.plan_render import estimate
 from harness.engine.progress import Progress
@@ -80,6 +81,8 @@ class Engine:
         self.progress = progress or Progress()
         self.keep_going = keep_going
         self.hosts = HostOps(plan, store, self.transports)
+        self.boots = Boots(plan, sessions, store.run_id,
+                           say=lambda line: self.progress.phase(line))
 
     # -- run ---------------------------------------------------------------------------
 
@@ -87,7 +90,8 @@ class Engine:
         manifest = self.store.manifest
         facts = self.hosts.facts()
         if resume:  # before anything is recorded: a refusal leaves the run as it was
-            resume_check.compare(manifest, facts, allow_host_change, self.progress)
+            resume_check.compare(manifest, facts, allow_host_change, self.progress,
+                                 booted=set(self.plan.booted_hosts))
         previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
         trials = self._schedule(resume)
         manifest.status, manifest.incomplete = "running", True
@@ -104,9 +108,12 @@ class Engine:
         try:
             if manifest.host_facts is None:
                 manifest.host_facts = facts
+            if self.boots.active:
+                self.boots.resolve_all()
             self._warmup_trials(resume)
             self.store.save_manifest(final=False)
             failed = self._run_trials(todo, len(trials))
+            self._boot_back()
             self._check_hosts(facts)
             done = sum(1 for t in manifest.trials if t.status == "ok")
             manifest.incomplete = done < len(trials)
@@ -131,11 +138,24 @@ class Engine:
             manifest.status = "failed"
             raise
         finally:
+            if any(s.changes for s in self.boots.settings.values()):
+                with deferred_interrupts():
+                    self._boot_back(raise_error=False)
             manifest.ended = time.time()
             self._merge_samples()
             self._save_last(raise_error=completed)
             self.progress.run_end(str(manifest.status))
             signal.signal(signal.SIGTERM, previous)
+
+    def _boot_back(self, *, raise_error: bool = True) -> None:
+        """Every booted host back on its own kernel (its kernel journal stays where
+        that fails, for `napilab restore`)."""
+        failures = self.boots.finish()
+        if failures and raise_error:
+            raise RestoreIncomplete("restore incomplete: " + "; ".join(failures),
+                                    hint="`napilab restore -i INVENTORY` boots the host back")
+        for failure in failures:
+            self.progress.note(failure)
 
     def _merge_samples(self) -> None:
         try:
@@ -189,6 +209,7 @@ class Engine:
             self.progress.phase("warm-up trial", detail=f"{i + 1}/{count} ({variant.name})")
             settings = self._settings()
             try:
+                self.boots.before(variant)
                 self.hosts.apply(trial, variant, settings)
                 self._workload(trial, variant)
             finally:
@@ -198,7 +219,7 @@ class Engine:
             shutil.rmtree(self.store.dir / "raw" / trial.id, ignore_errors=True)
 
     def _check_hosts(self, facts: dict[str, HostFacts]) -> None:
-        changed, unread = self.hosts.changed_hosts(facts)
+        changed, unread = self.hosts.changed_hosts(facts, booted=set(self.plan.booted_hosts))
         for host, why in unread.items():
             self.progress.note(f"host {host} could not be read at the end of the run ({why}): "
                                "whether it rebooted or changed kernel is not known")
@@ -232,6 +253,10 @@ class Engine:
             self.store.save_manifest(final=False)  # watchers see which trial runs
             try:
                 snapshots: dict[str, dict[str, dict[str, Any]]] = {}
+                if self.boots.active:
+                    self.progress.phase("kernels")
+                    entry.settings = self.boots.before(variant)
+                    self.store.save_manifest(final=False)
                 for step in steps[:-1]:
                     rows += self._step(step, trial, variant, settings, snapshots)
             finally:
@@ -270,7 +295,8 @@ class Engine:
             case ApplySettings():
                 self.progress.phase("applying settings")
                 entry = self.store.manifest.trial(trial.index)
-                entry.settings = self.hosts.apply(trial, variant, settings)
+                entry.settings = [*(entry.settings or []),
+                                  *self.hosts.apply(trial, variant, settings)]
                 absent = [c.target for c in entry.settings if c.state == "absent"]
                 if absent:
                     entry.absent = absent

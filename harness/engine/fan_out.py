@@ -74,10 +74,13 @@ class HostOps:
                     out.update(host_facts.workload_binaries(workload.tool, side))
         return out
 
-    def changed_hosts(self, before: dict[str, HostFacts]
+    def changed_hosts(self, before: dict[str, HostFacts],
+                      booted: set[str] | frozenset[str] = frozenset()
                       ) -> tuple[dict[str, list[str]], dict[str, str]]:
         """Hosts whose boot or kernel changed during the run, and what changed; and the
-        hosts that could not be read again (why), whose change is not known."""
+        hosts that could not be read again (why), whose change is not known. A host
+        napilab booted (`booted`) has a new boot_id by design: only its kernel and
+        command line are compared (it was booted back into its own)."""
         unread: dict[str, str] = {}
 
         def read(name: str) -> dict[str, str] | None:
@@ -89,7 +92,8 @@ class HostOps:
 
         now = each_host(list(self.transports), read)
         empty = HostFacts()
-        changed = {name: [k for k in IDENTITY if before.get(name, empty).get(k) != ident.get(k)]
+        changed = {name: [k for k in IDENTITY if before.get(name, empty).get(k) != ident.get(k)
+                          and not (k == "boot_id" and name in booted)]
                    for name, ident in now.items() if ident is not None}
         return {name: what for name, what in changed.items() if what}, unread
 

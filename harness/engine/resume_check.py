@@ -35,7 +35,8 @@ def differences(before: HostFacts, now: HostFacts) -> dict[str, list[Any]]:
 
 
 def compare(manifest: Manifest, facts: dict[str, HostFacts], allow: bool,
-            progress: Progress) -> None:
+            progress: Progress, booted: set[str] | frozenset[str] = frozenset()) -> None:
+    """`booted`: hosts the profile boots into its kernels, whose reboot is expected."""
     recorded = manifest.host_facts or {}
     changed: dict[str, dict[str, list[Any]]] = {}
     rebooted: list[str] = []
@@ -47,7 +48,7 @@ def compare(manifest: Manifest, facts: dict[str, HostFacts], allow: bool,
         diff = differences(before, now)
         if diff:
             changed[host] = diff
-        elif before.boot_id and before.boot_id != now.boot_id:
+        elif before.boot_id and before.boot_id != now.boot_id and host not in booted:
             rebooted.append(host)
     if changed and not allow:
         raise InputError(

@@ -68,6 +68,11 @@ def of(transport: Transport) -> HostIdentity:
     return identity
 
 
+def forget(transport: Transport) -> None:
+    """Read the identity again next time (the host was booted: a new boot_id)."""
+    _CACHE.pop(transport, None)
+
+
 # -- the controller --------------------------------------------------------------------
 
 

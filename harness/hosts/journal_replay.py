@@ -7,9 +7,11 @@ Host by host (a host that fails does not stop the others):
   journal holds the true original and is written last;
 - a journal whose run is still alive, or which belongs to a run of another
   controller that still holds the lock, is left alone (`--break-lock` replays it);
-- entries keyed by a PID or a NAPI id are skipped when the host rebooted since the
-  journal was written (its boot_id differs), and a thread's entry when its PID now
-  runs a thread of another name: those numbers now name other objects;
+- when the host rebooted since the journal was written (its boot_id differs), its
+  entries are skipped: the values that run set went with the boot, and its originals
+  are that boot's (entries keyed by a PID or a NAPI id name other objects now); only
+  the kernel the host runs (harness.knobs.kinds.kernel) is put back, by booting it;
+  a thread's entry is skipped when its PID now runs a thread of another name;
 - a journal that cannot be read, or is not in napilab's shape, is named and left in
   place, and the lock stays with it;
 - the lock is removed once none of the machine's journals is left, if its holder is
@@ -131,13 +133,17 @@ def _fresh_entries(transport: Transport, journal: lock.Journal,
     assert journal.doc is not None
     boot = journal.doc.get("boot_id")
     if isinstance(boot, str) and boot != identity.of(transport).boot_id:
-        stale = [c for c in entries if registry.backend_class(c.backend).per_boot]
-        if stale:
-            return [c for c in entries if c not in stale], [
-                f"skipped {c.target} (was {c.original}): the host rebooted since run "
-                f"{journal.run_id}, so {c.path.split('/')[0]} names another object now"
-                for c in stale]
-        return entries, []
+        # what a run set lived in the kernel it ran on: a reboot took it, and its
+        # originals belong to that boot, not to this one; only the kernel a host runs
+        # (the boot backend) outlives a boot, and is put back
+        kept = [c for c in entries if registry.backend_class(c.backend).survives_reboot]
+        return kept, [
+            f"skipped {c.target} (was {c.original}): the host rebooted since run "
+            f"{journal.run_id}, so {c.path.split('/')[0]} names another object now"
+            if registry.backend_class(c.backend).per_boot else
+            f"skipped {c.target} (was {c.original}): the host rebooted since run "
+            f"{journal.run_id}, which took the value that run set with it"
+            for c in entries if c not in kept]
     threads = [c for c in entries if c.backend == SchedBackend.name]
     if not threads:
         return entries, []

@@ -37,6 +37,15 @@ class HostSession:
         assert isinstance(backend, cls)
         return backend
 
+    def rebooted(self) -> None:
+        """The host was booted: what its backends and its identity learnt is of the
+        previous boot (tracefs, NAPI ids, the boot_id locks and journals record)."""
+        from harness.hosts import identity
+
+        with self._lock:
+            self._backends.clear()
+        identity.forget(self.transport)
+
     def close(self) -> None:
         self._backends.clear()
         self.transport.close()

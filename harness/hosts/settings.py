@@ -16,6 +16,7 @@ import contextlib
 import json
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from harness.errors import HostError, NapilabError, RestoreIncomplete, SettingMismatch
@@ -71,13 +72,14 @@ def read_items(session: HostSession, items: Sequence[tuple[str, str]]) -> dict[s
 class HostSettings:
     """The settings of one host for one trial (or one `napilab restore`)."""
 
-    def __init__(self, session: HostSession, run_id: str, *, policy: str = "fail") -> None:
+    def __init__(self, session: HostSession, run_id: str, *, policy: str = "fail",
+                 journal: str | None = None) -> None:
         self.session = session
         self.transport = session.transport
         self.run_id = run_id
         self.policy = policy
         self.changes: list[Change] = []
-        self.journal = journal_path(run_id, session.name)
+        self.journal = journal or journal_path(run_id, session.name)
         self._created: float | None = None  # when this journal was first written
 
     @property
@@ -110,6 +112,33 @@ class HostSettings:
             self.restore()
             raise
         return self.changes
+
+    def rewrite(self, setting: Setting, *, force: bool = False) -> list[Change]:
+        """Ask for another value of an item this instance already changed, without
+        restoring it in between (a host booted from one variant's kernel into the next
+        one's): journal the new request, write (even an unchanged value, with `force`:
+        a fresh boot), read back and judge. On failure the item is restored to its
+        original, then the error is raised."""
+        lookup = HostLookup(self.session)
+        items = registry.kind(setting.kind).resolve(setting, lookup)
+        try:
+            for item in items:
+                index = next(i for i, c in enumerate(self.changes)
+                             if (c.backend, c.path) == (item.backend, item.key))
+                change = replace(self.changes[index], requested=item.value, effective=None,
+                                 verdict=None)
+                self.changes[index] = change
+                self._write_journal()
+                if force or change.differs(self._current(change), item.value):
+                    self._write(change, item.value)
+            self._verify()
+        except BaseException:
+            self.restore()
+            raise
+        return self.changes
+
+    def _current(self, change: Change) -> str:
+        return read_items(self.session, [(change.backend, change.path)])[change.path]
 
     def _journal_originals(self, settings: Sequence[Setting], lookup: HostLookup) -> None:
         """Resolve, read the originals (one read per backend) and journal them."""

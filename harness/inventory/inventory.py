@@ -48,7 +48,7 @@ _NAME_RULE = ("host names are letters, digits, '.', '_' and '-', starting with a
               "or digit, at most 64")
 _USER = re.compile(r"[a-z_][a-z0-9_.-]{0,31}\$?")
 BOOT_METHODS = ("kexec", "grub-reboot", "bootctl", "vm")
-BOOT_KEYS = ("method", "testbed", "timeout")
+BOOT_KEYS = ("method", "testbed", "guest", "timeout")
 BOOT_TIMEOUT = Number(10, 7200)
 
 
@@ -58,6 +58,7 @@ class Boot:
 
     method: str
     testbed: str | None = None  # vm: the VM testbed's state directory
+    guest: str | None = None  # vm: the guest's name in that testbed
     timeout: float = 600.0  # seconds for the host to answer SSH again
 
     def public(self) -> dict[str, Any]:
@@ -221,16 +222,19 @@ def _boot(check: Checker, node: Node, path: str) -> Boot | None:
     check.keys(spec, bpath, BOOT_KEYS, required=("method",))
     method = check.choice(spec, "method", bpath, BOOT_METHODS)
     testbed = check.get(spec, "testbed", bpath, str)
+    guest = check.get(spec, "guest", bpath, str)
     timeout = check.num(spec, "timeout", bpath, BOOT_TIMEOUT, default=600.0)
-    if method == "vm" and not testbed:
-        check.error(spec.where("method"), join(bpath, "testbed"), "method vm needs `testbed`: "
-                    "the VM testbed's state directory (`napilab testbed up --vm` writes it)")
-    elif method != "vm" and testbed:
-        check.error(spec.where("testbed"), join(bpath, "testbed"), f"only method vm has a "
-                    f"testbed, not {method}")
+    for key, value in (("testbed", testbed), ("guest", guest)):
+        if method == "vm" and not value:
+            check.error(spec.where("method"), join(bpath, key), f"method vm needs `{key}` "
+                        "(`napilab testbed up --vm` writes both: the testbed's state "
+                        "directory and the guest's name)")
+        elif method != "vm" and value:
+            check.error(spec.where(key), join(bpath, key), f"only method vm has a {key}, "
+                        f"not {method}")
     if method is None:
         return None
-    return Boot(method, testbed, float(timeout))
+    return Boot(method, testbed, guest, float(timeout))
 
 
 def _valid_address(text: str) -> bool:

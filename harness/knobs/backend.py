@@ -51,6 +51,9 @@ class Backend:
     # Keys name objects numbered per boot (PIDs, NAPI ids): after a reboot a journal
     # entry of the earlier boot names another object, and `napilab restore` skips it.
     per_boot: ClassVar[bool] = False
+    # What the backend sets outlives a reboot (only the kernel a host boots does): after
+    # a reboot, `napilab restore` replays only such entries of a journal.
+    survives_reboot: ClassVar[bool] = False
 
     def __init__(self, transport: Transport | None) -> None:
         self._transport = transport

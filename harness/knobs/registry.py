@@ -14,6 +14,7 @@ from harness.knobs.kinds import (
     ethtool,
     irq_affinity,
     irqbalance,
+    kernel,
     kprobe,
     napi,
     napi_threads,
@@ -24,6 +25,7 @@ from harness.knobs.kinds import (
 )
 
 KINDS: tuple[Kind, ...] = (
+    kernel.Kernel(),  # booted into before anything else is set (harness.engine.boots)
     sysctl.Sysctl(),
     irqbalance.Irqbalance(),
     cpufreq.Cpufreq(),

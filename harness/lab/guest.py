@@ -23,9 +23,11 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +40,12 @@ MGMT_HOST = "198.51.100.129"
 MGMT_DNS = "198.51.100.131"
 MGMT_GUEST = "198.51.100.130"
 READY = "napilab-guest-ready"
-VNG = "vng"
+
+
+def vng_path() -> str:
+    """virtme-ng's `vng`: beside this Python (napilab's venv), else on PATH."""
+    beside = Path(sys.executable).parent / "vng"
+    return str(beside) if beside.is_file() else (shutil.which("vng") or "vng")
 
 
 @dataclass(frozen=True)
@@ -86,7 +93,7 @@ def qemu_opts(spec: GuestSpec) -> list[str]:
     ]
 
 
-def vng_argv(spec: GuestSpec, vng: str = VNG) -> list[str]:
+def vng_argv(spec: GuestSpec, vng: str = "vng") -> list[str]:
     argv = [vng, "--run", str(spec.image), "--cpus", str(spec.cpus), "--memory", spec.memory,
             "--name", spec.name, "--verbose", "--force-9p",
             f"--rodir={GUEST_DIR}={spec.state / 'guest'}",
@@ -161,7 +168,7 @@ class Guest:
         return pid if _alive(pid) else None
 
     def start(self) -> None:
-        argv = vng_argv(self.spec)
+        argv = vng_argv(self.spec, vng_path())
         with open(self.spec.console, "ab") as console:
             console.write(f"--- napilab: {shlex.join(argv)}\n".encode())
             console.flush()

@@ -156,7 +156,7 @@ class VmTestbed:
                 "known_hosts": str(self.state / "known_hosts"),
                 "data_address": DATA_ADDRESSES[name], "iface": "data0", "cpus": spec.cpus,
                 "connect_timeout": 30,
-                "boot": {"method": "vm", "testbed": str(self.state)},
+                "boot": {"method": "vm", "testbed": str(self.state), "guest": name},
             }
             pub = (spec.state / "guest" / "ssh_host_ed25519_key.pub").read_text().split()
             known.append(f"[127.0.0.1]:{spec.ssh_port} {pub[0]} {pub[1]}")

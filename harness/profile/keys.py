@@ -12,7 +12,7 @@ from harness.profile.yamlsrc import load_file, read_file
 
 PROFILE_KEYS = ("name", "description", "extends", "hosts", "setup", "workload", "collect",
                 "report", "variants", "baseline", "repeat", "order", "seed", "cooldown",
-                "on_mismatch", "metrics", "matrix", "warmup_trials")
+                "on_mismatch", "metrics", "matrix", "warmup_trials", "kernel", "boot")
 INVENTORY_KEYS = ("transport", "host_key_policy", "hosts", "ssh_config")
 HOST_KEYS = ("address", "port", "user", "key", "known_hosts", "become", "data_address",
              "netns", "iface", "transport", "host_key_policy", "cpus", "connect_timeout",

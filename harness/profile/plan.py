@@ -13,6 +13,7 @@ from harness.inventory.inventory import Host, Inventory
 from harness.knobs import registry
 from harness.knobs.kind import Setting
 from harness.profile import cpus
+from harness.profile.kernel import KernelSpec
 from harness.profile.profile import Profile, Trial, Variant
 from harness.profile.schema import suggest
 from harness.profile.sections import CollectSpec, ProcessSpec
@@ -52,6 +53,16 @@ class Plan:
                     out[self.host_of(role).name] += kind.for_collector(spec.name, spec.options,
                                                                        role)
         return out
+
+    def kernels(self, variant: Variant) -> dict[str, KernelSpec]:
+        """host -> the kernel `variant` runs it on; hosts not named run their own."""
+        return {self.host_of(k.role).name: k for k in variant.kernels}
+
+    @property
+    def booted_hosts(self) -> list[str]:
+        """Hosts some variant boots into a kernel, in role order."""
+        named = {self.host_of(k.role).name for v in self.profile.variants for k in v.kernels}
+        return [h for h in self.hosts if h in named]
 
     def collectors(self, variant: Variant) -> dict[str, list[tuple[str, CollectSpec]]]:
         """host -> [(role, collect spec)] for every role a collector reads."""
@@ -100,7 +111,7 @@ def bind(profile: Profile, inventory: Inventory) -> Plan:
                                         f"{setting.describe()} uses ${{iface}} but role "
                                         f"{setting.role!r} has no iface (in the profile's hosts "
                                         "or the inventory)"))
-    problems += _check_commands(plan) + _check_cpus(plan)
+    problems += _check_commands(plan) + _check_cpus(plan) + _check_kernels(plan)
     if problems:
         raise InputError(sorted(set(problems), key=str))
     return plan
@@ -135,6 +146,27 @@ def _check_cpus(plan: Plan) -> list[Problem]:
             for role in spec.roles:
                 fits(role, cpus.format_list(list(spec.cpus or ())), spec.cpus_at,
                      f"collect.{spec.name}.cpus")
+    return problems
+
+
+def _check_kernels(plan: Plan) -> list[Problem]:
+    """A host a variant boots into a kernel says how (inventory `boot:`); two roles on
+    one host ask for one kernel."""
+    problems = []
+    for variant in plan.profile.variants:
+        per_host: dict[str, KernelSpec] = {}
+        for spec in variant.kernels:
+            host = plan.host_of(spec.role)
+            where, path = (spec.at.location, spec.at.key_path) if spec.at else (None, "kernel")
+            if host.boot is None:
+                problems.append(Problem(where, path, f"host {host.name} has no `boot:` in "
+                                        f"{plan.inventory.path}: napilab cannot boot it into "
+                                        f"{spec.image} (methods: kexec, grub-reboot, bootctl, "
+                                        "vm)"))
+            other = per_host.setdefault(host.name, spec)
+            if (other.image, other.append) != (spec.image, spec.append):
+                problems.append(Problem(where, path, f"roles {other.role} and {spec.role} "
+                                        f"are both host {host.name}, with different kernels"))
     return problems
 
 

@@ -21,6 +21,7 @@ from harness.errors import Location
 from harness.knobs.kind import Setting
 from harness.knobs.values import KnobValueError, check_iface
 from harness.profile import keys
+from harness.profile.kernel import BOOT_MODES, KernelSpec, parse_kernel
 from harness.profile.matrix import (
     RESERVED,
     check_name,
@@ -46,7 +47,7 @@ from harness.profile.setup import parse_setup
 from harness.profile.yamlsrc import Node
 
 TOP_KEYS = keys.PROFILE_KEYS
-VARIANT_KEYS = ("description", "group", "setup", "workload", "collect")
+VARIANT_KEYS = ("description", "group", "setup", "workload", "collect", "kernel")
 ORDERS = ("interleaved", "randomized", "blocked")
 ON_MISMATCH = ("fail", "warn")
 ROLE_KEYS = keys.ROLE_KEYS
@@ -85,6 +86,10 @@ class Variant:
     collect: tuple[CollectSpec, ...]
     parameters: dict[str, Any] = field(default_factory=dict)  # matrix values
     group: str | None = None  # compared with its group's first variant, not the baseline
+    kernels: tuple[KernelSpec, ...] = ()  # per role; a role without one: its own kernel
+
+    def kernel(self, role: str) -> KernelSpec | None:
+        return next((k for k in self.kernels if k.role == role), None)
 
 
 @dataclass(frozen=True)
@@ -115,6 +120,7 @@ class Profile:
     table: tuple[TableRow, ...]
     document: dict[str, Any]  # the resolved profile (extends merged), for the manifest
     digest: str  # sha256 of the resolved document: `--resume` refuses a changed profile
+    boot: str = "per-kernel"  # per-kernel | per-trial (harness.profile.kernel)
 
     @property
     def baseline(self) -> str:
@@ -146,6 +152,12 @@ class Profile:
             pairs = [(name, rep) for rep in range(1, self.repeat + 1) for name in names]
             if self.order == "randomized":
                 random.Random(self.seed).shuffle(pairs)
+        if self.boot == "per-kernel" and any(v.kernels for v in self.variants):
+            # one boot per kernel: the trials of one set of kernels run together, in the
+            # order above within the set (a stable sort)
+            sets = {v.name: frozenset(v.kernels) for v in self.variants}
+            first = {s: i for i, s in reversed(list(enumerate(sets[n] for n, _ in pairs)))}
+            pairs.sort(key=lambda pair: first[sets[pair[0]]])
         return [Trial(i, name, rep) for i, (name, rep) in enumerate(pairs, start=1)]
 
 
@@ -283,6 +295,8 @@ def _variant(check: Checker, name: str, doc: Node, overlay: Node,
         if workload_node is not None and "workload" in doc else None
     collect_node = check.mapping(doc.get("collect"), doc.where("collect"), "collect") or Node()
     collect = parse_collect(check, collect_node, "collect", roles)
+    kernel_node = check.mapping(doc.get("kernel"), doc.where("kernel"), "kernel") or Node()
+    kernels = parse_kernel(check, kernel_node, "kernel", roles)
     description = str(overlay.get("description") or "")
     group = check.get(overlay, "group", join("variants", name), str)
     if group is not None and not _GROUP.fullmatch(group):
@@ -293,7 +307,8 @@ def _variant(check: Checker, name: str, doc: Node, overlay: Node,
         description = f"{description} ({swept})" if description else swept
     if workload is None:
         return None
-    return Variant(name, description, tuple(settings), workload, tuple(collect), values, group)
+    return Variant(name, description, tuple(settings), workload, tuple(collect), values, group,
+                   tuple(kernels))
 
 
 def _top_level(check: Checker, document: Node) -> dict[str, Any]:
@@ -313,6 +328,7 @@ def _top_level(check: Checker, document: Node) -> dict[str, Any]:
         "warmup_trials": check.num(document, "warmup_trials", "", TOP_NUMBERS["warmup_trials"],
                                    default=0),
         "metrics": _metrics(check, document),
+        "boot": check.choice(document, "boot", "", BOOT_MODES, default="per-kernel"),
     }
 
 

@@ -1,5 +1,5 @@
 """Key paths of what a variant's overlay wrote. A variant is parsed from the base
-document with its overlay merged in, under the paths `setup`, `workload`, `collect`;
+document with its overlay merged in, under the paths `setup`, `workload`, `collect`, `kernel`;
 what came from the overlay (told by where it was written) is under
 `variants.NAME.setup...` instead, in errors and in the locations kept for later checks.
 A problem of the base is then the same for every variant and is reported once."""
@@ -60,4 +60,6 @@ class Scope:
                            for s in variant.settings),  # type: ignore[attr-defined]
             workload=replace(workload, **sides),
             collect=tuple(replace(c, cpus_at=self.written(c.cpus_at))
-                          for c in variant.collect))  # type: ignore[attr-defined]
+                          for c in variant.collect),  # type: ignore[attr-defined]
+            kernels=tuple(replace(k, at=self.written(k.at))
+                          for k in variant.kernels))  # type: ignore[attr-defined]

@@ -312,16 +312,20 @@ def thread_host(comm: str, boot_id: str) -> FakeHost:
     return fake
 
 
-def test_thread_entries_after_a_reboot_are_skipped() -> None:
+def test_entries_after_a_reboot_are_skipped() -> None:
     """Fault: the host rebooted after the run was killed; PID 4242 now belongs to
-    `sleep`. Expected: the thread entry is skipped with a message, `sleep` keeps its
-    affinity (1), the file entry is restored (X 0), exit 0."""
+    `sleep`, and X holds what the new boot set (50). Expected: both entries are skipped
+    with a message (the thread's names another object, the file's value went with the
+    boot: journal entries of one boot are never replayed into another), `sleep` keeps
+    its affinity (1), X keeps 50, the journal is removed, exit 0."""
     fake = thread_host("sleep", boot_id="22222222-0000-0000-0000-000000000000")
     lines, code = restore(FakeTransport(fake, "b"))
     assert code == 0
-    assert lines[0] == ("b: skipped napi/data0-8193/cpus (was 0-1): the host rebooted since "
-                        "run abab0007, so 4242 names another object now")
-    assert fake.files["/proc/4242/affinity"] == "1" and fake.files[X] == "0\n"
+    assert ("b: skipped napi/data0-8193/cpus (was 0-1): the host rebooted since run abab0007, "
+            "so 4242 names another object now") in lines
+    assert ("b: skipped eth0/gro_flush_timeout (was 0): the host rebooted since run abab0007, "
+            "which took the value that run set with it") in lines
+    assert fake.files["/proc/4242/affinity"] == "1" and fake.files[X] == "50\n"
     assert not journals(fake)
 
 

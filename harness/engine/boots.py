@@ -1,0 +1,152 @@
+"""Booting hosts into each variant's kernel (the profile's `kernel:`) and back.
+
+The kernel a host runs is a knob (harness.knobs.kinds.kernel): its original (uname -r,
+uname -v, /proc/cmdline as the run found them) is journalled on the host before the
+first boot, in its own journal (`journal-RUN-HOST-kernel.json`, kept for the whole run,
+while each trial's settings journal lives for one trial). Before a trial, a host boots
+when it runs another kernel than the variant asks for (a host whose role has no kernel
+asks for its own), or always with `boot: per-trial`; what came up is read back and
+judged: a host on another kernel fails the trial loudly (and is booted back). At the
+end of the run, and by `napilab restore` after a crash, restore boots every host back
+into its original kernel and drops the journal.
+
+`schedule` is the same decision without a host, for `napilab plan`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from harness.errors import NapilabError
+from harness.hosts.session import HostSession
+from harness.hosts.setting_steps import JOURNAL_DIR
+from harness.hosts.settings import HostSettings
+from harness.knobs.change import Change
+from harness.knobs.kind import Setting
+from harness.knobs.kinds import kernel as kernel_kind
+from harness.profile.kernel import KernelSpec
+from harness.profile.plan import Plan
+from harness.profile.profile import Trial, Variant
+
+OWN = "its own kernel"
+
+
+def kernel_journal(run_id: str, host: str) -> str:
+    return f"{JOURNAL_DIR}/journal-{run_id}-{host}-kernel.json"
+
+
+def needs_boot(current: KernelSpec | None, wanted: KernelSpec | None, fresh: bool) -> bool:
+    """Boot before a trial: always with per-trial boots, else when the host runs another
+    kernel than the trial wants (None: the host's own)."""
+    return fresh or current != wanted
+
+
+def schedule(plan: Plan, trials: list[Trial]) -> tuple[dict[int, dict[str, str]], list[str]]:
+    """{trial index: {host: what it boots into}} and the hosts booted back at the end."""
+    fresh = plan.profile.boot == "per-trial"
+    current: dict[str, KernelSpec | None] = dict.fromkeys(plan.booted_hosts)
+    boots: dict[int, dict[str, str]] = {}
+    for trial in trials:
+        wanted = plan.kernels(plan.profile.variant(trial.variant))
+        for host in plan.booted_hosts:
+            spec = wanted.get(host)
+            if needs_boot(current[host], spec, fresh):
+                boots.setdefault(trial.index, {})[host] = spec.describe() if spec else OWN
+                current[host] = spec
+    return boots, [h for h, spec in current.items() if spec is not None]
+
+
+class Boots:
+    """The kernels of one run's hosts."""
+
+    def __init__(self, plan: Plan, sessions: dict[str, HostSession], run_id: str,
+                 say: Callable[[str], None]) -> None:
+        self.plan = plan
+        self.sessions = sessions
+        self.fresh = plan.profile.boot == "per-trial"
+        self.say = say
+        self.settings = {h: HostSettings(sessions[h], run_id, journal=kernel_journal(run_id, h))
+                         for h in plan.booted_hosts}
+        self.current: dict[str, KernelSpec | None] = dict.fromkeys(plan.booted_hosts)
+        self._targets: dict[tuple[str, KernelSpec], str] = {}
+        self._own: dict[str, str] = {}  # host -> its own kernel, as read at the first boot
+
+    @property
+    def active(self) -> bool:
+        return bool(self.settings)
+
+    def resolve_all(self) -> None:
+        """Find every variant's image now: a kernel the host's boot method cannot find
+        fails the run before any trial."""
+        for variant in self.plan.profile.variants:
+            for host, spec in self.plan.kernels(variant).items():
+                self._target(host, spec)
+
+    def _target(self, host: str, spec: KernelSpec) -> str:
+        key = (host, spec)
+        if key not in self._targets:
+            backend = self.sessions[host].backend(kernel_kind.BootBackend)
+            target = backend.method().resolve(spec.image, spec.append)
+            self._targets[key] = kernel_kind.dumps(target)
+        return self._targets[key]
+
+    def before(self, variant: Variant) -> list[Change]:
+        """Boot the hosts whose kernel the trial of `variant` needs; the kernel change
+        of every host with a journalled kernel, as this trial runs it."""
+        wanted = self.plan.kernels(variant)
+        for host in self.plan.booted_hosts:
+            spec = wanted.get(host)
+            if needs_boot(self.current[host], spec, self.fresh):
+                self.say(f"{host}: booting {spec.describe() if spec else OWN}")
+                self._boot(host, spec)
+        return [s.changes[0] for s in self.settings.values() if s.changes]
+
+    def _boot(self, host: str, spec: KernelSpec | None) -> None:
+        settings = self.settings[host]
+        session = self.sessions[host]
+        role = next(r for r, h in self.plan.role_hosts.items() if h.name == host)
+        try:
+            if not settings.changes:
+                own = self._own.setdefault(host, session.backend(
+                    kernel_kind.BootBackend).read([kernel_kind.KEY])[kernel_kind.KEY])
+                value = self._target(host, spec) if spec else own
+                setting = Setting(role, "kernel", "kernel", value)
+                settings.apply([setting])
+                if self.fresh and not _booted(settings):
+                    settings.rewrite(setting, force=True)
+            else:
+                value = self._target(host, spec) if spec else settings.changes[0].original
+                settings.rewrite(Setting(role, "kernel", "kernel", value), force=self.fresh)
+        finally:
+            self.current[host] = spec if settings.changes else None
+            session.rebooted()
+
+    def finish(self) -> list[str]:
+        """Every host back on its own kernel (restore boots it when it runs another)
+        and its kernel journal dropped; the failures, each naming its host."""
+        failures = []
+        for host, settings in self.settings.items():
+            if not settings.changes:
+                continue
+            try:
+                if self.current[host] is not None:
+                    self.say(f"{host}: booting back into {OWN}")
+                settings.restore()
+                self.current[host] = None
+            except NapilabError as exc:
+                failures.append(str(exc))
+            finally:
+                self.sessions[host].rebooted()
+        return failures
+
+
+def _booted(settings: HostSettings) -> bool:
+    """The apply wrote (booted): its original differs from what it asked for."""
+    change = settings.changes[0]
+    return change.differs(change.original, change.requested)
+
+
+def kernel_of(change: Change) -> dict[str, Any]:
+    """What a trial's kernel change says the host ran."""
+    return kernel_kind.loads(change.effective or "{}")
