@@ -146,6 +146,34 @@ def testbed_status() -> None:
     click.echo(json.dumps({**Testbed().status(), "vm": VmTestbed().status()}, indent=1))
 
 
+@testbed.command("boot")
+@click.argument("guest")
+@click.option("--kernel", default=None, metavar="NAME",
+              help="Alias, release or image path; default the guest's own (from `up`).")
+@click.option("--append", "append", multiple=True, metavar="WORD",
+              help="A word added to the kernel command line (repeatable).")
+@click.option("--state", default=None, metavar="DIR", help="The VM testbed's state "
+              "directory (default /run/napilab-vm).")
+def testbed_boot(guest: str, kernel: str | None, append: tuple[str, ...],
+                 state: str | None) -> None:
+    """Restart a VM testbed guest on a kernel of the cache and wait for its sshd (what a
+    run does for a profile's `kernel:`). Settings the guest had are gone with the boot.
+
+    \b
+    Examples:
+      napilab testbed boot b --kernel 6.1-rt
+      napilab testbed boot b --kernel 7.2-rt --append thread_backlog_napi
+      napilab testbed boot b                 # back on its own kernel
+    """
+    from harness.lab.vmbed import VmTestbed
+
+    bed = VmTestbed(state_dir=state)
+    seconds = bed.boot(guest, kernel, append)
+    info = bed.guest_kernel(guest)
+    click.echo(f"guest {guest}: {info['release']} ({info['version']})"
+               + (f" + {' '.join(append)}" if append else "") + f", up in {seconds:.0f}s")
+
+
 @testbed.command("kernels")
 @click.option("--fetch", is_flag=True, help="Download and unpack Debian's generic and RT "
               "kernels of the default suite and of sid (root).")

@@ -71,6 +71,7 @@ class Boots:
         self.current: dict[str, KernelSpec | None] = dict.fromkeys(plan.booted_hosts)
         self._targets: dict[tuple[str, KernelSpec], str] = {}
         self._own: dict[str, str] = {}  # host -> its own kernel, as read at the first boot
+        self.finished = not self.settings  # finish() was called (once is enough)
 
     @property
     def active(self) -> bool:
@@ -125,6 +126,7 @@ class Boots:
     def finish(self) -> list[str]:
         """Every host back on its own kernel (restore boots it when it runs another)
         and its kernel journal dropped; the failures, each naming its host."""
+        self.finished = True
         failures = []
         for host, settings in self.settings.items():
             if not settings.changes:

@@ -138,7 +138,7 @@ class Engine:
             manifest.status = "failed"
             raise
         finally:
-            if any(s.changes for s in self.boots.settings.values()):
+            if not self.boots.finished:
                 with deferred_interrupts():
                     self._boot_back(raise_error=False)
             manifest.ended = time.time()

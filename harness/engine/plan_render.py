@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from harness.engine.boots import kernel_journal, schedule
 from harness.engine.plan_summary import summary_json, summary_lines
 from harness.engine.steps import (
     ApplySettings,
@@ -26,6 +27,8 @@ from harness.hosts.settings import workdir
 from harness.knobs import registry
 from harness.knobs.backend import Backend
 from harness.knobs.kind import Item, PlanLookup, Setting
+from harness.knobs.kinds.kernel import CONTROLLER, KEY, BootBackend
+from harness.profile.kernel import KernelSpec
 from harness.profile.plan import Plan
 from harness.profile.profile import Trial, Variant
 from harness.redact import shown_argv
@@ -37,6 +40,8 @@ from runners.workloads.workload import Context
 # Per-trial cost beyond the workload itself, for the estimate (measured on the SSH
 # testbed: settings, snapshots, readiness and restore, see benchmarks/overhead.py).
 OVERHEAD_PER_TRIAL = 2.0
+# A boot into another kernel: a VM testbed guest under TCG, 20-110 s measured here.
+BOOT_SECONDS = 60.0
 
 
 class _Steps:
@@ -120,10 +125,45 @@ class _Steps:
                  compose(commands.client, spec.client, spec.timeout), env=dict(spec.client.env))
 
 
+    def boot(self, host: str, spec: KernelSpec | None, run_id: str, *, first: bool) -> None:
+        """Booting `host` into `spec` (None: its own kernel): the kernel journal when
+        this is the host's first boot, the boot, the read back."""
+        backend = BootBackend.for_plan(self.plan.hosts[host].boot)
+        reads = backend.read_argvs([KEY])
+        journal = kernel_journal(run_id, host)
+        self.add(host, "boot", reads[0])
+        self.add(host, "boot", host_steps.journal_argv(journal, first=first), stdin="<journal>")
+        if spec is None:
+            commands = backend.method().commands(backend.method().original(
+                {"release": "<its own>", "version": "", "cmdline": "<its command line>",
+                 "image": "<its own>"}) | {"image": "<its own image>"})
+        else:
+            commands = backend.planned_commands(spec.image, spec.append)
+        for command in commands:
+            if command.argv[0] == CONTROLLER:  # run here, not on the host
+                self.out.append({"host": host, "phase": "boot", "argv": command.argv,
+                                 "stdin": None})
+            else:
+                self.add(host, "boot", command.argv, stdin=command.stdin)
+        self.add(host, "boot", reads[0])
+
+
+def boot_steps(plan: Plan, trial: Trial, run_id: str = "<run>") -> list[dict[str, Any]]:
+    """The boots before `trial` (harness.engine.boots.schedule)."""
+    boots, _ = schedule(plan, plan.trials())
+    out = _Steps(plan)
+    journalled = {h for t, hosts in boots.items() if t < trial.index for h in hosts}
+    wanted = plan.kernels(plan.profile.variant(trial.variant))
+    for host in boots.get(trial.index, {}):
+        out.boot(host, wanted.get(host), run_id, first=host not in journalled)
+    return out.out
+
+
 def steps(plan: Plan, trial: Trial, run_id: str = "<run>") -> list[dict[str, Any]]:
     """The trial's commands in order: host, phase, argv (and stdin for writes)."""
     variant = plan.profile.variant(trial.variant)
     out = _Steps(plan)
+    out.out = boot_steps(plan, trial, run_id) if plan.booted_hosts else []
     applied: dict[str, list[tuple[Setting, Item]]] = {}
     for step in trial_steps(variant):
         match step:
@@ -155,6 +195,9 @@ def estimate(plan: Plan) -> float:
     for trial in trials:
         spec = profile.variant(trial.variant).workload
         total += spec.duration + spec.idle + spec.warmup + OVERHEAD_PER_TRIAL
+    if plan.booted_hosts:
+        boots, back = schedule(plan, trials)
+        total += BOOT_SECONDS * (len(boots) + bool(back))  # the hosts of a trial boot at once
     return total + profile.cooldown * max(0, len(trials) - 1)
 
 
@@ -226,6 +269,11 @@ def plan_text(plan: Plan, *, summary_only: bool = False) -> str:
                 else:
                     words.append(shlex.quote(word))
             lines.append(f"  {step['host']:<8} {step['phase']:<8} {' '.join(words)}{stdin}")
+    if plan.booted_hosts:
+        _, back = schedule(plan, trials)
+        for host in back:
+            lines.append(f"end of run: {host} boots back into its own kernel (restore: "
+                         "the kernel journal's original), then the journal is dropped")
     for name, text in used.items():
         lines += ["", f"<{name} script>:", *(f"    {line}" for line in text.splitlines())]
     return "\n".join(lines) + "\n"

@@ -96,9 +96,12 @@ def endpoint_text(found: Mapping[str, Any]) -> str:
 
 
 def _settings(plan: Plan, variant: Variant) -> dict[tuple[str, str], Value]:
-    """(host, "kind target") -> value."""
-    return {(host, s.kind if s.target == s.kind else f"{s.kind} {s.target}"): s.value
-            for host, settings in plan.settings(variant).items() for s in settings}
+    """(host, "kind target") -> value; the kernel a booted host runs too."""
+    out: dict[tuple[str, str], Value] = {
+        (host, "kernel"): spec.describe() if spec else "its own"
+        for host in plan.booted_hosts for spec in [plan.kernels(variant).get(host)]}
+    return out | {(host, s.kind if s.target == s.kind else f"{s.kind} {s.target}"): s.value
+                  for host, settings in plan.settings(variant).items() for s in settings}
 
 
 def _flat(prefix: str, value: Any, out: dict[str, Value]) -> None:

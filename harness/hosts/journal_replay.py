@@ -45,6 +45,7 @@ def replay(hosts: Iterable[Host], *, break_lock: bool = False,
     for host in hosts:
         session = HostSession(connect(host))  # its knob backends go with its connection
         try:
+            yield from _revive(host)
             found = lock.journals(session.transport)
             mine = [j for j in found if lock.belongs(j, session.transport)]
             claimed.update(j.path for j in mine)
@@ -63,6 +64,19 @@ def replay(hosts: Iterable[Host], *, break_lock: bool = False,
     if failures:
         raise HostError("\n".join(failures), hint="fix what is named and run napilab restore "
                         "again; a journal left in place keeps its host locked")
+
+
+def _revive(host: Host) -> Iterator[str]:
+    """A VM testbed guest that is not running (its QEMU died, a boot failed half way) is
+    started on its own kernel first: its journals live on its disk."""
+    boot = host.boot
+    if boot is None or boot.method != "vm" or not boot.testbed or not boot.guest:
+        return
+    from harness.lab.vmbed import VmTestbed
+
+    bed = VmTestbed(state_dir=boot.testbed)
+    if bed.exists() and bed.revive(boot.guest, boot.timeout):
+        yield f"{host.name}: guest {boot.guest} was not running: started on its own kernel"
 
 
 def _replay_host(session: HostSession, mine: list[lock.Journal], break_lock: bool,
@@ -123,7 +137,8 @@ def _replay_one(session: HostSession, journal: lock.Journal,
     renamed = journal.doc.get("host")
     alias = f" (journalled as host {renamed})" if renamed and renamed != name else ""
     lines.append(f"{name}: restored {len(restored)} setting(s) of run {run}{alias}: "
-                 + (", ".join(f"{c.target}={c.original}" for c in restored) or "-"))
+                 + (", ".join(f"{c.target}={registry.kind(c.kind).shown(c.original)}"
+                              for c in restored) or "-"))
 
 
 def _fresh_entries(transport: Transport, journal: lock.Journal,

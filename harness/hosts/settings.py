@@ -162,7 +162,8 @@ class HostSettings:
         if bad and self.policy == "fail":
             raise SettingMismatch(
                 f"{self.host}: the kernel did not take "
-                + "; ".join(f"{c.target}: wrote {c.requested!r}, reads {c.effective!r}"
+                + "; ".join(f"{c.target}: wrote {_shown(c, c.requested)!r}, reads "
+                            f"{_shown(c, str(c.effective))!r}"
                             for c in bad),
                 hint="set `on_mismatch: warn` in the profile to measure anyway")
 
@@ -242,7 +243,7 @@ class HostSettings:
             now = self._read_present([c for c in self.changes if c.path in current])
         except NapilabError as exc:
             return [str(exc)]
-        return [f"{c.target} reads {now[c.path]!r}, was {c.original!r}"
+        return [f"{c.target} reads {_shown(c, now[c.path])!r}, was {_shown(c, c.original)!r}"
                 for c in self.changes if c.path in now and c.differs(now[c.path], c.original)]
 
     def _read_present(self, changes: Sequence[Change]) -> dict[str, str]:
@@ -269,6 +270,10 @@ class HostSettings:
         settings.changes = list(journal_entries(doc, settings.host) if entries is None
                                 else entries)
         return settings
+
+
+def _shown(change: Change, value: str) -> str:
+    return registry.kind(change.kind).shown(value)
 
 
 class JournalError(NapilabError):

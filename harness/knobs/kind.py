@@ -167,6 +167,10 @@ class Kind:
         """The value restore writes back, as `napilab plan` shows it."""
         return ORIGINAL
 
+    def shown(self, value: str) -> str:
+        """A value as messages and reports show it."""
+        return value
+
 
 def two_state_original(item: Item, states: tuple[str, str]) -> str:
     """For a knob with two states: restore writes only when the host had the other one

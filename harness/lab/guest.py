@@ -168,13 +168,18 @@ class Guest:
         return pid if _alive(pid) else None
 
     def start(self) -> None:
-        argv = vng_argv(self.spec, vng_path())
+        vng = vng_path()
+        argv = vng_argv(self.spec, vng)
+        # vng runs virtme-run through the shell: the venv's bin directory goes first
+        env = {**os.environ, "PATH": f"{Path(vng).parent}:{os.environ.get('PATH', '')}"}
         with open(self.spec.console, "ab") as console:
             console.write(f"--- napilab: {shlex.join(argv)}\n".encode())
             console.flush()
             try:
                 proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=console,
-                                        stderr=subprocess.STDOUT, start_new_session=True)
+                                        stderr=subprocess.STDOUT, start_new_session=True,
+                                        env=env, cwd="/")  # the guest's command line
+                # names vng's working directory (virtme_chdir): the same for every boot
             except FileNotFoundError:
                 raise NapilabError(f"{argv[0]} not found", hint="virtme-ng is installed "
                                    "with napilab's test extras (`make test` does it)") from None

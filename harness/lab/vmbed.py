@@ -188,6 +188,17 @@ class VmTestbed:
         guest.wait_ssh(started + timeout)
         return time.time() - started
 
+    def revive(self, name: str, timeout: float = BOOT_TIMEOUT) -> bool:
+        """Start guest `name` on its original kernel if it is not running (its QEMU
+        died, or a boot failed half way); True when it was started."""
+        state = self._load()
+        entry = state["guests"][name]
+        spec = _spec_from(entry, self.state / name)
+        if Guest(spec).pid() is not None:
+            return False
+        self.boot(name, None, (), timeout)
+        return True
+
     def guest_kernel(self, name: str) -> dict[str, Any]:
         """The image and additions guest `name` was last started with, and its original."""
         entry = self._load()["guests"][name]

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from harness import redact
+from harness.errors import HostError
+from harness.knobs import registry
 from harness.knobs.change import Change
 from harness.profile import cpus
 from harness.store.manifest import TCG, Manifest
@@ -128,17 +130,27 @@ def settings_rows(manifest: Manifest) -> list[SettingRow]:
         for change in trial.settings or []:
             key = (trial.variant, change.host, change.path)
             row = rows.setdefault(key, {"change": change, "read": {}, "state": "ok"})
-            row["read"].setdefault(str(change.effective), None)
+            row["read"].setdefault(_shown(change.kind, str(change.effective)), None)
             state = _STATES[change.state]
             if _WORST[state] > _WORST[row["state"]]:
                 row["state"] = state
     out = []
     for (variant, host, _), row in rows.items():
         first: Change = row["change"]
-        out.append(SettingRow(variant, host, first.kind, first.target, first.original,
-                              first.requested, " / ".join(row["read"]), row["state"],
+        out.append(SettingRow(variant, host, first.kind, first.target,
+                              _shown(first.kind, first.original),
+                              _shown(first.kind, first.requested), " / ".join(row["read"]),
+                              row["state"],
                               first.path))
     return out
+
+
+def _shown(kind: str, value: str) -> str:
+    """A value as its kind shows it (the kernel: release, version, additions)."""
+    try:
+        return registry.kind(kind).shown(value)
+    except HostError:  # a kind of another napilab: as stored
+        return value
 
 
 @dataclass(frozen=True)

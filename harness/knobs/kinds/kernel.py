@@ -30,6 +30,7 @@ back into the original.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import time
@@ -51,6 +52,7 @@ _BANNER = ["python3", "-c", (
     "print(d[s:d.index(b'\\0', s)].decode())"), ]
 _REBOOT_LATER = ["sh", "-c", 'nohup sh -c "sleep 1; $1" >/dev/null 2>&1 &', "napilab-reboot"]
 _DROPPED = ("BOOT_IMAGE=", "initrd=")  # the boot loader's words, not the kernel's
+CONTROLLER = "(controller)"  # a command of a boot method run on this machine, not the host
 
 
 def dumps(value: dict[str, Any]) -> str:
@@ -146,10 +148,11 @@ class VmBoot(BootMethod):
         return {**super().original(running), "image": first["image"]}
 
     def commands(self, target: dict[str, Any]) -> list[Command]:
-        guest = self.backend.boot.guest
+        boot = self.backend.boot
         words = [f"--append={w}" for w in target.get("append", [])]
-        return [Command(["(controller)", "napilab", "testbed", "restart", str(guest),
-                         f"--kernel={target.get('image', '<original>')}", *words])]
+        return [Command([CONTROLLER, "napilab", "testbed", "boot", str(boot.guest),
+                         f"--state={boot.testbed}",
+                         f"--kernel={target.get('image', '<its own>')}", *words])]
 
     def boot(self, target: dict[str, Any]) -> None:
         boot = self.backend.boot
@@ -266,13 +269,33 @@ class BootBackend(Backend):
     name = "boot"
     survives_reboot = True
 
-    def __init__(self, transport: Any) -> None:
+    def __init__(self, transport: Any, boot: Any = None) -> None:
         super().__init__(transport)
         self._first_cmdline: str | None = None
+        self._boot = boot  # `napilab plan`'s: the inventory's boot of the host
+
+    @classmethod
+    def for_plan(cls, boot: Any) -> BootBackend:
+        backend = cls(None, boot)
+        backend._first_cmdline = "<its command line>"
+        return backend
+
+    def planned_commands(self, image: str, append: Sequence[str]) -> list[Command]:
+        """What booting into `image` runs, as `napilab plan` shows it: the VM testbed's
+        image is found on this machine, a lab host's named as the method finds it."""
+        target: dict[str, Any] = {"image": image, "append": list(append)}
+        if self.boot.method == "vm":
+            with contextlib.suppress(NapilabError):
+                target = self.method().resolve(image, append)
+        elif self.boot.method == "kexec" and "/" not in image:
+            target["image"] = f"/boot/vmlinuz-{image}"
+        else:
+            target["entry"] = f"<the entry of {image}>"
+        return self.method().commands(target)
 
     @property
     def boot(self) -> Any:
-        boot = self.transport.host.boot
+        boot = self._boot or self.transport.host.boot
         if boot is None:
             raise HostError(f"{self.host} has no `boot:` in the inventory: napilab cannot "
                             "boot it into another kernel")
@@ -363,8 +386,8 @@ class Kernel(Kind):
 
     def verdict(self, key: str, requested: str, effective: str) -> Verdict:
         taken = runs(loads(effective), loads(requested))
-        return Verdict("taken" if taken else "mismatch", describe(requested),
-                       describe(effective))
+        return Verdict("taken" if taken else "mismatch", self.shown(requested),
+                       self.shown(effective))
 
     def same(self, key: str, a: str, b: str) -> bool:
         """The host runs what the other value asks for (restore and a switch between
@@ -376,3 +399,13 @@ class Kernel(Kind):
 
     def plan_original(self, item: Item) -> str:
         return "<the kernel the run started on>"
+
+    def shown(self, value: str) -> str:
+        """Release and version, what was appended, and a command line in full only
+        where the profile did not set it (a running kernel, an original)."""
+        text = describe(value)
+        try:
+            cmdline = loads(value).get("cmdline")
+        except HostError:
+            return text
+        return f"{text}, command line {own_cmdline(cmdline)!r}" if cmdline else text
