@@ -107,7 +107,8 @@ def _collect() -> Schema:
                           "propertyNames": {"pattern": "^[a-z][a-z0-9_]{0,63}$"},
                           "minProperties": 1},
              "functions": one_or_list(leaf({"type": "string",
-                                            "pattern": _regex(sections._WORD)}))}
+                                            "pattern": _regex(sections._WORD)})),
+             "since": {"enum": list(sections.SINCE)}}
     return obj({name: obj({"roles": one_or_list(leaf(STRING)), "cpus": CPU_LIST,
                            **{key: kinds[kind] for key, kind in
                               sections.COLLECTOR_OPTIONS.get(name, {}).items()}})
@@ -156,7 +157,8 @@ def profile_schema() -> Schema:
         "workload": {"$ref": "#/$defs/workload"},
         "collect": {"$ref": "#/$defs/collect"},
         "report": obj({"table": {"type": "array", "items": obj(
-            {k: leaf(STRING) for k in sections.TABLE_ROW_KEYS}, required=("source", "metric"))}}),
+            {k: leaf(STRING) for k in sections.TABLE_ROW_KEYS}, required=("source", "metric"))},
+            "columns": mapping_of(one_or_list(STRING))}),
         "variants": mapping_of(obj(overlay), keys=_regex(matrix._NAME)),
         "baseline": STRING,
         "order": {"enum": list(profile.ORDERS)},

@@ -27,27 +27,41 @@ from harness.transport.transport import Transport
 
 MACHINE_ID = "/etc/machine-id"
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
-# One exec, three lines: machine-id (empty when absent), boot_id, network namespace.
+# One exec, four lines: machine-id (empty when absent), boot_id, the network namespace,
+# and PID 1's (empty when it cannot be read).
 IDENTITY_ARGV = ["sh", "-c", f"cat {MACHINE_ID} 2>/dev/null || echo; cat {BOOT_ID}; "
-                 "readlink /proc/self/ns/net", "napilab-identity"]
+                 "readlink /proc/self/ns/net; readlink /proc/1/ns/net 2>/dev/null || echo",
+                 "napilab-identity"]
 
 
 @dataclass(frozen=True)
 class HostIdentity:
     machine_id: str  # "" when the host has no /etc/machine-id
     boot_id: str
-    netns: str  # e.g. "net:[4026531833]" (the initial namespace keeps its number)
+    netns: str  # e.g. "net:[4026531833]"
+    initial: bool = False  # it is PID 1's namespace
 
     @property
     def key(self) -> str:
-        """The machine and network namespace, as a file-name-safe token."""
-        text = f"{self.machine_id or self.boot_id}\0{self.netns}"
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        """The machine and network namespace, as a file-name-safe token. PID 1's
+        namespace is `net:init`: its inode number differs between kernel versions
+        (4026531840 on 6.1, 4026531833 on 6.18 and 7.2), and a host booted into another
+        kernel is the same machine."""
+        return _key(self.machine_id or self.boot_id, "net:init" if self.initial else self.netns)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The key, and the one napilab versions before the `net:init` rule wrote."""
+        return (self.key, _key(self.machine_id or self.boot_id, self.netns))
 
     def record(self) -> dict[str, str]:
         """What journals and locks store about the host."""
         return {"machine": self.key, "machine_id": self.machine_id, "boot_id": self.boot_id,
                 "netns": self.netns}
+
+
+def _key(machine: str, netns: str) -> str:
+    return hashlib.sha256(f"{machine}\0{netns}".encode()).hexdigest()[:16]
 
 
 _CACHE: weakref.WeakKeyDictionary[Any, HostIdentity] = weakref.WeakKeyDictionary()
@@ -63,7 +77,8 @@ def of(transport: Transport) -> HostIdentity:
     if result.exit_code != 0 or len(lines) < 3 or not lines[1]:
         raise HostError(f"{transport.host.name}: cannot read its machine-id, boot_id and "
                         f"network namespace: {result.stderr.strip() or result.stdout[:200]!r}")
-    identity = HostIdentity(lines[0], lines[1], lines[2])
+    identity = HostIdentity(lines[0], lines[1], lines[2],
+                            initial=len(lines) > 3 and lines[3] == lines[2])
     _CACHE[transport] = identity
     return identity
 

@@ -125,7 +125,7 @@ def belongs(journal: Journal, transport: Transport) -> bool:
     of older napilab versions (and unreadable ones) by the host name in the file."""
     machine = (journal.doc or {}).get("machine")
     if isinstance(machine, str):
-        return machine == identity.of(transport).key
+        return machine in identity.of(transport).keys
     name = transport.host.name
     if journal.doc is not None:
         return journal.doc.get("host") == name

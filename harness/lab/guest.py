@@ -150,6 +150,10 @@ SSHD_CONFIG = "\n".join([
 ])
 
 
+class GuestDied(HostError):
+    """The guest's QEMU exited before its sshd answered (a kernel panic, say)."""
+
+
 class Guest:
     """A running (or stopped) guest: the vng process group it was started as."""
 
@@ -192,7 +196,7 @@ class Guest:
         start = time.time()
         while time.time() < deadline:
             if self.pid() is None:
-                raise HostError(f"guest {self.spec.name} exited while booting: "
+                raise GuestDied(f"guest {self.spec.name} exited while booting: "
                                 + self.console_tail())
             if _banner(self.spec.ssh_port):
                 return time.time() - start

@@ -38,6 +38,7 @@ from harness.lab import kernels
 from harness.lab.guest import (
     SSHD_CONFIG,
     Guest,
+    GuestDied,
     GuestSpec,
     free_port,
     init_script,
@@ -144,7 +145,7 @@ class VmTestbed:
         guests = [Guest(s) for s in specs]
         for guest in guests:
             guest.start()
-        return {g.spec.name: g.wait_ssh(deadline) for g in guests}
+        return {g.spec.name: _up(g, deadline) for g in guests}
 
     def _write_inventory(self, specs: dict[str, GuestSpec]) -> None:
         hosts: dict[str, Any] = {}
@@ -185,7 +186,7 @@ class VmTestbed:
         state["guests"][name] = {**_spec_json(spec), "original": entry["original"]}
         self._save(state)
         guest.start()
-        guest.wait_ssh(started + timeout)
+        _up(guest, started + timeout)
         return time.time() - started
 
     def revive(self, name: str, timeout: float = BOOT_TIMEOUT) -> bool:
@@ -265,6 +266,22 @@ class VmTestbed:
         tmp = self.state / "state.json.tmp"
         tmp.write_text(json.dumps(state, indent=1))
         tmp.replace(self.state / "state.json")
+
+
+def _up(guest: Guest, deadline: float, attempts: int = 3) -> float:
+    """Seconds until the guest's sshd answered. A guest that dies while booting is
+    started again, twice at most: under TCG a kernel sometimes oopses while it patches
+    its own code at boot (seen here: a fault in sched_clock_idle_wakeup_event on a 7.2
+    guest, 1 boot in about 15); its console keeps every attempt."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return guest.wait_ssh(deadline)
+        except GuestDied:
+            if attempt == attempts or time.time() > deadline:
+                raise
+            guest.stop()
+            guest.start()
+    raise AssertionError("unreachable")
 
 
 def default_kernel() -> str:

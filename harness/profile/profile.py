@@ -52,6 +52,7 @@ ORDERS = ("interleaved", "randomized", "blocked")
 ON_MISMATCH = ("fail", "warn")
 ROLE_KEYS = keys.ROLE_KEYS
 METRIC_KEYS = ("direction", "min_effect", "max_regression", "primary")
+REPORT_KEYS = ("table", "columns")
 DIRECTIONS = ("lower", "higher")
 TOP_NUMBERS = {"repeat": Number(1, 10000, integer=True), "seed": Number(0, integer=True),
                "cooldown": Number(0, 3600), "warmup_trials": Number(0, 100, integer=True)}
@@ -198,8 +199,9 @@ def load_profile(path: str | Path) -> Profile:
     if baseline is not None:
         variants.sort(key=lambda v: v.name != baseline)
     report = check.mapping(document.get("report"), document.where("report"), "report") or Node()
-    check.keys(report, "report", ("table",))
+    check.keys(report, "report", REPORT_KEYS)
     table = parse_table(check, report.get("table"), report.where("table"), "report.table", roles)
+    _columns(check, report, [v.name for v in variants])
     profile_fields = _top_level(check, document)
     _dedupe(check)
     check.raise_if_any()
@@ -369,6 +371,31 @@ def _percent(check: Checker, node: Node, key: str, path: str) -> float | None:
                     f"expected a percentage like 5 or '5%', got {value!r}")
         return None
     return number
+
+
+def _columns(check: Checker, report: Node, names: list[str]) -> None:
+    """`report.columns: {Baseline: [rps, defer], Patched: [...]}`: the A/B table's
+    columns, each joining variants that measure different rows (a cover letter's column
+    per kernel); a row's cell comes from the first of them that measured it."""
+    node = check.mapping(report.get("columns"), report.where("columns"), "report.columns")
+    seen: dict[str, str] = {}
+    for column in node or Node():
+        assert node is not None
+        path = join("report.columns", column)
+        members = check.string_list(node, column, "report.columns") or []
+        if not members:
+            check.error(node.where(column), path, "a column joins one variant or more")
+        for name in members:
+            if name not in names:
+                check.error(node.where(column), path, f"no variant {name!r}"
+                            f"{suggest(name, names)}")
+            elif name in seen:
+                check.error(node.where(column), path, f"variant {name!r} is already in "
+                            f"column {seen[name]!r}")
+            seen.setdefault(name, column)
+    if node is not None and len(node) < 2:
+        check.error(report.where("columns"), "report.columns", "two columns or more: the "
+                    "first is the baseline the others are compared with")
 
 
 def _dedupe(check: Checker) -> None:

@@ -24,10 +24,12 @@ from runners.registry import TOOLS
 from runners.workloads.workload import ArgSpec
 
 # Collector-specific options and their kind: regex, names (a list of words), patterns
-# (name -> regex), functions (kernel function names).
+# (name -> regex), functions (kernel function names), since (trial | boot: dmesg counts
+# the lines of the trial, or every line since the host booted).
 COLLECTOR_OPTIONS: dict[str, dict[str, str]] = {
     "interrupts": {"irqs": "regex"}, "softirqs": {"names": "names"},
-    "dmesg": {"patterns": "patterns"}, "kprobes": {"functions": "functions"},
+    "dmesg": {"patterns": "patterns", "since": "since"},
+    "kprobes": {"functions": "functions"},
     "napi_threads": {"match": "regex"},
 }
 WORKLOAD_KEYS = ("tool", "duration", "timeout", "client", "server", "idle", "warmup")
@@ -35,6 +37,7 @@ WORKLOAD_NUMBERS = {"duration": Number(0.1, 86400), "timeout": Number(1, 172800)
                     "idle": Number(0, 3600), "warmup": Number(0, 3600)}
 PROCESS_KEYS = ("role", "cpus", "args", "wrapper", "env", "show_env")
 TABLE_ROW_KEYS = ("label", "source", "metric", "role")
+SINCE = ("trial", "boot")
 COLLECT_KEYS = ("roles", "cpus")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,100}")
 _ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -220,6 +223,11 @@ def _option(check: Checker, node: Node, key: str, kind: str, path: str) -> Any:
 
     if kind == "regex":
         return value if regex(value, path) else None
+    if kind == "since":
+        if value not in SINCE:
+            check.error(where, path, f"expected one of {list(SINCE)}, got {value!r}")
+            return None
+        return value
     if kind == "patterns":
         if not isinstance(value, dict) or not value:
             check.error(where, path, "expected a mapping of metric name -> regex")

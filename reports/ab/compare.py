@@ -113,7 +113,45 @@ def column(run: RunData, variant: str, name: str | None = None) -> Column:
     return Column(name or variant, frame, tuple(run.latency_files(variant)))
 
 
+def report_columns(manifest: Manifest) -> list[tuple[str, list[str]]]:
+    """The profile's `report.columns` (name, its variants), [] without."""
+    found = manifest.profile.document.get("report", {}).get("columns") or {}
+    return [(str(name), [members] if isinstance(members, str) else [str(m) for m in members])
+            for name, members in found.items()]
+
+
+def column_of(manifest: Manifest) -> dict[str, str]:
+    """variant -> the column that shows it (itself without `report.columns`)."""
+    return {v: name for name, members in report_columns(manifest) for v in members}
+
+
+def joined_column(run: RunData, name: str, members: Sequence[str]) -> Column:
+    """One column of several variants: each (source, metric, role) from the first of
+    them that measured it (a cover letter's column per kernel over two workloads)."""
+    parts = [column(run, v) for v in members if v in run.variants]
+    taken: set[tuple[str, str, str]] = set()
+    frames = []
+    for part in parts:
+        if not len(part.frame):
+            continue
+        keys = list(zip(part.frame["source"], part.frame["metric"], part.frame["role"],
+                        strict=True))
+        fresh = [k not in taken for k in keys]
+        frames.append(part.frame[fresh])
+        taken.update(keys)
+    frame = pd.concat(frames) if frames else (parts[0].frame if parts else pd.DataFrame())
+    latency = next((p.latency for p in parts if p.latency), ())
+    return Column(name, frame, latency)
+
+
 def table(run: RunData) -> Table:
+    joined = report_columns(run.manifest)
+    if joined:
+        columns = [joined_column(run, name, members) for name, members in joined]
+        first = columns[0].name
+        pairs = tuple((first, c.name) for c in columns[1:])
+        return build_table(line_specs(run), columns, pairs, run.policies, first,
+                           workload=run.workload_source)
     columns = [column(run, v) for v in run.variants]
     return build_table(line_specs(run), columns, run.comparisons, run.policies, run.baseline,
                        workload=run.workload_source)

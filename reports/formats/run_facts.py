@@ -22,7 +22,7 @@ from harness.knobs import registry
 from harness.knobs.change import Change
 from harness.profile import cpus
 from harness.store.manifest import TCG, Manifest
-from reports.ab.compare import RunData
+from reports.ab.compare import RunData, column_of
 from reports.ab.model import Line, format_number
 
 TAIL_LINES = 12  # of a failing command's stderr shown in a report
@@ -224,11 +224,15 @@ def raw_outputs(run: RunData) -> list[RawTrial]:
 
 
 def absent_functions(manifest: Manifest) -> dict[str, frozenset[str]]:
-    """variant -> kprobe functions the kernel could not probe in its trials."""
+    """column (a variant, or its `report.columns` column) -> kprobe functions the
+    kernel could not probe in its trials."""
+    columns = column_of(manifest)
     out: dict[str, set[str]] = {}
     for trial in manifest.trials:
         for function in trial.absent or []:
-            out.setdefault(trial.variant, set()).add(str(function))
+            # the kprobe kind's target is `kprobe FUNCTION`; the table's metric FUNCTION
+            out.setdefault(columns.get(trial.variant, trial.variant), set()).add(
+                str(function).split()[-1])
     return {variant: frozenset(names) for variant, names in out.items()}
 
 

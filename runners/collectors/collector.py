@@ -105,7 +105,9 @@ class SoftirqsCollector:
 
 
 class DmesgCollector:
-    """Options: `patterns: {name: regex}`; each name becomes a metric."""
+    """Options: `patterns: {name: regex}`, each name a metric; `since: boot` counts every
+    line since the host booted (a fresh boot per trial, as seed 001's letter counts),
+    else (`trial`) the lines logged during the trial."""
 
     name = "dmesg"
     paths: tuple[str, ...] = ("@dmesg",)
@@ -115,6 +117,8 @@ class DmesgCollector:
 
     def delta(self, before: dmesg.KernelLog, after: dmesg.KernelLog,
               options: Mapping[str, Any], host: HostInfo) -> list[Value]:
+        if options.get("since") == "boot":
+            return dmesg.counts(after, options.get("patterns") or {})
         return dmesg.delta(before, after, options.get("patterns") or {})
 
 
