@@ -52,12 +52,16 @@ def machine_state() -> dict[str, object]:
                           check=False).stdout.split()
     routes = subprocess.run(["ip", "-4", "route", "show"], capture_output=True, text=True,
                             check=False).stdout.splitlines()
+    qemu = subprocess.run(["pgrep", "-f", "qemu-system"], capture_output=True, text=True,
+                          check=False).stdout.split()
     return {
         "sysctls": sysctls,
         "netns": sorted(n.split()[0] for n in netns if n.strip()),
         "links": sorted(line.split(":")[1].strip().split("@")[0] for line in links.splitlines()),
         "sshd": sorted(p for p in sshd if not tb.zombie(int(p))),  # exited, not yet reaped
         "routes": sorted(line.strip() for line in routes),
+        "qemu": sorted(p for p in qemu if not tb.zombie(int(p))),
+        "vm_testbeds": sorted(str(p) for p in Path("/run").glob("napilab*-vm")),
         # journals, locks and work directories: a run leaves none of them behind (the
         # empty directory itself may stay)
         "var_tmp_napilab": napilab_leftovers(),
@@ -100,6 +104,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         if stale.exists():
             stale.down()
             print(f"removed a stale {TESTBED_PREFIX} testbed left by an earlier session")
+        from harness.lab.vmbed import VmTestbed
+
+        stale_vm = VmTestbed(prefix=TESTBED_PREFIX)
+        if stale_vm.exists():
+            stale_vm.down()
+            print(f"removed a stale {TESTBED_PREFIX} VM testbed left by an earlier session")
     _BEFORE.update(machine_state())
 
 

@@ -80,6 +80,7 @@ class HostSettings:
         self.policy = policy
         self.changes: list[Change] = []
         self.journal = journal or journal_path(run_id, session.name)
+        self._before_queues: dict[str, str] = {}  # follower items before a queue change
         self._created: float | None = None  # when this journal was first written
 
     @property
@@ -96,7 +97,9 @@ class HostSettings:
         earlier kinds (GRO, `threaded`) are in place.
         """
         lookup = HostLookup(self.session)
+        self._before_queues = {}
         try:
+            self._before_queues = self._read_followers(settings)
             for step in apply_steps(settings):
                 match step:
                     case Journal(settings=phase):
@@ -140,12 +143,28 @@ class HostSettings:
     def _current(self, change: Change) -> str:
         return read_items(self.session, [(change.backend, change.path)])[change.path]
 
+    def _read_followers(self, settings: Sequence[Setting]) -> dict[str, str]:
+        """When the settings change queues (ethtool channels), the values of the items
+        that follow the queues (IRQ affinity, RPS/XPS) as they are before: the driver
+        rewrites some of them when the queues change (virtio-net its IRQs' affinity), and
+        the original to journal is the host's, not the driver's. The items that exist
+        only before are not changed by the run."""
+        kinds = [registry.kind(s.kind) for s in settings]
+        if not any(k.changes_queues for k in kinds):
+            return {}
+        followers = [s for s, k in zip(settings, kinds, strict=True) if k.follows_queues]
+        before = new_items(followers, HostLookup(self.session), ())
+        if not before:
+            return {}
+        return read_items(self.session, [(i.backend, i.key) for _, i in before])
+
     def _journal_originals(self, settings: Sequence[Setting], lookup: HostLookup) -> None:
         """Resolve, read the originals (one read per backend) and journal them."""
         fresh = new_items(settings, lookup, ((c.backend, c.path) for c in self.changes))
         if not fresh:
             return
         originals = read_items(self.session, [(i.backend, i.key) for _, i in fresh])
+        originals |= {k: v for k, v in self._before_queues.items() if k in originals}
         new = [Change(self.host, s.role, s.kind, i.target, i.key, originals[i.key], i.value,
                       backend=i.backend) for s, i in fresh]
         self.changes += new
@@ -225,17 +244,39 @@ class HostSettings:
         return restored
 
     def _write_originals(self, current: dict[str, str]) -> list[str]:
+        """Originals back in reverse order. A kind that changes queues (ethtool
+        channels) is restored after the kinds that follow them, and its restore lets the
+        driver set up the queues again (virtio-net rewrites its IRQs' affinity): those
+        kinds' items are then read and written once more."""
         failures = []
+        requeued = False
         for change in reversed(self.changes):
             if change.path not in current:
                 continue  # gone: nothing left to restore
             try:
                 if change.differs(current[change.path], change.original):
                     self._write(change, change.original)
+                    requeued = requeued or registry.kind(change.kind).changes_queues
             except Gone:
                 current.pop(change.path)
             except NapilabError as exc:
                 failures.append(str(exc))
+        followers = [c for c in self.changes if c.path in current
+                     and registry.kind(c.kind).follows_queues]
+        if requeued and followers and not failures:
+            try:
+                now = self._read_present(followers)
+            except NapilabError as exc:
+                return [str(exc)]
+            for change in reversed(followers):
+                try:
+                    if change.path in now and change.differs(now[change.path],
+                                                             change.original):
+                        self._write(change, change.original)
+                except Gone:
+                    current.pop(change.path)
+                except NapilabError as exc:
+                    failures.append(str(exc))
         return failures
 
     def _read_back(self, current: dict[str, str]) -> list[str]:

@@ -377,6 +377,8 @@ def _columns(check: Checker, report: Node, names: list[str]) -> None:
     """`report.columns: {Baseline: [rps, defer], Patched: [...]}`: the A/B table's
     columns, each joining variants that measure different rows (a cover letter's column
     per kernel); a row's cell comes from the first of them that measured it."""
+    if "columns" not in report:
+        return
     node = check.mapping(report.get("columns"), report.where("columns"), "report.columns")
     seen: dict[str, str] = {}
     for column in node or Node():

@@ -67,6 +67,10 @@ def parse_ethtool(flag: str, text: str) -> dict[str, str]:
         _, _, text = text.partition("Current hardware settings:")
     found = {}
     for line in text.splitlines():
+        adaptive = re.match(r"Adaptive RX: (\S+)\s+TX: (\S+)", line.strip())
+        if flag == "-c" and adaptive:  # -C takes adaptive-rx / adaptive-tx
+            found["adaptive-rx"], found["adaptive-tx"] = adaptive.groups()
+            continue
         name, sep, value = line.strip().partition(":")
         if sep and value.strip() and " " not in name:
             # -l prints "RX:", -L takes "rx"

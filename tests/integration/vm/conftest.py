@@ -1,0 +1,110 @@
+"""The VM testbed for the tests of this directory: two QEMU guests on Debian kernels
+(harness.lab.vmbed), booted once for the session and shared; torn down at its end, and
+by tests/integration/vm/test_vm_zz_down.py, which checks that nothing is left.
+
+They skip, with the reason, only where QEMU cannot start a guest here: not root, no
+qemu-system-x86_64 or busybox-static, no kernels in the cache (`make test` fetches them
+as root; no network to deb.debian.org leaves it empty). A guest that boots and then
+misbehaves is a failure, never a skip."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.hosts.session import HostSession
+from harness.inventory.inventory import load_inventory
+from harness.lab import kernels
+from harness.lab.vmbed import VmTestbed
+from harness.transport.connect import transport_for
+from harness.transport.transport import CommandResult
+
+NAPILAB = str(Path(sys.executable).parent / "napilab")
+PREFIX = "napilabt"
+RT_OLD, RT_NEW, GENERIC = "6.1-rt", "7.2-rt", "7.2"
+
+
+def cannot_start() -> str | None:
+    if os.geteuid() != 0:
+        return "the VM testbed needs root (taps, tc, QEMU)"
+    for tool in ("qemu-system-x86_64", "busybox", "tc"):
+        if shutil.which(tool) is None:
+            return f"needs {tool} (make test installs qemu-system-x86, busybox-static as root)"
+    have = {name for k in kernels.installed() for name in (*k.aliases, k.release)}
+    missing = [k for k in (RT_OLD, RT_NEW, GENERIC) if k not in have]
+    if missing:
+        return (f"no kernel {', '.join(missing)} in {kernels.kernel_dir()} (`napilab testbed "
+                "kernels --fetch` could not reach deb.debian.org)")
+    return None
+
+
+_BED: list[VmTestbed] = []
+
+
+@pytest.fixture(scope="session")
+def vm_bed() -> Iterator[VmTestbed]:
+    """Guests a and b on the 7.2 generic kernel, 2 vCPUs and 2 queue pairs each."""
+    reason = cannot_start()
+    if reason:
+        pytest.skip(reason)
+    bed = VmTestbed(prefix=PREFIX)
+    bed.down()  # a session killed before its teardown may have left one
+    try:
+        bed.up({"a": GENERIC, "b": GENERIC}, queues=2, cpus=2, memory="1G")
+        _BED.append(bed)
+        yield bed
+    finally:
+        bed.down()
+
+
+@pytest.fixture(scope="session")
+def vm_inventory(vm_bed: VmTestbed) -> Path:
+    return vm_bed.inventory_path
+
+
+def session_on(bed: VmTestbed, name: str) -> HostSession:
+    return HostSession(transport_for(load_inventory(bed.inventory_path).hosts[name]))
+
+
+def guest(bed: VmTestbed, name: str, script: str, timeout: float = 120,
+          check: bool = True) -> CommandResult:
+    """A shell script run on guest `name` over SSH (napilab's own transport)."""
+    session = session_on(bed, name)
+    try:
+        return session.transport.run(["sh", "-c", script], timeout=timeout, check=check)
+    finally:
+        session.close()
+
+
+def leftovers(bed: VmTestbed) -> dict[str, list[str]]:
+    """What runs left in each guest's /var/tmp/napilab (the guests' disks are
+    directories of the testbed on this machine)."""
+    out = {}
+    for name in ("a", "b"):
+        found = bed.state / name / "var-tmp-napilab"
+        out[name] = sorted(p.name for p in found.iterdir()) if found.exists() else []
+    return out
+
+
+@pytest.fixture()
+def vm_clean(vm_bed: VmTestbed) -> Iterator[VmTestbed]:
+    """The shared guests for one test: after it, a lock or journal left in a guest is
+    replayed by `napilab restore` (which also starts a guest that is not running) and
+    the test errors naming it, so the next test starts on clean guests."""
+    yield vm_bed
+    left = leftovers(vm_bed)
+    status = vm_bed.status()
+    down = [n for n, g in status["guests"].items() if not g["pid"]]
+    if not any(left.values()) and not down:
+        return
+    restore = subprocess.run([NAPILAB, "restore", "-i", str(vm_bed.inventory_path)],
+                             capture_output=True, text=True, timeout=900, check=False)
+    pytest.fail(f"the test left {left} (guests not running: {down}); `napilab restore` "
+                f"exited {restore.returncode}, leaving {leftovers(vm_bed)}: "
+                f"{restore.stdout.strip()} {restore.stderr.strip()}")

@@ -1,0 +1,63 @@
+"""`napilab testbed up --vm` as a user meets it: two guests napilab reaches over SSH like
+lab hosts, each with a multi-queue virtio-net data NIC (one IRQ and one NAPI instance
+per queue), `hosts check` showing them, host facts naming the emulation."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from harness.lab.vmbed import VmTestbed
+from tests.integration.vm.conftest import NAPILAB, guest
+
+
+def test_hosts_check_shows_each_queue_with_its_irq_and_napi(vm_clean: VmTestbed) -> None:
+    out = subprocess.run([NAPILAB, "hosts", "check", "-i", str(vm_clean.inventory_path),
+                          "--json"], capture_output=True, text=True, timeout=300, check=True)
+    reports = {r["host"]: r for r in json.loads(out.stdout)}
+    assert set(reports) == {"a", "b"}
+    for name, report in reports.items():
+        assert report["transport"] == "ssh" and report["kernel"].startswith("7.2")
+        assert report["nic"]["driver"] == "virtio_net"
+        assert report["virtualization"] in ("QEMU TCG, emulated", "KVM (QEMU)")
+        assert report["channels"] == {"max combined": "2", "combined": "2"}
+        rx = [q for q in report["queues"] if q["queue"].startswith("rx-")]
+        assert [q["queue"] for q in rx] == ["rx-0", "rx-1"]
+        # one NAPI instance and one MSI-X vector per rx queue, each its own
+        assert len({q["napi_id"] for q in rx}) == 2 and all(q["napi_id"] for q in rx)
+        assert [q["irq_name"].rsplit("-", 1)[1] for q in rx] == ["input.0", "input.1"]
+        assert len({q["irq"] for q in report["queues"]}) == 4
+        irqs = guest(vm_clean, name, "cat /proc/interrupts").stdout
+        for q in report["queues"]:
+            assert f"{q['irq']}:" in irqs and q["irq_name"] in irqs
+        assert report["knobs"]["/proc/sys/net/core/busy_poll"] == "writable"
+        assert report["per_napi_netlink"].startswith("2 NAPI(s)")
+    text = subprocess.run([NAPILAB, "hosts", "check", "-i", str(vm_clean.inventory_path)],
+                          capture_output=True, text=True, timeout=300, check=True).stdout
+    assert "queues       2 rx, 2 tx; ethtool -l: combined 2 (max combined 2)" in text
+    assert text.count("IRQ ") >= 8
+
+
+def test_guests_are_separate_machines_on_a_private_link(vm_clean: VmTestbed) -> None:
+    ids = {n: guest(vm_clean, n, "cat /etc/machine-id; hostname").stdout.split()
+           for n in ("a", "b")}
+    assert ids["a"][0] != ids["b"][0] and [ids["a"][1], ids["b"][1]] == ["a", "b"]
+    ping = guest(vm_clean, "a", "ping -c 3 -q -W 2 192.0.2.2").stdout
+    assert "3 received" in ping
+    # the data link never enters this machine's stack: no address, no route, IPv6 off
+    for tap in ("napilabt-va", "napilabt-vb"):
+        addrs = subprocess.run(["ip", "-j", "addr", "show", "dev", tap], capture_output=True,
+                               text=True, check=True).stdout
+        assert json.loads(addrs)[0]["addr_info"] == []
+    routes = subprocess.run(["ip", "-4", "route", "show", "dev", "napilabt-va"],
+                            capture_output=True, text=True, check=False).stdout
+    assert routes == ""
+    # management: only loopback on this machine, QEMU's network reaches nothing
+    assert guest(vm_clean, "b", "ip route show default").stdout == ""
+
+
+def test_status_says_what_is_up(vm_clean: VmTestbed) -> None:
+    status = vm_clean.status()
+    assert status["up"] and set(status["guests"]) == {"a", "b"}
+    for g in status["guests"].values():
+        assert g["pid"] and g["queues"] == 2 and g["ssh"].startswith("root@127.0.0.1:")
