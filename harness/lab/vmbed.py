@@ -38,7 +38,6 @@ from harness.lab import kernels
 from harness.lab.guest import (
     SSHD_CONFIG,
     Guest,
-    GuestDied,
     GuestSpec,
     free_port,
     init_script,
@@ -49,6 +48,7 @@ from harness.lab.guest import (
 NAMES = ("a", "b")
 DATA_ADDRESSES = {"a": "192.0.2.1", "b": "192.0.2.2"}
 BOOT_TIMEOUT = 600.0  # TCG on 2 CPUs: 20-110 s measured; a loaded CI machine more
+ATTEMPT = 240.0  # one boot attempt: a guest still booting after that is started again
 
 
 class VmTestbed:
@@ -68,9 +68,10 @@ class VmTestbed:
 
     # -- up --------------------------------------------------------------------------
 
-    def up(self, kernel: dict[str, str] | None = None, *, queues: int = 2, cpus: int = 2,
-           memory: str = "1G", accel: str = "auto",
+    def up(self, kernel: dict[str, str] | None = None, *, queues: int = 2,
+           cpus: int | dict[str, int] = 2, memory: str = "1G", accel: str = "auto",
            timeout: float = BOOT_TIMEOUT) -> Path:
+        """Both guests; `kernel` and `cpus` per guest name (or `cpus` for both)."""
         if os.geteuid() != 0:
             raise NapilabError("the VM testbed needs root (taps, tc, QEMU)")
         if self.exists():
@@ -89,7 +90,8 @@ class VmTestbed:
             self.state.mkdir(mode=0o700, parents=True)
             self._link()
             self._keys()
-            specs = {n: self._spec(n, i, chosen[n], queues, cpus, memory, accel)
+            vcpus = cpus if isinstance(cpus, dict) else dict.fromkeys(NAMES, cpus)
+            specs = {n: self._spec(n, i, chosen[n], queues, vcpus.get(n, 2), memory, accel)
                      for i, n in enumerate(NAMES)}
             self._save({"prefix": self.prefix, "accel": accel, "guests": {
                 n: {**_spec_json(s), "original": _kernel_json(chosen[n], ())}
@@ -269,15 +271,19 @@ class VmTestbed:
 
 
 def _up(guest: Guest, deadline: float, attempts: int = 3) -> float:
-    """Seconds until the guest's sshd answered. A guest that dies while booting is
-    started again, twice at most: under TCG a kernel sometimes oopses while it patches
-    its own code at boot (seen here: a fault in sched_clock_idle_wakeup_event on a 7.2
-    guest, 1 boot in about 15); its console keeps every attempt."""
+    """Seconds until the guest's sshd answered. A guest that dies while booting, or
+    makes no progress for ATTEMPT seconds, is started again, twice at most: under TCG a
+    kernel sometimes oopses while it patches its own code at boot (seen here: a fault in
+    sched_clock_idle_wakeup_event on a 7.2 guest, 1 boot in about 15) or stalls bringing
+    up its CPUs (a 4-vCPU guest beside a 2-vCPU one on 2 CPUs); the console keeps every
+    attempt."""
+    started = time.time()
     for attempt in range(1, attempts + 1):
         try:
-            return guest.wait_ssh(deadline)
-        except GuestDied:
-            if attempt == attempts or time.time() > deadline:
+            guest.wait_ssh(min(deadline, time.time() + ATTEMPT))
+            return time.time() - started
+        except HostError:
+            if attempt == attempts or time.time() >= deadline:
                 raise
             guest.stop()
             guest.start()

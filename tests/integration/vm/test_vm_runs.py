@@ -1,0 +1,173 @@
+"""Whole runs on the VM testbed: device settings with a workload and the collectors'
+device lines, a run killed with SIGKILL mid-trial and put back by `napilab restore`,
+and the settings of seeds 000 and 003 applied, read back and restored there."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from harness.hosts.session import HostSession
+from harness.hosts.settings import HostSettings
+from harness.inventory.inventory import load_inventory
+from harness.lab.vmbed import VmTestbed
+from harness.profile.plan import bind
+from harness.profile.profile import load_profile
+from tests.conftest import ROOT
+from tests.integration.vm.conftest import NAPILAB, guest, leftovers, session_on
+from tests.integration.vm.test_vm_knobs import STATE
+
+PROFILE = """\
+name: vm-device
+hosts: {sender: a, receiver: b}
+workload:
+  tool: ping
+  duration: 3
+  client: {role: sender, cpus: "0"}
+  server: {role: receiver}
+setup:
+  receiver:
+    irq_affinity: {data0: "1"}
+    rps: {data0: "0"}
+collect:
+  interrupts: {roles: [receiver], irqs: "virtio.*-(input|output)"}
+  napi_threads: {roles: [receiver]}
+  softnet_stat: {roles: [receiver]}
+variants:
+  irq-cpu1: {}
+  threaded-busy-poll:
+    setup:
+      receiver:
+        napi: {data0: {threaded: busy-poll}}
+        napi_threads: {data0: {cpus: "1", policy: fifo, priority: 50}}
+repeat: 1
+"""
+
+
+def run(args: list[str], timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([NAPILAB, *args], capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
+def state(bed: VmTestbed) -> str:
+    return guest(bed, "b", STATE).stdout
+
+
+def test_a_run_sets_device_knobs_and_reads_device_lines(tmp_path: Path,
+                                                        vm_clean: VmTestbed) -> None:
+    profile = tmp_path / "p.yaml"
+    profile.write_text(PROFILE)
+    before = state(vm_clean)
+    done = run(["run", str(profile), "-i", str(vm_clean.inventory_path), "-o",
+                str(tmp_path / "r"), "--format", "text"])
+    assert done.returncode == 0, done.stderr
+    run_dir = next((tmp_path / "r" / "vm-device").iterdir())
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    for trial in manifest["trials"]:
+        assert trial["status"] == "ok"
+        states = {c["verdict"]["state"] for c in trial["settings"]}
+        assert states == {"taken"}, trial["settings"]
+    rows = pd.read_parquet(run_dir / "samples.parquet")
+    inputs = guest(vm_clean, "b", "cd /sys/class/net/data0; for n in $(ls device/../msi_irqs)"
+                   "; do if grep -q \"^ *$n:.*input\" /proc/interrupts; then echo irq_$n; fi;"
+                   " done").stdout.split()
+    assert len(inputs) == 2, inputs  # the data NIC's two rx queue IRQs
+    irq_lines = rows[(rows["source"] == "interrupts") & rows["metric"].isin(inputs)]
+    assert irq_lines["value"].sum() > 0  # the queues' IRQs fired, as device lines
+    assert set(irq_lines[irq_lines["value"] > 0]["cpu"].dropna()) == {1.0}  # on CPU 1 only
+    threads = rows[(rows["source"] == "napi_threads") & (rows["variant"] ==
+                                                          "threaded-busy-poll")]
+    assert threads[threads["metric"] == "threads"]["value"].iloc[0] == 2
+    assert threads[threads["metric"] == "threads_realtime"]["value"].iloc[0] == 2
+    assert state(vm_clean) == before
+    assert leftovers(vm_clean) == {"a": [], "b": []}
+
+
+def test_sigkill_mid_run_then_restore(tmp_path: Path, vm_clean: VmTestbed) -> None:
+    profile = tmp_path / "p.yaml"
+    profile.write_text(PROFILE.replace("duration: 3", "duration: 120"))
+    before = state(vm_clean)
+    proc = subprocess.Popen([NAPILAB, "run", str(profile), "-i", str(vm_clean.inventory_path),
+                             "-o", str(tmp_path / "r"), "--format", ""],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline and "rps 1" not in state(vm_clean):
+            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+            time.sleep(1)
+        assert "queues/rx-0 rps 1" in state(vm_clean)  # the settings are on
+        os.killpg(proc.pid, signal.SIGKILL)
+        assert proc.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    left = leftovers(vm_clean)["b"]
+    assert any(n.startswith("journal-") for n in left) and any(
+        n.startswith("lock-") for n in left), left
+    assert state(vm_clean) != before
+    restored = run(["restore", "-i", str(vm_clean.inventory_path)])
+    assert restored.returncode == 0, restored.stdout + restored.stderr
+    assert "b: restored" in restored.stdout and "removed the stale lock" in restored.stdout
+    assert state(vm_clean) == before
+    assert leftovers(vm_clean) == {"a": [], "b": []}
+    # the stray ping of the killed run's workload is gone with the trial
+    time.sleep(1)
+    pings = guest(vm_clean, "a", "pgrep -x ping || true").stdout.strip()
+    if pings:  # ended by its own deadline, at the latest
+        guest(vm_clean, "a", "pkill -x ping || true")
+
+
+def lab_inventory(bed: VmTestbed, tmp_path: Path, names: dict[str, str]) -> Path:
+    """The VM inventory under the host names a shipped profile uses (sut, peer ...)."""
+    doc = yaml.safe_load(bed.inventory_path.read_text())
+    doc["hosts"] = {new: doc["hosts"][old] for new, old in names.items()}
+    for host in doc["hosts"].values():  # seed 000 pins its client to CPUs 3-10 of a lab
+        host.pop("cpus")  # host: its settings (CPU 2) are what is checked here
+    path = tmp_path / "lab.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+@pytest.mark.parametrize(("shipped", "names"), [
+    ("seed-000-threaded-busypoll.yaml", {"sut": "b", "peer": "a"}),
+    ("seed-003-afxdp-busy-budget.yaml", {"sut": "b"}),
+])
+def test_seed_settings_apply_read_back_and_restore(shipped: str, names: dict[str, str],
+                                                   tmp_path: Path, vm_clean: VmTestbed) -> None:
+    """Every variant's settings of the shipped seed profile, bound to the guests, applied
+    for real, read back as requested, restored; `hosts check` finds each knob there."""
+    inventory = lab_inventory(vm_clean, tmp_path, names)
+    plan = bind(load_profile(ROOT / "profiles" / shipped), load_inventory(inventory))
+    before = state(vm_clean)
+    check = json.loads(run(["hosts", "check", "-i", str(inventory), "--json"]).stdout)
+    sut = next(r for r in check if r["host"] == "sut")
+    assert sut["per_napi_netlink"].startswith("2 NAPI(s)") and sut["queues"]
+    kinds: set[str] = set()
+    for variant in plan.profile.variants:
+        session: HostSession = session_on(vm_clean, "b")
+        try:
+            settings = HostSettings(session, f"seed{variant.name[:8]}".replace("-", ""))
+            changes = settings.apply(plan.settings(variant)["sut"])
+            assert changes and all(c.matches for c in changes), variant.name
+            kinds |= {c.kind for c in changes}
+            for change in changes:  # hosts check saw the files it writes
+                if change.backend == "file" and change.path.startswith("/sys/class/net"):
+                    assert sut["knobs"].get(change.path, "writable") == "writable"
+            settings.restore()
+        finally:
+            session.close()
+        assert state(vm_clean) == before, variant.name
+    expected = {"seed-000-threaded-busypoll.yaml": {"ethtool", "irq_affinity", "sysctl",
+                                                    "netdev", "napi", "napi_threads"},
+                "seed-003-afxdp-busy-budget.yaml": {"irq_affinity", "netdev"}}[shipped]
+    assert expected <= kinds, kinds
