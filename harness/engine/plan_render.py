@@ -133,12 +133,8 @@ class _Steps:
         journal = kernel_journal(run_id, host)
         self.add(host, "boot", reads[0])
         self.add(host, "boot", host_steps.journal_argv(journal, first=first), stdin="<journal>")
-        if spec is None:
-            commands = backend.method().commands(backend.method().original(
-                {"release": "<its own>", "version": "", "cmdline": "<its command line>",
-                 "image": "<its own>"}) | {"image": "<its own image>"})
-        else:
-            commands = backend.planned_commands(spec.image, spec.append)
+        commands = backend.planned_commands(spec.image if spec else None,
+                                            spec.append if spec else ())
         for command in commands:
             if command.argv[0] == CONTROLLER:  # run here, not on the host
                 self.out.append({"host": host, "phase": "boot", "argv": command.argv,

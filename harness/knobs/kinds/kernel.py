@@ -280,9 +280,15 @@ class BootBackend(Backend):
         backend._first_cmdline = "<its command line>"
         return backend
 
-    def planned_commands(self, image: str, append: Sequence[str]) -> list[Command]:
-        """What booting into `image` runs, as `napilab plan` shows it: the VM testbed's
-        image is found on this machine, a lab host's named as the method finds it."""
+    def planned_commands(self, image: str | None, append: Sequence[str]) -> list[Command]:
+        """What booting into `image` (None: the host's own kernel) runs, as `napilab
+        plan` shows it: the VM testbed's image is found on this machine, a lab host's
+        named as the method finds it."""
+        if image is None:
+            own: dict[str, Any] = {"image": "<its own>", "cmdline": "<its command line>"}
+            if self.boot.method == "kexec":
+                own["image"] = "/boot/vmlinuz-<its release>"
+            return self.method().commands(own if self.boot.method in ("vm", "kexec") else {})
         target: dict[str, Any] = {"image": image, "append": list(append)}
         if self.boot.method == "vm":
             with contextlib.suppress(NapilabError):
@@ -326,13 +332,13 @@ class BootBackend(Backend):
 
     def write(self, key: str, value: str) -> None:
         target = loads(value)
-        before = self._boot_id()
         method = self.method()
-        if "image" not in target and "entry" not in target and "cmdline" in target:
-            target = method.original(target)  # a journalled original: boot back into it
         if target.get("append") and not method.takes_append:
             raise HostError(f"{self.host}: boot method {method.name} boots an entry as the "
                             "boot loader has it: `append` needs method kexec (or vm)")
+        before = self._boot_id()
+        if "image" not in target and "entry" not in target and "cmdline" in target:
+            target = method.original(target)  # a journalled original: boot back into it
         method.boot(target)
         self._wait(before)
 
