@@ -81,9 +81,14 @@ def _mac(nic: int, index: int) -> str:
 
 
 def qemu_opts(spec: GuestSpec) -> list[str]:
-    """The NICs, as QEMU options (`vng --qemu-opts`)."""
+    """The NICs, as QEMU options (`vng --qemu-opts`); under TCG, one host thread for all
+    of a guest's vCPUs (`thread=single`): with a thread per vCPU, a kernel that patches
+    its own code while another vCPU runs it (a static key flipped: RPS switched on, at
+    boot) was seen to crash here on torn instructions (7.2-rt in
+    netif_receive_skb_list_internal, 7.2 in sched_clock_idle_wakeup_event)."""
     vectors = 2 * spec.queues + 2
-    return [
+    single = ["-accel", "tcg,thread=single"] if spec.accel == "tcg" else []
+    return [*single,
         "-netdev", f"user,id=mgmt,restrict=on,ipv6=off,net={MGMT_NET},host={MGMT_HOST},"
                    f"dns={MGMT_DNS},hostfwd=tcp:127.0.0.1:{spec.ssh_port}-{MGMT_GUEST}:22",
         "-device", f"virtio-net-pci,netdev=mgmt,mac={spec.mgmt_mac}",

@@ -105,8 +105,22 @@ def vm_clean(vm_bed: VmTestbed) -> Iterator[VmTestbed]:
     down = [n for n, g in status["guests"].items() if not g["pid"]]
     if not any(left.values()) and not down:
         return
+    consoles = {n: console_tail(vm_bed, n) for n in down}
     restore = subprocess.run([NAPILAB, "restore", "-i", str(vm_bed.inventory_path)],
                              capture_output=True, text=True, timeout=900, check=False)
     pytest.fail(f"the test left {left} (guests not running: {down}); `napilab restore` "
                 f"exited {restore.returncode}, leaving {leftovers(vm_bed)}: "
-                f"{restore.stdout.strip()} {restore.stderr.strip()}")
+                f"{restore.stdout.strip()} {restore.stderr.strip()}; consoles: {consoles}")
+
+
+def console_tail(bed: VmTestbed, name: str, lines: int = 40) -> str:
+    path = bed.state / name / "console.log"
+    text = path.read_text(errors="replace") if path.exists() else ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def dead_guests(bed: VmTestbed) -> dict[str, str]:
+    """Guests whose QEMU is gone, with the end of their console (a TCG guest that
+    crashed: a kernel oops or panic under emulation)."""
+    return {n: console_tail(bed, n) for n, g in bed.status()["guests"].items()
+            if not g["pid"]}

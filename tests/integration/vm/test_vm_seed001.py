@@ -18,7 +18,14 @@ from pathlib import Path
 
 from harness.lab.vmbed import VmTestbed
 from tests.conftest import ROOT
-from tests.integration.vm.conftest import NAPILAB, RT_NEW, RT_OLD, guest, leftovers
+from tests.integration.vm.conftest import (
+    NAPILAB,
+    RT_NEW,
+    RT_OLD,
+    dead_guests,
+    guest,
+    leftovers,
+)
 
 LETTER = Path(__file__).with_name("seed001_letter.sh")
 SECS = 5
@@ -71,8 +78,11 @@ def run_letter(bed: VmTestbed, kernel: str) -> tuple[str, dict[str, str]]:
     subprocess.run([NAPILAB, "testbed", "boot", "b", f"--state={bed.state}",
                     f"--kernel={kernel}"], check=True, timeout=900, capture_output=True)
     script = letter_script(kernel)
-    out = guest(bed, "b", f"SECS={SECS} MODE=rps bash -s <<'NAPILAB_LETTER'\n{script}"
-                          "NAPILAB_LETTER", timeout=300).stdout
+    # The script makes its own veth pair on 192.0.2.1/2.2, which b's data0 holds: the
+    # address goes for the script (the guest is booted again after it)
+    out = guest(bed, "b", "ip addr flush dev data0 && "
+                f"SECS={SECS} MODE=rps bash -s <<'NAPILAB_LETTER'\n{script}"
+                "NAPILAB_LETTER", timeout=300).stdout
     return out, parse_letter(out)
 
 
@@ -85,12 +95,23 @@ def pattern(value: str | float | None) -> str:
 def test_seed_001_table_agrees_with_the_letters_script(tmp_path: Path,
                                                        vm_clean: VmTestbed) -> None:
     own = guest(vm_clean, "b", "uname -r; cat /proc/cmdline").stdout
-    done = subprocess.run([NAPILAB, "run", str(short_profile(tmp_path)), "-i",
-                           str(vm_clean.inventory_path), "-o", str(tmp_path / "r"),
-                           "--format", "text,json"],
-                          capture_output=True, text=True, timeout=1800, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
-    run_dir = next((tmp_path / "r" / "seed-001-backlog-napi-vm").iterdir())
+    for attempt in (1, 2):
+        results = tmp_path / f"r{attempt}"
+        done = subprocess.run([NAPILAB, "run", str(short_profile(tmp_path)), "-i",
+                               str(vm_clean.inventory_path), "-o", str(results),
+                               "--format", "text,json"],
+                              capture_output=True, text=True, timeout=1800, check=False)
+        crashed = dead_guests(vm_clean)
+        if done.returncode == 0 or not crashed or attempt == 2:
+            break
+        # A guest that crashed under TCG (not napilab: its QEMU is gone) is napilab
+        # restore's case; the run is made again once, the crash printed for the record.
+        print(f"\nguest crashed during the run, console: {crashed}")
+        restored = subprocess.run([NAPILAB, "restore", "-i", str(vm_clean.inventory_path)],
+                                  capture_output=True, text=True, timeout=900, check=False)
+        assert restored.returncode == 0, restored.stdout + restored.stderr
+    assert done.returncode == 0, done.stdout + done.stderr + str(crashed)
+    run_dir = next((results / "seed-001-backlog-napi-vm").iterdir())
     # every trial booted b into its variant's kernel, read back; b is back on its own
     manifest = json.loads((run_dir / "manifest.json").read_text())
     for trial in manifest["trials"]:
