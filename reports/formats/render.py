@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 import jinja2
 
-from harness.store.manifest import Manifest
+from harness.store.manifest import TCG, Manifest
 from harness.store.store import atomic_write
 from reports.ab.compare import RunData, Table, load_run, table
 from reports.ab.model import format_ci, format_number, format_p, format_pct, p_text
@@ -91,6 +91,10 @@ def text(run: RunData, width: int = 80, tab: Table | None = None) -> str:
     if not status.complete:
         out += (f"\n  {status.status} run: {status.ok} of {status.total} trials completed"
                 + (f", {status.failed} failed" if status.failed else "") + "\n")
+    emulated = run_facts.emulated_hosts(run.manifest)
+    if emulated:
+        out += (f"\n  host(s) {', '.join(emulated)}: {TCG}; timings (latencies, rates, CPU "
+                "times) are not\n  representative of hardware; counters and settings are\n")
     return out
 
 

@@ -284,6 +284,12 @@ def _text(value: Any) -> str:
     return "-" if value is None or value == "" else str(value)
 
 
+def emulated_hosts(manifest: Manifest) -> list[str]:
+    """Hosts whose every instruction was emulated (QEMU TCG guests)."""
+    return sorted(host for host, facts in (manifest.host_facts or {}).items()
+                  if facts.get("virtualization") == TCG)
+
+
 def confounders(manifest: Manifest, settings: list[SettingRow]) -> list[str]:
     """What could explain a difference besides the variants: hosts that rebooted or
     changed kernel mid-run, settings the kernel did not take, irqbalance running where
@@ -298,10 +304,9 @@ def confounders(manifest: Manifest, settings: list[SettingRow]) -> list[str]:
         out.append(f"{len(bad)} setting(s) did not read back as requested "
                    f"({', '.join(where)}): see Settings")
     facts = manifest.host_facts or {}
-    for host, host_facts in sorted(facts.items()):
-        if host_facts.get("virtualization") == TCG:
-            out.append(f"host {host} is a {TCG} guest: its timings (latencies, rates, CPU "
-                       "times) are not representative of hardware; counters and settings are")
+    for host in emulated_hosts(manifest):
+        out.append(f"host {host} is a {TCG} guest: its timings (latencies, rates, CPU "
+                   "times) are not representative of hardware; counters and settings are")
     pinned = sorted({s.host for s in settings if s.kind == "irq_affinity"})
     for host in pinned:
         wanted_off = any(s.host == host and s.kind == "irqbalance" for s in settings)

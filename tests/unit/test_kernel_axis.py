@@ -279,3 +279,19 @@ def test_report_columns_are_checked(tmp_path: Path) -> None:
         """)
     assert "report.columns.A: no variant 'zz'" in text
     assert "report.columns.B: variant 'a' is already in column 'A'" in text
+
+
+def test_tcg_guests_timings_are_flagged(tmp_path: Path) -> None:
+    from reports.formats import render, run_facts
+    from tests.synthetic_runs import FACTS
+
+    facts = {"a": {**FACTS, "virtualization": "QEMU TCG, emulated"},
+             "b": {**FACTS, "virtualization": "none"}}
+    run = load_run(store_run(tmp_path, {"ping.rtt_avg": {"x": [10, 11], "y": [12, 13]}},
+                             host_facts=facts))
+    text = render.text(run)
+    assert "host(s) a: QEMU TCG, emulated; timings (latencies, rates, CPU times) are not" \
+        in text
+    found = run_facts.confounders(run.manifest, run_facts.settings_rows(run.manifest))
+    assert any(c.startswith("host a is a QEMU TCG, emulated guest") for c in found)
+    assert not any("host b" in c for c in found)

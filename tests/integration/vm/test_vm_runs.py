@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -171,3 +172,41 @@ def test_seed_settings_apply_read_back_and_restore(shipped: str, names: dict[str
                                                     "netdev", "napi", "napi_threads"},
                 "seed-003-afxdp-busy-budget.yaml": {"irq_affinity", "netdev"}}[shipped]
     assert expected <= kinds, kinds
+
+
+@pytest.mark.skipif(shutil.which("tcp_rr") is None,
+                    reason="neper's tcp_rr is not on PATH (not packaged: build google/neper "
+                    "under /tmp and put it on PATH; the guests see this machine's files)")
+def test_seed_000_runs_with_neper(tmp_path: Path, vm_clean: VmTestbed) -> None:
+    """Seed 000's profile on the guests (sut = b, peer = a), its settings as shipped; the
+    workload adapted to them: neper found where this machine has it (the guests' PATH is
+    sshd's), no onload wrapper, the client on b's CPUs 0-1, 3 s trials, one repetition."""
+    tcp_rr = Path(str(shutil.which("tcp_rr"))).resolve()
+    inventory = lab_inventory(vm_clean, tmp_path, {"sut": "b", "peer": "a"})
+    wrapper = ["env", f"PATH={tcp_rr.parent}:/usr/sbin:/usr/bin:/sbin:/bin"]
+    profile = tmp_path / "seed000.yaml"
+    profile.write_text(yaml.safe_dump({
+        "name": "seed-000-threaded-busypoll", "extends": str(
+            ROOT / "profiles" / "seed-000-threaded-busypoll.yaml"),
+        "workload": {"duration": 3, "warmup": 1,
+                     "client": {"cpus": "0-1", "wrapper": wrapper},
+                     "server": {"wrapper": wrapper}},
+        "repeat": 1, "cooldown": 0}))
+    before = state(vm_clean)
+    done = run(["run", str(profile), "-i", str(inventory), "-o", str(tmp_path / "r"),
+                "--format", "text"])
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_dir = next((tmp_path / "r" / "seed-000-threaded-busypoll").iterdir())
+    rows = pd.read_parquet(run_dir / "samples.parquet")
+    neper = rows[rows["source"] == "neper"]
+    for variant in ("sysctl-busypoll", "threaded-busypoll"):
+        mine = neper[neper["variant"] == variant]
+        assert mine[mine["metric"] == "num_transactions"]["value"].iloc[0] > 0
+        assert mine[mine["metric"] == "latency_p99"]["value"].iloc[0] > 0
+    threads = rows[(rows["source"] == "napi_threads") & (rows["variant"] ==
+                                                          "threaded-busypoll")]
+    assert threads[threads["metric"] == "threads_realtime"]["value"].iloc[0] == 1  # combined 1
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert all(c["verdict"]["state"] == "taken" for t in manifest["trials"]
+               for c in t["settings"])
+    assert state(vm_clean) == before
