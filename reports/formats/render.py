@@ -91,6 +91,10 @@ def text(run: RunData, width: int = 80, tab: Table | None = None) -> str:
     if not status.complete:
         out += (f"\n  {status.status} run: {status.ok} of {status.total} trials completed"
                 + (f", {status.failed} failed" if status.failed else "") + "\n")
+    for column, hosts in run_facts.kernels(run.manifest).items():
+        out += f"\n  {column}: " + "; ".join(f"{host} on {ran}" for host, ran in hosts.items())
+    if run_facts.kernels(run.manifest):
+        out += "\n"
     emulated = run_facts.emulated_hosts(run.manifest)
     if emulated:
         out += (f"\n  host(s) {', '.join(emulated)}: {TCG}; timings (latencies, rates, CPU "

@@ -284,6 +284,23 @@ def _text(value: Any) -> str:
     return "-" if value is None or value == "" else str(value)
 
 
+def kernels(manifest: Manifest) -> dict[str, dict[str, str]]:
+    """column (a variant, or its `report.columns` column) -> host -> the kernel its
+    trials ran on, for the runs that boot hosts into kernels (the profile's `kernel:`):
+    `RELEASE (VERSION)`, each distinct one once."""
+    columns = column_of(manifest)
+    out: dict[str, dict[str, list[str]]] = {}
+    for trial in manifest.trials:
+        for change in trial.settings or []:
+            if change.kind == "kernel" and change.effective:
+                ran = _shown(change.kind, change.effective).split(", command line")[0]
+                seen = out.setdefault(columns.get(trial.variant, trial.variant), {})
+                if ran not in seen.setdefault(change.host, []):
+                    seen[change.host].append(ran)
+    return {col: {host: " / ".join(ran) for host, ran in hosts.items()}
+            for col, hosts in out.items()}
+
+
 def emulated_hosts(manifest: Manifest) -> list[str]:
     """Hosts whose every instruction was emulated (QEMU TCG guests)."""
     return sorted(host for host, facts in (manifest.host_facts or {}).items()

@@ -84,10 +84,12 @@ def _mappings(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 
 
 def _semantic(doc: Any, where: tuple[Any, ...]) -> bool:
-    """Places where what a key may be depends on the rest of the profile: setup is keyed
-    by the profile's roles, matrix excludes by its parameters, and with a matrix name
-    template a new variant may collide with another."""
-    return (where[-1:] == ("setup",) or where[:2] == ("matrix", "exclude")
+    """Places where what a key may be depends on the rest of the profile: setup and
+    kernel are keyed by the profile's roles, report.columns name its variants, matrix
+    excludes by its parameters, and with a matrix name template a new variant may
+    collide with another."""
+    return (where[-1:] in (("setup",), ("kernel",)) or where[:2] == ("matrix", "exclude")
+            or where[:2] == ("report", "columns")
             or (where == ("variants",) and "name" in (doc.get("matrix") or {})))
 
 

@@ -35,6 +35,7 @@ echo "sysctl defer_max $(cat /proc/sys/net/core/skb_defer_max)"
 ethtool -l data0 | tail -4
 ethtool -c data0 | head -6
 echo "threaded $(cat threaded) defer $(cat napi_defer_hard_irqs) flush $(cat gro_flush_timeout)"
+echo "kprobes $(cat /sys/kernel/tracing/kprobe_events 2>/dev/null | wc -l)"
 ps -eo comm= | grep -c '^napi/data0' || true
 """
 

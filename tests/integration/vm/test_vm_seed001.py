@@ -141,6 +141,8 @@ def test_seed_001_table_agrees_with_the_letters_script(tmp_path: Path,
     assert leftovers(vm_clean) == {"a": [], "b": []}
     assert not manifest.get("hosts_changed")
     text = (run_dir / "report.txt").read_text()
+    assert "\n  Baseline: b on 6.1.0-" in text and "\n  Patched: b on 7.2." in text
+    assert "host(s) a, b: QEMU TCG, emulated" in text or "KVM" in str(manifest["host_facts"])
     print("\nnapilab's table (napilab run profiles/seed-001-backlog-napi-vm.yaml, 5 s):\n"
           + text.split("\n\n")[0])
     table = json.loads((run_dir / "report.json").read_text())["table"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 
+from harness.hosts import check
 from harness.lab.vmbed import VmTestbed
 from tests.integration.vm.conftest import NAPILAB, guest
 
@@ -32,8 +33,7 @@ def test_hosts_check_shows_each_queue_with_its_irq_and_napi(vm_clean: VmTestbed)
             assert f"{q['irq']}:" in irqs and q["irq_name"] in irqs
         assert report["knobs"]["/proc/sys/net/core/busy_poll"] == "writable"
         assert report["per_napi_netlink"].startswith("2 NAPI(s)")
-    text = subprocess.run([NAPILAB, "hosts", "check", "-i", str(vm_clean.inventory_path)],
-                          capture_output=True, text=True, timeout=300, check=True).stdout
+    text = check.render(list(reports.values()))  # what `napilab hosts check` prints
     assert "queues       2 rx, 2 tx; ethtool -l: combined 2 (max combined 2)" in text
     assert text.count("IRQ ") >= 8
 
