@@ -260,8 +260,10 @@ class SSHTransport:
             return HostError(f"{name}: unknown host key ({exc})",
                              hint="add it to known_hosts, or set host_key_policy: "
                              "accept-new in the inventory")
-        if isinstance(exc, paramiko.SSHException):
-            return HostError(f"{name}: SSH failed: {exc}")
+        if isinstance(exc, paramiko.SSHException | EOFError):
+            # EOFError: the host closed the connection during the handshake (a host going
+            # down as napilab connects: paramiko's packetizer raises it as it is)
+            return HostError(f"{name}: SSH failed: {exc or 'connection closed by the host'}")
         if isinstance(exc, TimeoutError | OSError):
             return HostError(f"{name}: cannot connect to {endpoint.describe()}: {exc}")
         return exc
