@@ -96,7 +96,7 @@ class Testbed:
         """The root namespace's route that overlaps this testbed's management /29, if
         any. Only the management range reaches the root namespace; the data range
         lives inside the two namespaces (the root namespace may use 192.0.2.0/24)."""
-        for route in json.loads(_run(["ip", "-j", "-4", "route", "show"]).stdout or "[]"):
+        for route in json.loads(run_here(["ip", "-j", "-4", "route", "show"]).stdout or "[]"):
             try:
                 network = ipaddress.ip_network(route.get("dst", ""), strict=False)
             except ValueError:
@@ -116,23 +116,23 @@ class Testbed:
     def _links(self) -> None:
         a, b = self.nodes
         # less specific than each link's /30: used only while a management link is down
-        _run(["ip", "route", "add", "unreachable", str(self.network)])
+        run_here(["ip", "route", "add", "unreachable", str(self.network)])
         for node in self.nodes:
-            _run(["ip", "netns", "add", node.netns])
-        _run(["ip", "link", "add", DATA_IFACE, "netns", a.netns, "type", "veth",
+            run_here(["ip", "netns", "add", node.netns])
+        run_here(["ip", "link", "add", DATA_IFACE, "netns", a.netns, "type", "veth",
               "peer", "name", DATA_IFACE, "netns", b.netns])
         for node in self.nodes:
             ns = ["ip", "-n", node.netns]
-            _run([*ns, "link", "set", "lo", "up"])
-            _run([*ns, "addr", "add", f"{node.data_address}/24", "dev", DATA_IFACE])
-            _run([*ns, "link", "set", DATA_IFACE, "up"])
-            _run(["ip", "netns", "exec", node.netns, "ethtool", "-K", DATA_IFACE, "gro", "on"])
-            _run(["ip", "link", "add", node.mgmt_root, "type", "veth", "peer", "name",
+            run_here([*ns, "link", "set", "lo", "up"])
+            run_here([*ns, "addr", "add", f"{node.data_address}/24", "dev", DATA_IFACE])
+            run_here([*ns, "link", "set", DATA_IFACE, "up"])
+            run_here(["ip", "netns", "exec", node.netns, "ethtool", "-K", DATA_IFACE, "gro", "on"])
+            run_here(["ip", "link", "add", node.mgmt_root, "type", "veth", "peer", "name",
                   MGMT_IFACE, "netns", node.netns])
-            _run(["ip", "addr", "add", f"{node.mgmt_root_address}/30", "dev", node.mgmt_root])
-            _run(["ip", "link", "set", node.mgmt_root, "up"])
-            _run([*ns, "addr", "add", f"{node.mgmt_address}/30", "dev", MGMT_IFACE])
-            _run([*ns, "link", "set", MGMT_IFACE, "up"])
+            run_here(["ip", "addr", "add", f"{node.mgmt_root_address}/30", "dev", node.mgmt_root])
+            run_here(["ip", "link", "set", node.mgmt_root, "up"])
+            run_here([*ns, "addr", "add", f"{node.mgmt_address}/30", "dev", MGMT_IFACE])
+            run_here([*ns, "link", "set", MGMT_IFACE, "up"])
 
     def _sshd(self) -> None:
         if not Path(SSHD).exists():
@@ -142,7 +142,7 @@ class Testbed:
             priv_sep.mkdir(mode=0o755)
             (self.state / "created-run-sshd").touch()
         user_key = self.state / "id_ed25519"
-        _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "napilab-testbed",
+        run_here(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "napilab-testbed",
               "-f", str(user_key)])
         (self.state / "authorized_keys").write_text(
             user_key.with_suffix(".pub").read_text())
@@ -151,7 +151,7 @@ class Testbed:
             home = self.state / node.name
             home.mkdir(mode=0o700)
             host_key = home / "ssh_host_ed25519_key"
-            _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", node.netns,
+            run_here(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", node.netns,
                   "-f", str(host_key)])
             config = home / "sshd_config"
             config.write_text("\n".join([
@@ -164,7 +164,7 @@ class Testbed:
                 "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no",
                 "PrintMotd no", "MaxSessions 64", "MaxStartups 64:30:128", "LogLevel ERROR",
             ]) + "\n")
-            _run(["ip", "netns", "exec", node.netns, SSHD, "-f", str(config),
+            run_here(["ip", "netns", "exec", node.netns, SSHD, "-f", str(config),
                   "-E", str(home / "sshd.log")])
             pub = host_key.with_suffix(".pub").read_text().split()
             known.append(f"{node.mgmt_address},{node.data_address} {pub[0]} {pub[1]}")
@@ -212,10 +212,10 @@ class Testbed:
             _kill_pidfile(pidfile)
             if node.netns in _netns_list():
                 _kill_netns_processes(node.netns)
-                _run(["ip", "netns", "del", node.netns], check=False)
+                run_here(["ip", "netns", "del", node.netns], check=False)
             if Path(f"/sys/class/net/{node.mgmt_root}").exists():
-                _run(["ip", "link", "del", node.mgmt_root], check=False)
-        _run(["ip", "route", "del", "unreachable", str(self.network)], check=False)
+                run_here(["ip", "link", "del", node.mgmt_root], check=False)
+        run_here(["ip", "route", "del", "unreachable", str(self.network)], check=False)
         if (self.state / "created-run-sshd").exists():
             with contextlib.suppress(OSError):
                 Path("/run/sshd").rmdir()
@@ -237,20 +237,24 @@ class Testbed:
                 "nodes": nodes}
 
 
-def _run(argv: list[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
+def run_here(argv: list[str], *, check: bool = True, what: str = "testbed",
+         timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    """A command of a testbed's set-up on this machine (the VM testbed's too)."""
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=30)
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False,
+                              timeout=timeout)
     except FileNotFoundError:
         raise NapilabError(f"{argv[0]} not found", hint="install iproute2, ethtool and "
                            "openssh-server (make demo does it as root)") from None
     if check and proc.returncode != 0:
-        raise HostError(f"testbed: `{' '.join(argv)}` exited {proc.returncode}: "
+        raise HostError(f"{what}: `{' '.join(argv)}` exited {proc.returncode}: "
                         f"{proc.stderr.strip()}")
     return proc
 
 
+
 def _netns_list() -> list[str]:
-    proc = _run(["ip", "netns", "list"], check=False)
+    proc = run_here(["ip", "netns", "list"], check=False)
     return [line.split()[0] for line in proc.stdout.splitlines() if line.strip()]
 
 
@@ -289,7 +293,7 @@ def _kill_pidfile(path: Path) -> None:
 
 
 def _kill_netns_processes(netns: str) -> None:
-    proc = _run(["ip", "netns", "pids", netns], check=False)
+    proc = run_here(["ip", "netns", "pids", netns], check=False)
     pids = [int(p) for p in proc.stdout.split() if p.isdigit()]
     _terminate(pids)
 

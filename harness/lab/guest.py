@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import HostError, NapilabError
+from harness.hosts.testbed import alive
 
 GUEST_DIR = "/run/napilab-guest"  # where the guest sees its read-only files
 MGMT_NET = "198.51.100.128/25"  # QEMU's user network: inside the QEMU process only
@@ -174,7 +175,7 @@ class Guest:
             pid = int(self.pidfile.read_text())
         except (OSError, ValueError):
             return None
-        return pid if _alive(pid) else None
+        return pid if alive(pid) else None
 
     def start(self) -> None:
         vng = vng_path()
@@ -249,20 +250,6 @@ def _banner(port: int) -> bool:
             return sock.recv(8).startswith(b"SSH-")
     except OSError:
         return False
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return not stat[stat.rfind(")") + 2:].startswith("Z")
 
 
 def group_members(pgid: int) -> list[int]:

@@ -34,6 +34,7 @@ from typing import Any
 import yaml
 
 from harness.errors import HostError, NapilabError
+from harness.hosts.testbed import run_here
 from harness.lab import kernels
 from harness.lab.guest import (
     SSHD_CONFIG,
@@ -335,12 +336,4 @@ def _disable_ipv6(dev: str) -> None:
 
 
 def _run(argv: list[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=60)
-    except FileNotFoundError:
-        raise NapilabError(f"{argv[0]} not found", hint="install iproute2 and "
-                           "openssh-server (`make test` does it as root)") from None
-    if check and proc.returncode != 0:
-        raise HostError(f"VM testbed: `{' '.join(argv)}` exited {proc.returncode}: "
-                        f"{proc.stderr.strip()}")
-    return proc
+    return run_here(argv, check=check, what="VM testbed", timeout=60)

@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import Written
-from harness.profile.schema import Checker, join, suggest
+from harness.profile.schema import Checker, join
+from harness.profile.setup import known_roles
 from harness.profile.yamlsrc import Node, Seq
 
 KERNEL_KEYS = ("image", "append")
@@ -49,12 +50,7 @@ class KernelSpec:
 def parse_kernel(check: Checker, node: Node, path: str, roles: Mapping[str, Any]
                  ) -> list[KernelSpec]:
     out = []
-    for role, raw in node.items():
-        role_path = join(path, role)
-        if role not in roles:
-            check.error(node.key_locations.get(role), role_path,
-                        f"no such role; roles are {sorted(roles)}{suggest(role, roles)}")
-            continue
+    for role, raw, role_path in known_roles(check, node, path, roles):
         if isinstance(raw, int | float) and not isinstance(raw, bool):
             check.error(node.where(role), role_path, f"{raw!r} is a number to YAML (6.10 "
                         f"reads as 6.1): quote the kernel's name, e.g. \"{raw}\"")

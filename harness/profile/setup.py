@@ -8,7 +8,7 @@ docs/profiles.md has an example of each.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harness.knobs import registry
@@ -17,17 +17,25 @@ from harness.profile.schema import Checker, join, suggest
 from harness.profile.yamlsrc import Node
 
 
-def parse_setup(check: Checker, node: Node, path: str, roles: Mapping[str, Any]
-                ) -> list[Setting]:
-    """Settings in apply order (the registry's), role by role."""
-    settings: list[Setting] = []
-    kinds = registry.profile_keys()
+def known_roles(check: Checker, node: Node, path: str, roles: Mapping[str, Any]
+                ) -> Iterator[tuple[str, Any, str]]:
+    """(role, its value, its key path) of a section keyed by the profile's roles; an
+    unknown role is an error at its key, and skipped."""
     for role, raw in node.items():
         role_path = join(path, role)
         if role not in roles:
             check.error(node.key_locations.get(role), role_path,
                         f"no such role; roles are {sorted(roles)}{suggest(role, roles)}")
             continue
+        yield role, raw, role_path
+
+
+def parse_setup(check: Checker, node: Node, path: str, roles: Mapping[str, Any]
+                ) -> list[Setting]:
+    """Settings in apply order (the registry's), role by role."""
+    settings: list[Setting] = []
+    kinds = registry.profile_keys()
+    for role, raw, role_path in known_roles(check, node, path, roles):
         keys = check.mapping(raw, node.where(role), role_path)
         if keys is None:
             continue

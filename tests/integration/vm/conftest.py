@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from harness.errors import HostError
 from harness.hosts.session import HostSession
 from harness.inventory.inventory import load_inventory
 from harness.lab import kernels
@@ -82,6 +85,32 @@ def guest(bed: VmTestbed, name: str, script: str, timeout: float = 120,
         return session.transport.run(["sh", "-c", script], timeout=timeout, check=check)
     finally:
         session.close()
+
+
+def kill_run_when(bed: VmTestbed, args: list[str], script: str, done: Callable[[str], bool],
+                  timeout: float = 600) -> None:
+    """`napilab ARGS` in its own session, SIGKILLed once `script` on guest b prints
+    what `done` accepts (b may be booting: it does not answer then)."""
+    proc = subprocess.Popen([NAPILAB, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        deadline = time.time() + timeout
+        while True:
+            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+            assert time.time() < deadline, f"b never showed what the test waits for: {script}"
+            try:
+                now = guest(bed, "b", script, check=False)
+            except HostError:  # booting
+                now = None
+            if now is not None and now.exit_code == 0 and done(now.stdout):
+                break
+            time.sleep(1)
+        os.killpg(proc.pid, signal.SIGKILL)
+        assert proc.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 def leftovers(bed: VmTestbed) -> dict[str, list[str]]:

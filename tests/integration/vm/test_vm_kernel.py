@@ -4,16 +4,12 @@ restore`, which boots b into its own kernel (the kernel journal outlives the boo
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import time
 from pathlib import Path
 
-from harness.errors import HostError
 from harness.lab.vmbed import VmTestbed
 from tests.conftest import ROOT
-from tests.integration.vm.conftest import NAPILAB, RT_OLD, guest, leftovers
+from tests.integration.vm.conftest import NAPILAB, RT_OLD, guest, kill_run_when, leftovers
 
 IDENTITY = "uname -r; uname -v; cat /proc/cmdline"
 
@@ -42,31 +38,11 @@ variants:
   old: {{kernel: {{receiver: "{RT_OLD}"}}, setup: {{receiver: {{rps: {{data0: "1"}}}}}}}}
 repeat: 1
 """)
-    proc = subprocess.Popen([NAPILAB, "run", str(profile), "-i", str(vm_clean.inventory_path),
-                             "-o", str(tmp_path / "r"), "--format", ""],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
-    try:
-        deadline = time.time() + 600
-        while time.time() < deadline:
-            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
-            try:
-                now = guest(vm_clean, "b", IDENTITY + "; cat /sys/class/net/data0/queues/"
-                            "rx-0/rps_cpus", check=False)
-            except HostError:  # booting
-                now = None
-            if now is not None and now.exit_code == 0 and now.stdout.startswith("6.1.0-") \
-                    and now.stdout.strip().endswith("2"):
-                break  # on the variant's kernel, with its settings
-            time.sleep(2)
-        else:
-            raise AssertionError("b never ran the variant's kernel with its settings")
-        os.killpg(proc.pid, signal.SIGKILL)
-        assert proc.wait(timeout=30) == -signal.SIGKILL
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    # killed on the variant's kernel, with its settings on
+    kill_run_when(vm_clean, ["run", str(profile), "-i", str(vm_clean.inventory_path), "-o",
+                             str(tmp_path / "r"), "--format", ""],
+                  IDENTITY + "; cat /sys/class/net/data0/queues/rx-0/rps_cpus",
+                  lambda now: now.startswith("6.1.0-") and now.strip().endswith("2"))
     left = leftovers(vm_clean)["b"]
     assert any(n.endswith("-b-kernel.json") for n in left), left
     assert any(n.startswith("lock-") for n in left), left

@@ -5,9 +5,7 @@ and the settings of seeds 000 and 003 applied, read back and restored there."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -23,7 +21,7 @@ from harness.lab.vmbed import VmTestbed
 from harness.profile.plan import bind
 from harness.profile.profile import load_profile
 from tests.conftest import ROOT
-from tests.integration.vm.conftest import NAPILAB, guest, leftovers, session_on
+from tests.integration.vm.conftest import NAPILAB, guest, kill_run_when, leftovers, session_on
 from tests.integration.vm.test_vm_knobs import STATE
 
 PROFILE = """\
@@ -100,22 +98,9 @@ def test_sigkill_mid_run_then_restore(tmp_path: Path, vm_clean: VmTestbed) -> No
     profile = tmp_path / "p.yaml"
     profile.write_text(PROFILE.replace("duration: 3", "duration: 120"))
     before = state(vm_clean)
-    proc = subprocess.Popen([NAPILAB, "run", str(profile), "-i", str(vm_clean.inventory_path),
-                             "-o", str(tmp_path / "r"), "--format", ""],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
-    try:
-        deadline = time.time() + 300
-        while time.time() < deadline and "rps 1" not in state(vm_clean):
-            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
-            time.sleep(1)
-        assert "queues/rx-0 rps 1" in state(vm_clean)  # the settings are on
-        os.killpg(proc.pid, signal.SIGKILL)
-        assert proc.wait(timeout=30) == -signal.SIGKILL
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    kill_run_when(vm_clean, ["run", str(profile), "-i", str(vm_clean.inventory_path), "-o",
+                             str(tmp_path / "r"), "--format", ""], STATE,
+                  lambda now: "queues/rx-0 rps 1" in now, timeout=300)  # the settings are on
     left = leftovers(vm_clean)["b"]
     assert any(n.startswith("journal-") for n in left) and any(
         n.startswith("lock-") for n in left), left
