@@ -21,7 +21,7 @@ demo: $(VENV)/.runtime debs
 # fetches them when root (they skip, saying why, where that or QEMU is not possible).
 test: $(VENV)/.test debs test-debs vm-debs kernels lint
 	$(BIN)/pytest -q -n auto tests/unit tests/browser
-	$(BIN)/pytest -q tests/integration
+	$(BIN)/pytest -q --durations=25 tests/integration
 
 lint: $(VENV)/.test
 	$(BIN)/ruff check $(wildcard harness runners reports tests benchmarks)

@@ -11,6 +11,8 @@ the 5. Noise kinds (per repetition, around a median of 100):
   integer   latencies of ~20 us rounded to whole microseconds, sigma 0.05: heavy ties;
   heavy     sigma 0.05, and 15% of repetitions slowed by a factor 1 + Exp(mean 0.5).
 Figures are printed, not asserted; each table says its target and whether it was met.
+The nightly gate's tables (pool, regression nights, drift, lock, consistency) follow,
+from benchmarks/stats_nightly.py (sims / 4 per cell).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
+import stats_nightly
 from scipy import special
 
 from harness.stats.changes import change_points
@@ -30,11 +33,11 @@ from harness.stats.gate import GateSamples, GateStatus, gate_metrics
 from harness.stats.noise import drift
 from harness.stats.pool import pooled_percentiles
 from harness.stats.stats import Verdict, median_ci
+from harness.stats.two_sample import RANK_TEST_MIN_N as RANK_SWITCH
 
 Array = np.ndarray
 NOISES = ("sigma 0.02", "sigma 0.05", "sigma 0.1", "sigma 0.2", "integer", "heavy")
 PRIMARY = 5
-N_BOOT = 200  # the rank test's bootstrap CI (n >= 10); Welch's t needs none
 
 
 def draw(rng: np.random.Generator, noise: str, n: int, shift: float = 0.0) -> Array:
@@ -55,7 +58,7 @@ def table(rng: np.random.Generator, noise: str, n: int, shift: float, shifted: i
     metrics = {str(i): MetricSamples(draw(rng, noise, n),
                                      draw(rng, noise, n, shift if i < shifted else 0.0),
                                      "lower") for i in range(family)}
-    found = compare_metrics(metrics, n_boot=N_BOOT, seed=seed)
+    found = compare_metrics(metrics, seed=seed)
     return [found[str(i)].verdict for i in range(family)]
 
 
@@ -161,7 +164,7 @@ def flagged(n1: int, n2: int, change: float, sims: int) -> float:
     for i in range(sims):
         case = GateSamples(draw(rng, "sigma 0.05", n1), draw(rng, "sigma 0.05", n2, change),
                            "lower", 5.0)
-        hits += gate_metrics({"m": case}, n_boot=N_BOOT, seed=i)["m"].status \
+        hits += gate_metrics({"m": case}, seed=i)["m"].status \
             is GateStatus.REGRESSION
     return hits / sims
 
@@ -184,6 +187,43 @@ def history_table(sims: int) -> None:
         found += any(abs(p.index - 20) <= 1 for p in points)
     print(f"  +8% step found within one night: {found / sims:.1%}; A/A without a change "
           f"point: {quiet / sims:.1%}: {verdict(quiet / sims >= 0.95)}")
+
+
+def welch_small_n(sims: int) -> None:
+    print(f"\nWelch's t on logs at small n, unequal spreads: false verdicts of one A/A "
+          f"comparison ({sims * 10} per cell); target <= 5.0%")
+    ratios = (1, 2, 4, 10)
+    print(f"  {'arms':<8}" + "".join(f"{f'sd x{r}':>9}" for r in ratios))
+    worst = 0.0
+    for n1, n2 in ((3, 3), (3, 5), (4, 4), (5, 5)):
+        rng = np.random.default_rng(n1 * 10 + n2)
+        row = []
+        for r in ratios:
+            hits = 0
+            for i in range(sims * 10):
+                found = compare_metrics({"m": MetricSamples(
+                    rng.lognormal(4.6, 0.05, n1), rng.lognormal(4.6, 0.05 * r, n2),
+                    "lower")}, seed=i)["m"]
+                hits += found.verdict in (Verdict.BETTER, Verdict.WORSE)
+            row.append(hits / (sims * 10))
+        worst = max(worst, *row)
+        print(f"  {f'{n1} vs {n2}':<8}" + "".join(f"{v:>9.2%}" for v in row))
+    print(f"  worst {worst:.2%}: {verdict(worst <= 0.05)}")
+
+
+def switch_power(sims: int) -> None:
+    print(f"\npower around the switch to Mann-Whitney (n = {RANK_SWITCH}): +10% shift, "
+          f"sigma 0.05, one metric ({sims * 2} comparisons per cell); no target: the docs "
+          "quote it")
+    sizes = (8, 9, 10, 11, 12)
+    rng = np.random.default_rng(12)
+    out = []
+    for n in sizes:
+        hits = sum(compare_metrics({"m": MetricSamples(
+            rng.lognormal(4.6, 0.05, n), rng.lognormal(4.6 + math.log(1.1), 0.05, n),
+            "lower")}, seed=i)["m"].verdict is Verdict.WORSE for i in range(sims * 2))
+        out.append(hits / (sims * 2))
+    print("  " + "  ".join(f"n={n}: {p:.1%}" for n, p in zip(sizes, out, strict=True)))
 
 
 def coverage(sims: int) -> None:
@@ -238,9 +278,11 @@ def main() -> None:
     sections: list[tuple[Callable[[int], None], int]] = [
         (aa_table, sims), (power_table, sims), (x2_table, sims), (threshold_table, sims),
         (history_table, max(200, sims // 4)), (coverage, sims // 2),
-        (drift_rates, sims // 2), (pooled, max(50, sims // 40))]
+        (drift_rates, sims // 2), (pooled, max(50, sims // 40)),
+        (welch_small_n, max(100, sims // 4)), (switch_power, max(100, sims // 4))]
     for section, count in sections:
         section(count)
+    stats_nightly.run(max(100, sims // 4))
     print(f"\n{time.perf_counter() - start:.0f} s")
 
 

@@ -174,7 +174,7 @@ def check(run_dir: str, baseline: str, limits: tuple[str, ...], intended: tuple[
     for difference in report.confounders.confounders:
         _warn(f"runs differ: {difference}")
     if report.status == "inconclusive":
-        _warn("no gated metric could be judged: exit 5 (inconclusive), not a pass")
+        _warn("not every gated metric was judged within: exit 5 (inconclusive), not a pass")
         sys.exit(int(ExitCode.INCONCLUSIVE))
     sys.exit(int(ExitCode.REGRESSION if report.regressions else ExitCode.OK))
 

@@ -17,15 +17,13 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from harness.stats.two_sample import RANK, RANK_TEST_MIN_N, WELCH, choose_test, rank_floor
+from harness.stats.two_sample import RANK, RANK_TEST_MIN_N, choose_test, rank_floor
 
 Array = npt.NDArray[np.float64]
 
-# A Mann-Whitney verdict needs both the test and the bootstrap CI of the median ratio to
-# exclude 0; the median's efficiency, 2/pi, binds. With 3/pi, simulated power at the
-# reported MDE was only ~70% (n=10, log-normal); with 2/pi it is 84-86% for n=10..20
-# (benchmarks/stats_power.py prints it): slightly conservative, the safe side.
-DECISION_EFFICIENCY = 2 / math.pi
+# A Mann-Whitney verdict is the test and its own Moses interval (harness.stats.shift),
+# which agree: Mann-Whitney's efficiency relative to t for normal noise, 3/pi, applies.
+DECISION_EFFICIENCY = 3 / math.pi
 # What "a clean effect" means in the reachability message: the change Welch's t on logs
 # detects with 80% power at this noise (log-scale SD), the noise of the A/A runs of the
 # testbed's ping flood and of typical lab latency percentiles.
@@ -45,6 +43,7 @@ class Noise:
 
     sd: float
     log_scale: bool
+    absolute: bool = False  # in the values' unit (an absolute change: Welch's t on raw values)
 
     def to_delta(self, change: float) -> float:
         return abs(math.log1p(change)) if self.log_scale else abs(change)
@@ -53,16 +52,17 @@ class Noise:
         return math.expm1(delta) if self.log_scale else delta
 
 
-def pooled_noise(arms: Sequence[Array]) -> Noise | None:
-    """Pooled within-arm SD (df = sum(n_i) - len(arms)); None without a degree of freedom."""
+def pooled_noise(arms: Sequence[Array], *, absolute: bool = False) -> Noise | None:
+    """Pooled within-arm SD (df = sum(n_i) - len(arms)); None without a degree of freedom.
+    `absolute`: in the values' own unit (an absolute change)."""
     df = sum(a.size for a in arms) - len(arms)
     if df < 1:
         return None
-    log_scale = all(bool(np.all(a > 0)) for a in arms)
-    scale = abs(float(np.median(arms[0]))) or 1.0
+    log_scale = not absolute and all(bool(np.all(a > 0)) for a in arms)
+    scale = 1.0 if absolute else abs(float(np.median(arms[0]))) or 1.0
     scaled = [np.log(a) if log_scale else a / scale for a in arms]
     ss = sum(float(np.sum((a - a.mean()) ** 2)) for a in scaled)
-    return Noise(math.sqrt(ss / df), log_scale)
+    return Noise(math.sqrt(ss / df), log_scale, absolute)
 
 
 def min_n_per_arm(alpha: float) -> int:
@@ -90,10 +90,10 @@ def minimal_detectable_effect(noise: Noise, n1: int, n2: int, alpha: float = 0.0
     """
     if min(n1, n2) < 2:
         return None
-    method = choose_test(n1, n2, noise.log_scale)
+    method = choose_test(n1, n2, noise.log_scale, noise.absolute)
     if method == RANK and min_attainable_p(n1, n2) * sides / 2 > alpha:
         return None
-    efficiency = 1.0 if method == WELCH else DECISION_EFFICIENCY
+    efficiency = 1.0 if method != RANK else DECISION_EFFICIENCY
     spread = math.sqrt((1 / n1 + 1 / n2) / efficiency)
     return noise.to_change(_z(n1 + n2 - 2, alpha, power, sides) * noise.sd * spread)
 

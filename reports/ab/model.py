@@ -138,11 +138,27 @@ def as_ratio(change: float | None, ci: tuple[float, float] | None = None) -> boo
                for v in [change, *bounds])
 
 
-def format_pct(change: float | None, ci: tuple[float, float] | None = None) -> str:
+ABSOLUTE = "absolute"  # harness.stats.compare.ABSOLUTE: a change in the metric's unit
+
+
+def _signed(value: float, unit: str) -> str:
+    if math.isinf(value):
+        return "+inf" if value > 0 else "-inf"
+    text = format_number(abs(value))
+    sign = "" if not text.strip("0.,") else "-" if value < 0 else "+"
+    shown = sign + text
+    return f"{shown} {unit}" if unit not in UNITLESS else shown
+
+
+def format_pct(change: float | None, ci: tuple[float, float] | None = None,
+               scale: str = "ratio", unit: str = "") -> str:
     """A relative change in the notation its CI shares (`as_ratio`): +12.3%, -0.41%,
-    +899%, or x24."""
+    +899%, or x24; an absolute one (scale "absolute", a zero baseline or an absolute
+    threshold) in the metric's unit: +9,800 ms."""
     if change is None or math.isnan(change):
         return "-"
+    if scale == ABSOLUTE:
+        return _signed(change, unit)
     if as_ratio(change, ci):
         return _ratio_number(change)
     return _pct_number(change) + "%"
@@ -152,11 +168,15 @@ def _ci_missing(ci: tuple[float, float] | None) -> bool:
     return ci is None or math.isnan(ci[0]) or math.isnan(ci[1])
 
 
-def format_ci(ci: tuple[float, float] | None, change: float | None = None) -> str:
+def format_ci(ci: tuple[float, float] | None, change: float | None = None,
+              scale: str = "ratio", unit: str = "") -> str:
     """A CI of a relative change, compact, in its change's notation: +8.1..+16.0%, or
-    x0.52..x19.1 when the change or a bound is tenfold (`as_ratio`)."""
+    x0.52..x19.1 when the change or a bound is tenfold (`as_ratio`); absolute:
+    +9,650..+9,950 ms."""
     if ci is None or _ci_missing(ci):
         return "-"
+    if scale == ABSOLUTE:
+        return f"{_signed(ci[0], '')}..{_signed(ci[1], unit)}"
     if as_ratio(change, ci):
         return f"{_ratio_number(ci[0])}..{_ratio_number(ci[1])}"
     return f"{_pct_number(ci[0])}..{_pct_number(ci[1])}%"

@@ -42,7 +42,7 @@ def _bound(value: float) -> float | None:
 
 
 def comparison_doc(found: Comparison) -> dict[str, Any]:
-    return {"verdict": found.verdict.value, "change": found.change,
+    return {"verdict": found.verdict.value, "change": found.change, "scale": found.scale,
             "change_ci": [_bound(v) for v in found.change_ci], "confidence": found.confidence,
             "p": found.p_value, "p_adjusted": found.p_adjusted, "adjust": found.adjust.value,
             "test": found.test_method, "alpha": found.alpha, "min_effect": found.min_effect,

@@ -34,10 +34,12 @@ def summary(tab: Table) -> Summary:
                 findings.append({"verdict": verdict, "label": line.label, "column": column,
                                  "baseline": tab.baseline_of(column), "change": found.change,
                                  "ci": found.change_ci, "p": found.p_adjusted,
+                                 "scale": found.scale, "unit": line.unit,
                                  "assumed": assumed,
                                  "note": " (direction assumed: lower taken as better)"
                                  if assumed else ""})
-    findings.sort(key=lambda f: (f["verdict"] != "worse", -abs(f["change"])))
+    findings.sort(key=lambda f: (f["verdict"] != "worse", f["scale"] != "absolute",
+                                 -abs(f["change"])))
     return Summary({k: n for k, n in counts.items() if n}, sum(counts.values()), tab.family,
                    findings, notes(tab))
 

@@ -73,10 +73,11 @@ def _verdicts(tab: Table) -> list[str]:
            f"over the {summary.family} primary one(s), alpha 0.05; exploratory rows show "
            "change and CI only)", ""]
     for f in summary.findings[:MAX_FINDINGS]:
+        change = format_pct(f["change"], f["ci"], f["scale"], f["unit"])
+        ci = format_ci(f["ci"], f["change"], f["scale"], f["unit"])
         out.append(f"- **{f['verdict']}**: {escape(f['label'])} ({escape(f['column'])} vs "
-                   f"{escape(f['baseline'])}) {escape(format_pct(f['change'], f['ci']))}, 95% CI "
-                   f"{escape(format_ci(f['ci'], f['change']))}, {p_text(f['p'])}"
-                   f"{f['note']}")
+                   f"{escape(f['baseline'])}) {escape(change)}, 95% CI {escape(ci)}, "
+                   f"{p_text(f['p'])}{f['note']}")
     more = len(summary.findings) - MAX_FINDINGS
     if more > 0:
         out.append(f"- ... and {more} more in the tables below")
@@ -109,8 +110,11 @@ def _stats(tab: Table) -> list[str]:
                 rows.append([escape(line.label), "-", "-", "-", "n/a"])
                 continue
             verdict, need = verdict_text(found)
-            rows.append([escape(line.label), escape(format_pct(found.change, found.change_ci)),
-                         escape(format_ci(found.change_ci, found.change)),
+            rows.append([escape(line.label),
+                         escape(format_pct(found.change, found.change_ci, found.scale,
+                                           line.unit)),
+                         escape(format_ci(found.change_ci, found.change, found.scale,
+                                          line.unit)),
                          "-" if verdict == "exploratory" else format_p(found.p_adjusted),
                          escape(f"{verdict} ({need})" if need else verdict)])
         out += _table(["metric", "change", "95% CI", "p (Holm)", "verdict"], rows, "lrrrl")

@@ -33,8 +33,9 @@ def _message(line: Line, column: str) -> tuple[str, str]:
     status = {"worse": "failure", "not-enough-data": "skipped",
               "exploratory": "skipped"}.get(verdict, "passed")
     return status, (f"{verdict}: {line.label} ({column}) "
-                    f"{format_pct(found.change, found.change_ci)} "
-                    f"(95% CI {format_ci(found.change_ci, found.change)}), "
+                    f"{format_pct(found.change, found.change_ci, found.scale, line.unit)} "
+                    f"(95% CI "
+                    f"{format_ci(found.change_ci, found.change, found.scale, line.unit)}), "
                     f"{p_text(found.p_adjusted)} "
                     f"(Holm), {line.direction} is better; {found.reason}")
 

@@ -10,11 +10,13 @@ from harness.stats.compare import Comparison
 from reports.ab import verdicts
 from reports.ab.model import Table, format_ci, format_p, format_pct, verdict_text
 
-LEGEND = ("better/worse: a primary metric's change beyond its min_effect, significant "
-          "after Holm (Welch's t on logs below 10 repetitions, Mann-Whitney from 10); ~: "
-          "no significant change; need n=K: not-enough-data, about K repetitions per "
-          "variant would decide; exploratory: not a primary metric, change and CI only "
-          "(docs/statistics.md).")
+LEGEND = ("change: the test's own estimate, always inside its CI: the ratio of geometric "
+          "means (Welch's t on logs, below 10 repetitions), the Hodges-Lehmann ratio "
+          "(Mann-Whitney, from 10), in the metric's unit where the baseline is 0. "
+          "better/worse: a primary metric's change beyond its min_effect, significant "
+          "after Holm, its CI clear of 0; ~: no significant change, a CI that holds 0; "
+          "need n=K: not-enough-data, about K repetitions per variant would decide; "
+          "exploratory: not a primary metric, change and CI only (docs/statistics.md).")
 
 # label, change, CI, p, verdict: 2+26 + 2+8 + 2+16 + 2+6 + 2+12 = 78 columns
 _WIDTHS = (26, 8, 16, 6, 12)
@@ -35,7 +37,7 @@ def heading(other: str, base: str, family: int, width: int = 80) -> list[str]:
     pair = f"  {other} vs {base} (baseline)"
     lines = [pair] if len(pair) <= width else [f"  {other}", f"  vs {base} (baseline)"]
     lines = [line[:width] for line in lines]
-    return [*lines, f"  median change, 95% CI, p Holm-adjusted over {family} primary "
+    return [*lines, f"  change, 95% CI, p Holm-adjusted over {family} primary "
                     "comparison(s)"]
 
 
@@ -62,8 +64,10 @@ def stats_block(tab: Table, width: int = 80) -> str:
                 out.append(_row((line.label, "-", "-", "-", "n/a")))
                 continue
             p = "-" if found.verdict.value == "exploratory" else format_p(found.p_adjusted)
-            out.append(_row((line.label, format_pct(found.change, found.change_ci),
-                             format_ci(found.change_ci, found.change), p, _verdict(found))))
+            out.append(_row((line.label,
+                             format_pct(found.change, found.change_ci, found.scale, line.unit),
+                             format_ci(found.change_ci, found.change, found.scale, line.unit),
+                             p, _verdict(found))))
         out.append("")
     notes = verdicts.notes(tab)
     if notes:

@@ -1,14 +1,19 @@
 """What a nightly candidate is checked against (`napilab check RUN --baseline PATH`).
 
-- PATH is a run directory: that run.
-- PATH is a results directory (RESULTS or RESULTS/<profile>) with a pinned reference
-  (`napilab baseline pin RUN` writes RESULTS/<profile>/PIN_FILE): the pinned run.
-- Otherwise a pool: the last POOL_SIZE complete runs of the candidate's profile with the
-  same profile digest, started before the candidate, that passed their own gate
-  (RUN_DIR/check.json says "pass") or were never gated (the first nights of a series,
-  runs made by hand). Their repetitions are pooled per variant. A regressed or
-  inconclusive night never becomes a reference, so a regression cannot ratchet itself
-  into the baseline, and no single lucky or slow night decides the next one.
+- PATH is a run directory: that run, compared repetition by repetition (an A/B of two
+  runs: the noise is the runs' own, night-to-night noise is not known).
+- PATH is a results directory (RESULTS or RESULTS/<profile>): the *series*, every
+  complete run of the candidate's profile with the same profile digest started before
+  it (the newest SERIES_MAX), oldest first. Each metric's reference is then the anchor
+  level of that series (harness.stats.nightly): the first nights of the accepted level,
+  a lucky or slow first night left out, moved forward only by an improvement beyond
+  the threshold; and the night-to-night noise the series shows. A night's own gate
+  status does not decide it: a status depended on that night's reference, and the
+  level is derived from the data again every night, so neither a run of small steps
+  (a drift) nor one outlier night can carry the reference with it.
+- With a pinned run (`napilab baseline pin RUN` writes RESULTS/<profile>/PIN_FILE) the
+  series starts at the pinned run, which is the anchor alone: how a new, slower level
+  is accepted on purpose.
 A reference whose profile digest differs from the candidate's is refused (exit 2)
 unless the difference is declared intended (`--intended profile`).
 """
@@ -24,7 +29,7 @@ import pandas as pd
 from harness.errors import InputError
 from reports.ab.compare import Column, RunData, column, load_run
 
-POOL_SIZE = 5  # a working week of nights
+SERIES_MAX = 60  # nights of a series read for the anchor and the noise
 PIN_FILE = "baseline-pin.json"
 CHECK_FILE = "check.json"  # gate_json of the last check, kept in the candidate's RUN_DIR
 _TRIAL_STRIDE = 1_000_000  # pooled trial numbers: run k's trial t becomes k*stride + t
@@ -32,17 +37,31 @@ _TRIAL_STRIDE = 1_000_000  # pooled trial numbers: run k's trial t becomes k*str
 
 @dataclass(frozen=True)
 class Reference:
-    kind: str  # run | pinned | pool
+    kind: str  # run | pinned | series
     runs: tuple[RunData, ...]  # newest first
 
     @property
     def newest(self) -> RunData:
         return self.runs[0]
 
+    @property
+    def series(self) -> tuple[RunData, ...]:
+        """The nights oldest first (a pinned series starts at the pinned run)."""
+        return tuple(reversed(self.runs))
+
+    @property
+    def nightly(self) -> bool:
+        return self.kind in ("series", "pinned")
+
     def describe(self) -> str:
-        if self.kind == "pool":
-            return (f"pool of {len(self.runs)} run(s): "
-                    + ", ".join(r.directory.name for r in self.runs))
+        if self.kind == "series":
+            first, last = self.series[0].directory.name, self.newest.directory.name
+            return (f"series of {len(self.runs)} night(s), {first} .. {last}"
+                    if len(self.runs) > 1 else f"series of 1 night, {first}")
+        if self.kind == "pinned":
+            return (f"pinned {self.series[0].directory}"
+                    + (f" and {len(self.runs) - 1} night(s) since" if len(self.runs) > 1
+                       else ""))
         return f"{self.kind} {self.newest.directory}"
 
 
@@ -53,14 +72,6 @@ def digest(run: RunData) -> str:
 def _started(run: RunData) -> float:
     value = run.manifest.started
     return float(value) if isinstance(value, int | float) else 0.0
-
-
-def _gate_status(run: RunData) -> str | None:
-    try:
-        doc = json.loads((run.directory / CHECK_FILE).read_text())
-    except (OSError, ValueError):
-        return None  # never gated
-    return str(doc.get("status")) if isinstance(doc, dict) else None
 
 
 def _same_digest(ref: RunData, candidate: RunData, intended: bool, what: str) -> None:
@@ -91,7 +102,7 @@ def pinned(path: Path, name: str) -> Path | None:
 
 
 def find_reference(path: Path, candidate: RunData, *, intended: bool = False,
-                   pool_size: int = POOL_SIZE) -> Reference:
+                   series_max: int = SERIES_MAX) -> Reference:
     """The reference for `candidate` (module doc)."""
     mine = candidate.directory.resolve()
     name = candidate.manifest.profile.name
@@ -102,10 +113,10 @@ def find_reference(path: Path, candidate: RunData, *, intended: bool = False,
         _same_digest(run, candidate, intended, "baseline")
         return Reference("run", (run,))
     pin = pinned(path, name)
+    pinned_run = None
     if pin is not None:
-        run = load_run(pin)
-        _same_digest(run, candidate, intended, "pinned baseline")
-        return Reference("pinned", (run,))
+        pinned_run = load_run(pin)
+        _same_digest(pinned_run, candidate, intended, "pinned baseline")
     found: list[RunData] = []
     other_digest = 0
     for manifest in sorted(profile_dir(path, name).glob("*/manifest.json")):
@@ -117,21 +128,23 @@ def find_reference(path: Path, candidate: RunData, *, intended: bool = False,
                 or run.manifest.profile.name != name
                 or run.manifest.run_id == candidate.manifest.run_id
                 or (_started(candidate) and _started(run) >= _started(candidate))
-                or _gate_status(run) not in (None, "pass")):
+                or (pinned_run is not None and _started(run) <= _started(pinned_run))):
             continue
         if digest(run) != digest(candidate) and not intended:
             other_digest += 1
             continue
         found.append(run)
+    found.sort(key=lambda r: (_started(r), r.directory.name), reverse=True)
+    found = found[:series_max - (pinned_run is not None)]
+    if pinned_run is not None:
+        return Reference("pinned", (*found, pinned_run))
     if not found:
         why = (f"; {other_digest} ran a different profile digest (--intended profile uses "
                "them)" if other_digest else "")
-        raise InputError(f"--baseline {path}: no complete run of profile {name!r} that "
-                         f"passed its gate or was never gated, other than "
-                         f"{candidate.directory}{why}",
+        raise InputError(f"--baseline {path}: no complete run of profile {name!r} started "
+                         f"before {candidate.directory}{why}",
                          hint="pass a run directory, or the results directory of earlier runs")
-    found.sort(key=lambda r: (_started(r), r.directory.name), reverse=True)
-    return Reference("pool" if len(found) > 1 else "run", tuple(found[:pool_size]))
+    return Reference("series", tuple(found))
 
 
 def reference_column(ref: Reference, variant: str, name: str) -> Column:

@@ -1,15 +1,22 @@
 """The nightly regression gate (`napilab check`): a candidate run against a reference
-(a run, a pinned run, or a pool of recent passing runs: reports.nightly.baselines).
+(a run, or the anchor level of the series of earlier nights, or a pinned run:
+reports.nightly.baselines, harness.stats.nightly).
 
 Gated: the primary metrics (harness.stats.family) plus any named by `--max-regression`;
 descriptive rows are not gated. Per gated line and variant both runs ran, the
 threshold tests of harness.stats.gate (regression p Holm-adjusted across every gated
 case): regression, improvement, within (the worse-side 95% bound is inside the
-threshold), inconclusive (the runs cannot tell), skipped (no comparison possible: no
-values, baseline median 0) or error (an infinite value). Threshold: `--max-regression
-METRIC=PCT`, else the profile's `max_regression`, else DEFAULT_MAX_REGRESSION_PCT. A
-gated metric whose direction is only assumed is refused (exit 2): guessing which way is
-worse would turn noise into red builds, or a regression into green ones.
+threshold), inconclusive (the runs cannot tell), skipped (no values to compare) or error
+(an infinite value). Threshold: `--max-regression METRIC=PCT` or `METRIC=+VALUE[UNIT]`
+(absolute: `cpu_time=+500ms`, `+0.1cores` for a CPU time in ms over the measured
+window), else the profile's `max_regression`, else DEFAULT_MAX_REGRESSION_PCT. A gated
+metric whose direction is only assumed is refused (exit 2): guessing which way is worse
+would turn noise into red builds, or a regression into green ones.
+
+One rule for a night: it is a regression (exit 3) when any gated case is one; it passes
+only when *every* gated case is judged within or better; anything else (a case that is
+inconclusive, skipped or in error) makes the night inconclusive (exit 5), naming the
+cases and what repeat would decide them.
 Host-fact differences are reported, not fatal: a nightly gate usually exists to compare
 kernel builds.
 """
@@ -17,6 +24,7 @@ kernel builds.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +32,7 @@ from typing import Any
 from harness.errors import InputError
 from harness.stats.compare import Comparison
 from harness.stats.family import is_primary
-from harness.stats.gate import GateSamples, gate_metrics
+from harness.stats.gate import GATE_CONFIDENCE, PASSING, GateSamples, gate_metrics, night_status
 from harness.store.confounders import Confounders, diff_manifests
 from reports.ab import cross_run
 from reports.ab.compare import Column, RunData, build_table, column
@@ -33,11 +41,12 @@ from reports.ab.line_stats import not_comparable
 from reports.ab.model import Line, format_ci, format_p, format_pct, p_text
 from reports.ab.table_json import comparison_doc
 from reports.nightly.baselines import CHECK_FILE, Reference, reference_column
+from reports.nightly.thresholds import Threshold, parse_thresholds
 
-__all__ = ["CHECK_FILE", "DEFAULT_MAX_REGRESSION_PCT", "GateCase", "GateReport", "gate"]
+__all__ = ["CHECK_FILE", "DEFAULT_MAX_REGRESSION_PCT", "GateCase", "GateReport", "gate",
+           "parse_thresholds"]
 
 DEFAULT_MAX_REGRESSION_PCT = 5.0
-JUDGED = ("regression", "improvement", "within")
 
 
 @dataclass(frozen=True)
@@ -50,11 +59,12 @@ class GateCase:
     variant: str
     direction: str
     direction_origin: str
-    max_regression_pct: float
+    max_regression_pct: float  # the relative threshold (percent); absolute: see threshold
     threshold_origin: str  # cli | policy | default
     status: str  # regression | improvement | within | inconclusive | skipped | error
     comparison: Comparison | None
     reason: str
+    threshold: str = ""  # as printed: "5%", "+500 ms"
 
     @property
     def name(self) -> str:
@@ -80,22 +90,25 @@ class GateReport:
         return [c for c in self.cases if c.status == "regression"]
 
     @property
-    def judged(self) -> bool:
-        """Did any gated case reach a verdict? If not, a pass would mean nothing."""
-        return any(c.status in JUDGED for c in self.cases)
+    def undecided(self) -> list[GateCase]:
+        """The gated cases that keep the night from passing: not judged within or better."""
+        return [c for c in self.cases if c.status not in (*PASSING, "regression")]
 
     @property
     def status(self) -> str:
-        return "regression" if self.regressions else "pass" if self.judged else "inconclusive"
+        """One rule (module doc, harness.stats.gate.night_status)."""
+        return night_status([c.status for c in self.cases])
 
     def _undecided(self) -> list[Comparison]:
         """The comparisons of inconclusive cases that say what n would decide them."""
-        return [c.comparison for c in self.cases if c.status == "inconclusive"
-                and c.comparison is not None and c.comparison.n_needed]
+        return [c.comparison for c in self.undecided
+                if c.comparison is not None and c.comparison.n_needed]
 
     def repeat_needed(self) -> int | None:
-        """Repetitions per run that would let the inconclusive cases decide."""
-        return min((c.n_needed for c in self._undecided() if c.n_needed), default=None)
+        """Repetitions per run that would let every inconclusive case decide (the
+        largest any of them asks for); None when some case says no repeat would."""
+        needs = [c.n_needed for c in self._undecided() if c.n_needed]
+        return max(needs, default=None)
 
     def undecided_hint(self) -> str:
         """What would let an inconclusive gate decide, as a clause to append: the repeat
@@ -111,6 +124,11 @@ class GateReport:
         return (f"; repeat {have} was estimated to decide but this run's noise left it "
                 f"undecided: repeat >= {have + 1} or longer trials")
 
+    def undecided_text(self) -> str:
+        """Which gated cases kept the night from passing, and why, one line each."""
+        return "\n".join(f"    {c.name} ({c.variant}): {c.status}: {c.reason}"
+                         for c in self.undecided)
+
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for case in self.cases:
@@ -118,47 +136,49 @@ class GateReport:
         return out
 
 
-def parse_thresholds(items: Sequence[str]) -> dict[str, float]:
-    """`METRIC=PCT` (PCT as 5 or 5%) -> {METRIC: 5.0}; METRIC is `metric` or
-    `source.metric`, as in the profile's `metrics:`."""
-    out = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        try:
-            pct = float(value.strip().removesuffix("%")) if sep and name.strip() else None
-        except ValueError:
-            pct = None
-        if pct is None or not 0 < pct <= 1000:
-            raise InputError(f"--max-regression {item!r}: expected METRIC=PCT with PCT in "
-                             "(0, 1000], e.g. latency_p99=5 or ping.rtt_avg=3%")
-        out[name.strip()] = pct
-    return out
-
-
-def _threshold(line: Line, thresholds: Mapping[str, float], policy_pct: float | None,
-               default_pct: float) -> tuple[float, str]:
+def _threshold(line: Line, thresholds: Mapping[str, Threshold], policy_pct: float | None,
+               default_pct: float) -> tuple[Threshold, str]:
     for key in (line.key, line.metric):
         if key in thresholds:
             return thresholds[key], "cli"
     if policy_pct is not None and policy_pct > 0:
-        return policy_pct, "policy"
-    return default_pct, "default"
+        return Threshold(policy_pct), "policy"
+    return Threshold(default_pct), "default"
 
 
 def _columns(ref: Reference, candidate: RunData) -> tuple[list[Column],
                                                           tuple[tuple[str, str], ...]]:
+    """A (the reference's repetitions merged) and B (the candidate) per variant, and for
+    a nightly reference one column per night, N<k>:<variant>, k oldest first."""
     cols: list[Column] = []
     pairs = []
     for variant in cross_run.matched_variants(ref.newest, candidate):
         cols += [reference_column(ref, variant, f"A:{variant}"),
                  column(candidate, variant, f"B:{variant}")]
+        if ref.nightly:
+            cols += [column(run, variant, f"N{k}:{variant}")
+                     for k, run in enumerate(ref.series)
+                     if variant in run.manifest.variants]
         pairs.append((f"A:{variant}", f"B:{variant}"))
     return cols, tuple(pairs)
 
 
+def _series(line: Line, ref: Reference, variant: str) -> tuple[list[float], ...] | None:
+    """The line's values night by night (oldest first; nights without them left out)."""
+    if not ref.nightly:
+        return None
+    nights = []
+    for k in range(len(ref.series)):
+        cell = line.cells.get(f"N{k}:{variant}")
+        values = [] if cell is None else [v for v in cell.values if not math.isnan(v)]
+        if values and all(math.isfinite(v) for v in values):
+            nights.append(values)
+    return tuple(nights)
+
+
 def _gated(raw: Sequence[Line], policies: Mapping[str, Any], workload: str | None,
-           thresholds: Mapping[str, float], default_pct: float
-           ) -> list[tuple[Line, Judgement, float, str]]:
+           thresholds: Mapping[str, Threshold], default_pct: float
+           ) -> list[tuple[Line, Judgement, Threshold, str]]:
     gated = []
     assumed = []
     for line in raw:
@@ -166,14 +186,14 @@ def _gated(raw: Sequence[Line], policies: Mapping[str, Any], workload: str | Non
         if not (named or is_primary(line.source, line.metric, policies, workload)):
             continue  # descriptive rows are not gated
         judged = judge(policies, line.source, line.metric, line.unit)
-        pct, origin = _threshold(line, thresholds, judged.max_regression_pct, default_pct)
+        limit, origin = _threshold(line, thresholds, judged.max_regression_pct, default_pct)
         if judged.origin == "assumed":
             assumed.append(line.metric)
             continue
-        if judged.direction.value == "higher" and pct >= 100:
+        if judged.direction.value == "higher" and limit.pct is not None and limit.pct >= 100:
             raise InputError(f"{line.key}: a higher-is-better metric cannot fall by "
-                             f"{pct:g}% or more: use a threshold below 100")
-        gated.append((line, judged, pct, origin))
+                             f"{limit.pct:g}% or more: use a threshold below 100")
+        gated.append((line, judged, limit, origin))
     if assumed:
         lines = ", ".join(f"{m}: {{direction: lower}}" for m in dict.fromkeys(assumed))
         raise InputError(f"gated metric(s) {', '.join(dict.fromkeys(assumed))}: which way is "
@@ -184,7 +204,7 @@ def _gated(raw: Sequence[Line], policies: Mapping[str, Any], workload: str | Non
 
 
 def gate(reference: Reference, candidate: RunData,
-         thresholds: Mapping[str, float] | None = None,
+         thresholds: Mapping[str, Threshold] | None = None,
          default_pct: float = DEFAULT_MAX_REGRESSION_PCT) -> GateReport:
     thresholds = dict(thresholds or {})
     base = reference.newest
@@ -203,19 +223,26 @@ def gate(reference: Reference, candidate: RunData,
     gated = _gated(raw, policies, workload, thresholds, default_pct)
     samples: dict[str, GateSamples] = {}
     cases: dict[str, GateCase] = {}
-    for i, (line, judged, pct, origin) in enumerate(gated):
+    for i, (line, judged, limit, origin) in enumerate(gated):
         for base_col, other in pairs:
             key = f"{i}\t{other}"
+            variant = other.removeprefix("B:")
+            try:
+                absolute = limit.in_unit(line, raw, base_col)
+            except InputError as exc:
+                raise InputError(f"--max-regression {line.key}: {exc.message}") from None
             case = GateCase(line.label, line.source, line.metric, line.role, line.unit,
-                            other.removeprefix("B:"), judged.direction.value, judged.origin,
-                            pct, origin, "skipped", None, "")
+                            variant, judged.direction.value, judged.origin,
+                            limit.pct or 0.0, origin, "skipped", None, "", limit.text)
             why = not_comparable(line.cells[base_col], line.cells[other])
             if why is not None:
                 cases[key] = _with(case, "error" if why.fault else "skipped", None, why.reason)
                 continue
             cases[key] = case
+            series = _series(line, reference, variant)
             samples[key] = GateSamples(line.cells[base_col].values, line.cells[other].values,
-                                       judged.direction, pct)
+                                       judged.direction, limit.pct or 0.0, absolute,
+                                       series or None, reference.kind == "pinned")
     for key, result in gate_metrics(samples).items():
         found = result.comparison
         cases[key] = _with(cases[key], result.status.value, found, found.reason)
@@ -228,7 +255,7 @@ def gate(reference: Reference, candidate: RunData,
 def _with(case: GateCase, status: str, found: Comparison | None, reason: str) -> GateCase:
     return GateCase(case.label, case.source, case.metric, case.role, case.unit, case.variant,
                     case.direction, case.direction_origin, case.max_regression_pct,
-                    case.threshold_origin, status, found, reason)
+                    case.threshold_origin, status, found, reason, case.threshold)
 
 
 def case_message(case: GateCase) -> str:
@@ -237,10 +264,11 @@ def case_message(case: GateCase) -> str:
     if found is None:
         return f"{case.status}: {case.reason}"
     return (f"{case.status}: {case.label} ({case.variant}) "
-            f"{format_pct(found.change, found.change_ci)} "
-            f"(95% CI {format_ci(found.change_ci, found.change)}), regression "
+            f"{format_pct(found.change, found.change_ci, found.scale, case.unit)} "
+            f"({found.confidence:.0%} CI "
+            f"{format_ci(found.change_ci, found.change, found.scale, case.unit)}), regression "
             f"{p_text(found.p_adjusted)} (Holm, {found.test_method}), threshold "
-            f"{case.max_regression_pct:g}% ({case.threshold_origin}), {case.direction} is "
+            f"{case.threshold} ({case.threshold_origin}), {case.direction} is "
             f"better; {case.reason}")
 
 
@@ -261,7 +289,7 @@ def gate_doc(report: GateReport) -> dict[str, Any]:
         "cases": [{"name": c.name, "label": c.label, "source": c.source, "metric": c.metric,
                    "role": c.role, "unit": c.unit, "variant": c.variant, "status": c.status,
                    "direction": c.direction, "direction_origin": c.direction_origin,
-                   "max_regression_pct": c.max_regression_pct,
+                   "max_regression_pct": c.max_regression_pct, "threshold": c.threshold,
                    "threshold_origin": c.threshold_origin, "reason": c.reason,
                    "comparison": None if c.comparison is None else comparison_doc(c.comparison)}
                   for c in report.cases],
@@ -279,16 +307,20 @@ def gate_text(report: GateReport) -> str:
            f"{counts or 'nothing gated'}",
            f"  candidate {report.candidate.directory}",
            f"  baseline  {report.reference.describe()}",
-           f"  regression p Holm-adjusted over {report.family} gated comparison(s)"]
+           f"  regression p Holm-adjusted over {report.family} gated comparison(s); "
+           f"{GATE_CONFIDENCE:.0%} CI (two one-sided 95% bounds)"]
     for variant in dict.fromkeys(c.variant for c in report.cases):
         out.append(f"  variant {variant}:")
         for c in (c for c in report.cases if c.variant == variant):
             found = c.comparison
             change, ci, p = ("-", "-", "-") if found is None else (
-                format_pct(found.change, found.change_ci), format_ci(found.change_ci, found.change),
+                format_pct(found.change, found.change_ci, found.scale, c.unit),
+                format_ci(found.change_ci, found.change, found.scale, c.unit),
                 format_p(found.p_adjusted))
             out.append(f"  {c.status:<12}  {c.label[:24]:<24}  {change:>8}  {ci:>17}  "
-                       f"{p:>6}  {c.max_regression_pct:g}%".rstrip())
+                       f"{p:>6}  {c.threshold}".rstrip())
     if report.status == "inconclusive":
-        out.append("  inconclusive: no gated metric could be judged" + report.undecided_hint())
+        out.append(f"  inconclusive: {len(report.undecided)} of {len(report.cases)} gated "
+                   f"case(s) not judged within{report.undecided_hint()}:")
+        out.append(report.undecided_text())
     return "\n".join(out) + "\n"

@@ -38,10 +38,14 @@ def _case_line(case: Mapping[str, Any]) -> str:
     ci = found.get("change_ci") or [None, None]
     bounds = tuple(float("inf") if v is None else float(v) for v in ci)
     change = found.get("change")
+    scale, unit = str(found.get("scale") or "ratio"), str(case.get("unit") or "")
+    level = found.get("confidence")
+    shown = f"{float(level):.0%}" if isinstance(level, int | float) else "95%"
     return (f"{case.get('label')} ({case.get('variant')}): "
-            f"{format_pct(change, (bounds[0], bounds[1]))} (95% CI "
-            f"{format_ci((bounds[0], bounds[1]), change)}), {p_text(found.get('p_adjusted'))} "
-            f"(Holm), threshold {case.get('max_regression_pct')}%")
+            f"{format_pct(change, (bounds[0], bounds[1]), scale, unit)} ({shown} CI "
+            f"{format_ci((bounds[0], bounds[1]), change, scale, unit)}), "
+            f"{p_text(found.get('p_adjusted'))} (Holm), threshold "
+            f"{case.get('threshold') or str(case.get('max_regression_pct')) + '%'}")
 
 
 def regression_entry(run_id: str, profile: str, check: Mapping[str, Any], href: str,

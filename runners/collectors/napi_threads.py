@@ -69,8 +69,9 @@ def values(snapshot: NapiThreads, *, pattern: str | None = None) -> list[Value]:
 
 def delta(before: NapiThreads, after: NapiThreads, *, user_hz: int = 100,
           pattern: str | None = None) -> list[Value]:
-    """CPU time of the threads alive at both snapshots, per CPU they last ran on and
-    in total (cpu-less), plus how many there were and how many ran real-time."""
+    """CPU time of the threads alive at both snapshots, per CPU they last ran on (the
+    total, cpu-less, is collectors.totals'; 0 ms, cpu-less, when no thread ran), plus
+    how many there were and how many ran real-time."""
     old = {t.pid: t for t in _select(before, pattern)}
     per_cpu: dict[int, float] = {}
     for thread in _select(after, pattern):
@@ -80,4 +81,6 @@ def delta(before: NapiThreads, after: NapiThreads, *, user_hz: int = 100,
         spent = max(thread.ticks - previous.ticks, 0) * 1000.0 / user_hz
         per_cpu[thread.cpu] = per_cpu.get(thread.cpu, 0.0) + spent
     out = [Value("cpu_time", ms, MS, cpu) for cpu, ms in sorted(per_cpu.items())]
+    if not out:  # no such thread: it cost nothing (a cost from 0 is a change, not n/a)
+        out = [Value("cpu_time", 0.0, MS)]
     return out + values(after, pattern=pattern)

@@ -13,10 +13,12 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main as cli
+from harness.errors import InputError
 from harness.stats.gate import GateSamples, GateStatus, gate_metrics
 from reports.ab.compare import load_run
 from reports.nightly.baselines import PIN_FILE, Reference, find_reference
 from reports.nightly.check import gate, parse_thresholds
+from reports.nightly.thresholds import Threshold
 from tests.synthetic_runs import lognormal, store_run
 
 N = 10  # repetitions per variant
@@ -76,7 +78,7 @@ def test_regression_exits_3_with_junit_failure_and_json(results: Path, tmp_path:
     classname, name, message = failures[0]
     assert (classname, name) == ("napilab.nightly.on", "ping.rtt_avg[sender]")
     assert message is not None
-    assert "regression" in message and "95% CI" in message and "p=" in message
+    assert "regression" in message and "90% CI" in message and "p=" in message
     assert "threshold 5%" in message and "+1" in message  # about +15%
     assert summary["status"] == "regression"
     case = next(c for c in summary["cases"] if c["status"] == "regression")  # type: ignore
@@ -148,7 +150,7 @@ def nightly(results: Path, values: dict[str, dict[str, list[float]]], started: f
                      started=started, **kwargs)  # type: ignore[arg-type]
 
 
-def test_baseline_pool_is_recent_runs_of_the_profile_that_passed(
+def test_baseline_series_is_the_complete_earlier_runs_of_the_profile(
         results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     newest = nightly(results, BASE, 2000.0)
     nightly(results, BASE, 3000.0, status="partial")
@@ -158,27 +160,42 @@ def test_baseline_pool_is_recent_runs_of_the_profile_that_passed(
         code, _, _, summary = run_check(where, cand, tmp_path, capsys)
         assert code == 0
         baseline = summary["baseline"]
-        assert baseline["dir"] == str(newest) and baseline["kind"] == "pool"  # type: ignore
+        assert baseline["dir"] == str(newest) and baseline["kind"] == "series"  # type: ignore
         assert len(baseline["runs"]) == 2  # type: ignore
 
 
 def test_a_regressed_night_never_becomes_the_baseline(
         results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """No ratchet: night 2 regresses (its check says so); night 3 is as slow as night 2
-    and is still a regression against the pool, which left night 2 out."""
+    """No ratchet: after four normal nights, two slow nights in a row are both
+    regressions (the reference is the first nights of the level, not yesterday); a pin
+    accepts the slower level on purpose."""
+    for k in range(3):
+        nightly(results, candidate(1.0, seed=100 + 10 * k), 1500.0 + k)
     slow = nightly(results, candidate(1.3, seed=20), 2000.0)
     assert run_check(results, slow, tmp_path, capsys)[0] == 3  # writes slow/check.json
     again = nightly(results, candidate(1.3, seed=30), 3000.0)
     code, _, _, summary = run_check(results, again, tmp_path, capsys)
     assert code == 3
-    assert str(slow) not in {r["dir"] for r in summary["baseline"]["runs"]}  # type: ignore
-    # pinned: that run and no other, until unpinned
+    assert str(slow) in {r["dir"] for r in summary["baseline"]["runs"]}  # type: ignore
+    # pinned: the slow night is the anchor alone, until unpinned
     code, _, _ = napilab(["baseline", "pin", str(slow)], capsys)
     assert code == 0 and (results / "nightly" / PIN_FILE).exists()
     code, _, _, summary = run_check(results, again, tmp_path, capsys)
     assert code == 0 and summary["baseline"]["kind"] == "pinned"  # type: ignore
     code, _, _ = napilab(["baseline", "unpin", str(results / "nightly")], capsys)
     assert code == 0 and not (results / "nightly" / PIN_FILE).exists()
+
+
+def test_a_second_night_unlike_the_first_is_never_a_pass(
+        results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two nights that disagree: nobody can tell which is the level, and the night-to-
+    night noise they show is large; the third night is not green (exit 5), saying so."""
+    slow = nightly(results, candidate(1.3, seed=20), 2000.0)
+    assert run_check(results, slow, tmp_path, capsys)[0] == 3
+    again = nightly(results, candidate(1.3, seed=30), 3000.0)
+    code, out, _, summary = run_check(results, again, tmp_path, capsys)
+    assert code == 5 and summary["status"] == "inconclusive"
+    assert "ping.rtt_avg[sender] (on): inconclusive" in out
 
 
 def test_a_baseline_of_another_profile_digest_is_refused(
@@ -195,7 +212,7 @@ def test_a_baseline_of_another_profile_digest_is_refused(
     code, _, _ = napilab(["check", str(cand), "--baseline", str(base), "--intended",
                           "profile"], capsys)
     assert code == 0
-    assert find_reference(results, load_run(cand), intended=True).kind == "run"
+    assert find_reference(results, load_run(cand), intended=True).kind == "series"
 
 
 def test_nothing_judged_is_inconclusive_exit_5_and_junit_fails(
@@ -264,4 +281,10 @@ def test_bad_thresholds_are_bad_input(results: Path, tmp_path: Path,
     empty.mkdir()
     code, _, err = napilab(["check", str(cand), "--baseline", str(empty)], capsys)
     assert code == 2 and "no complete run of profile 'nightly'" in err
-    assert parse_thresholds(["a=5", "s.b=2.5%"]) == {"a": 5.0, "s.b": 2.5}
+    assert parse_thresholds(["a=5", "s.b=2.5%"]) == {"a": Threshold(5.0), "s.b": Threshold(2.5)}
+    assert parse_thresholds(["cpu_time=+500ms", "s=+0.1cores", "d=+10"]) == {
+        "cpu_time": Threshold(None, 500.0, "ms"), "s": Threshold(None, 0.1, "cores"),
+        "d": Threshold(None, 10.0, "")}
+    for bad in ("cpu_time=+0ms", "cpu_time=+x", "cpu_time=+"):
+        with pytest.raises(InputError):
+            parse_thresholds([bad])

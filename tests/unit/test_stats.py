@@ -84,7 +84,7 @@ def _table(rng: np.random.Generator, n: int, shift: float, sigma: float = SIGMA,
                                      rng.lognormal(math.log(100 * (1 + shift if i < shifted
                                                                    else 1)), sigma, n),
                                      "lower") for i in range(family)}
-    found = compare_metrics(metrics, n_boot=200, seed=seed)
+    found = compare_metrics(metrics, seed=seed)
     return [found[str(i)].verdict for i in range(family)]
 
 
@@ -119,7 +119,7 @@ def test_threshold_is_tested_itself_not_zero(say: Say) -> None:
     rng = np.random.default_rng(20240604)
     flagged = sum(gate_one(rng.lognormal(math.log(100), SIGMA, 5),
                                    rng.lognormal(math.log(103), SIGMA, 5), "lower", 5.0,
-                                   n_boot=200).status is GateStatus.REGRESSION
+                                   ).status is GateStatus.REGRESSION
                   for _ in range(400))
     say(f"true +3% flagged against a 5% threshold, n=5: {flagged / 400:.1%}")
     assert flagged / 400 <= 0.05
@@ -154,7 +154,7 @@ def test_power_formula_predicts_simulated_power(say: Say) -> None:
         mde = minimal_detectable_effect(Noise(SIGMA, True), n, n)
         assert mde is not None
         rng = np.random.default_rng(5)
-        hits = sum(compare(*_arms(rng, mde, n=n), "lower", seed=i, n_boot=200).verdict
+        hits = sum(compare(*_arms(rng, mde, n=n), "lower", seed=i).verdict
                    is Verdict.WORSE for i in range(300))
         say(f"MDE n={n} sigma={SIGMA}: {mde:.1%}; simulated power there: {hits / 300:.0%}")
         assert 0.72 <= hits / 300 <= 0.95
@@ -228,17 +228,18 @@ def test_welch_log_t_hand_computed() -> None:
     a, b = np.var(np.log(x), ddof=1) / 3, np.var(np.log(y), ddof=1) / 3
     assert t.diff == pytest.approx(np.log(y).mean() - np.log(x).mean())
     assert t.se == pytest.approx(math.sqrt(a + b))
-    assert t.df == pytest.approx((a + b) ** 2 / (a * a / 2 + b * b / 2))
-    # the same p as scipy's Welch test on the logs, one-sided
-    assert t.p(0.0, "greater") == pytest.approx(sps.ttest_ind(
-        np.log(y), np.log(x), equal_var=False, alternative="greater").pvalue)
+    # Welch-Satterthwaite less one (never below min(n) - 1): the small-n correction
+    assert t.df == pytest.approx(max((a + b) ** 2 / (a * a / 2 + b * b / 2) - 1, 2))
+    # scipy's Welch test on the logs, one-sided, with that df
+    welch = sps.ttest_ind(np.log(y), np.log(x), equal_var=False, alternative="greater")
+    assert t.p(0.0, "greater") == pytest.approx(sps.t.sf(welch.statistic, t.df))
     # a bound is tested itself: H0 "change <= +50%"
     shifted = (t.diff - math.log(1.5)) / t.se
     assert t.p(0.5, "greater") == pytest.approx(sps.t.sf(shifted, t.df))
     c = compare(x, y, "lower")
     assert (c.verdict, c.test_method) == (Verdict.WORSE, WELCH)
-    assert c.change == pytest.approx(200 / 105 - 1)
-    assert c.change_ci[0] < math.exp(t.diff) - 1 < c.change_ci[1]
+    assert c.change == pytest.approx(math.exp(t.diff) - 1)  # the estimator of its CI
+    assert c.change_ci[0] < c.change < c.change_ci[1]
 
 
 def test_rounded_data_get_a_resolution_floor() -> None:
@@ -321,7 +322,10 @@ def test_not_enough_data_reports_the_n_needed() -> None:
 def test_throughput_increase_is_better() -> None:
     c = compare([100.0, 101, 99, 100, 102, 98], [120.0, 121, 119, 122, 118, 120], "higher")
     assert c.verdict is Verdict.BETTER
-    assert c.change == pytest.approx(0.2)
+    # the ratio of geometric means, the estimator of Welch's t on logs
+    assert c.change == pytest.approx(math.exp(np.log([120.0, 121, 119, 122, 118, 120]).mean()
+                                              - np.log([100.0, 101, 99, 100, 102, 98]).mean())
+                                     - 1)
     assert c.change_ci[0] > 0
 
 
@@ -350,7 +354,7 @@ def test_identical_arms_are_never_better_or_worse(
 ) -> None:
     shuffled = list(xs)
     rnd.shuffle(shuffled)
-    c = compare(xs, shuffled, direction, n_boot=200)
+    c = compare(xs, shuffled, direction)
     assert c.verdict in (Verdict.SAME, Verdict.NOT_ENOUGH_DATA)
     assert c.change == 0
 
@@ -363,7 +367,7 @@ def test_results_do_not_depend_on_input_order(
     xs2, ys2 = list(xs), list(ys)
     rnd.shuffle(xs2)
     rnd.shuffle(ys2)
-    assert compare(xs, ys, "lower", n_boot=200) == compare(xs2, ys2, "lower", n_boot=200)
+    assert compare(xs, ys, "lower") == compare(xs2, ys2, "lower")
 
 
 _SWAP = {Verdict.BETTER: Verdict.WORSE, Verdict.WORSE: Verdict.BETTER}
@@ -373,8 +377,8 @@ _SWAP = {Verdict.BETTER: Verdict.WORSE, Verdict.WORSE: Verdict.BETTER}
 @given(values, st.floats(0.5, 2.0))
 def test_direction_flip_swaps_better_and_worse(xs: list[float], factor: float) -> None:
     ys = [x * factor for x in xs]
-    low: Comparison = compare(xs, ys, Direction.LOWER, n_boot=200)
-    high = compare(xs, ys, Direction.HIGHER, n_boot=200)
+    low: Comparison = compare(xs, ys, Direction.LOWER)
+    high = compare(xs, ys, Direction.HIGHER)
     assert high.verdict == _SWAP.get(low.verdict, low.verdict)
 
 
@@ -402,13 +406,10 @@ def test_too_few_samples_for_a_median_ci_say_so() -> None:
     lambda: summarize(["fast"]),
     lambda: compare([], [1.0], "lower"),
     lambda: compare([float("nan")], [1.0], "lower"),
-    lambda: compare([0.0, 0, 1], [1.0, 2, 3], "lower"),  # baseline median 0
-    lambda: compare([-3.0, -2, -1], [1.0, 2, 3], "lower"),
     lambda: compare([1.0], [1.0], "sideways"),
     lambda: compare_metrics({}),
     lambda: compare([1.0, 2], [1.0, 2], "lower", alpha=0),
     lambda: compare([1.0, 2], [1.0, 2], "lower", min_effect=-0.1),
-    lambda: compare([1.0, 2], [1.0, 2], "lower", n_boot=10),
     lambda: gate_one([1.0] * 5, [1.0] * 5, "lower", 0),
     lambda: pooled_percentiles([]),
     lambda: pooled_percentiles([[1.0, 2], []]),
@@ -432,13 +433,14 @@ def test_power_helpers_known_values() -> None:
     noise = Noise(SIGMA, True)
     mde = minimal_detectable_effect(noise, N, N)
     assert mde is not None
-    # (t(0.975, 18) + t(0.8, 18)) * 0.05 * sqrt(0.2 / (2/pi)) = 2.9632 * 0.05 * 0.5605
-    assert mde == pytest.approx(math.expm1(2.9632 * 0.05 * math.sqrt(0.2 * math.pi / 2)), rel=1e-3)
-    # from 10 per arm the rank test (efficiency 2/pi) decides; Welch's t on logs, below
-    # 10, detects that change with fewer repetitions: the smallest n is returned
-    assert n_per_arm_needed(noise, mde) == 7
-    assert minimal_detectable_effect(noise, 7, 7) <= mde  # type: ignore[operator]
-    # below 10 per arm the test is Welch's t on logs, efficiency 1, df 4 at n = 3:
+    # (t(0.975, 18) + t(0.8, 18)) * 0.05 * sqrt(0.2 / (3/pi)) = 2.9632 * 0.05 * 0.4577
+    assert mde == pytest.approx(math.expm1(2.9632 * 0.05 * math.sqrt(0.2 * math.pi / 3)), rel=1e-3)
+    # from 10 per arm the rank test (efficiency 3/pi) decides; Welch's t on logs at 9
+    # needs a slightly larger change (0.0728), so 10 is the smallest n
+    assert n_per_arm_needed(noise, mde) == 10
+    assert minimal_detectable_effect(noise, 9, 9) > mde  # type: ignore[operator]
+    # below 10 per arm the test is Welch's t on logs, efficiency 1, df 4 at n = 3 (the
+    # power formula's df is n1 + n2 - 2):
     # (t(0.975, 4) + t(0.8, 4)) * 0.05 * sqrt(2/3) = (2.7764 + 0.9410) * 0.05 * 0.8165
     assert minimal_detectable_effect(noise, 3, 3) == pytest.approx(
         math.expm1(3.7174 * 0.05 * math.sqrt(2 / 3)), rel=1e-3)
@@ -513,7 +515,7 @@ def test_pooled_percentiles_use_the_inverted_cdf_rank() -> None:
     rng = np.random.default_rng(16)
     reps = [rng.exponential(20, 1000 + 37 * i) for i in range(6)]
     pooled = np.sort(np.concatenate(reps))
-    out = pooled_percentiles(reps, [50, 99, 99.9], n_boot=200)
+    out = pooled_percentiles(reps, [50, 99, 99.9])
     for row in out.percentiles:
         rank = math.ceil(Fraction(row.percentile) / 100 * pooled.size)  # exact arithmetic
         assert row.value == pooled[rank - 1]

@@ -73,7 +73,7 @@ def test_heading_never_leaves_a_word_alone() -> None:
         assert all(len(line) <= 80 for line in lines)
         # a line of one word is the compared variant's name, never `CI,` or `p`
         assert all(len(line.split()) > 1 or line.strip() == other[:78] for line in lines), lines
-        assert lines[-1].startswith("  median change, 95% CI, p Holm-adjusted")
+        assert lines[-1].startswith("  change, 95% CI, p Holm-adjusted")
 
 
 def _run(tmp_path: Path, variants: list[str]) -> Path:
