@@ -99,6 +99,7 @@ class GateResult:
     comparison: Comparison
     p_within: float  # one-sided p of H0 "worse by the threshold or more"
     p_improvement: float  # Holm-adjusted
+    nights: Nights | None = None  # a nightly series' anchor and noise, when there was one
 
 
 _VERDICT = {GateStatus.REGRESSION: Verdict.WORSE, GateStatus.IMPROVEMENT: Verdict.BETTER,
@@ -204,7 +205,7 @@ def _decide(e: Evidence, threshold: float, shown: float,
     comparison = Comparison(e.direction, e.baseline, e.variant, e.change, e.ci, e.confidence,
                             raw_reg, p_reg, Adjust.HOLM, e.test_name, alpha, threshold, None,
                             need, _VERDICT[status], reason, e.rank_p, e.scale)
-    return GateResult(status, shown, comparison, p_within, p_imp)
+    return GateResult(status, shown, comparison, p_within, p_imp, e.nights)
 
 
 def _undecided(e: Evidence, threshold: float, p_reg: float, m: int, alpha: float,

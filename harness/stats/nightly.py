@@ -21,10 +21,12 @@ The reference level (`anchor`): the first ANCHOR nights of the accepted level, n
 last few nights, so a slow drift cannot carry the reference along with it:
 - the first nights of the series (or the pinned night alone), leaving out a night whose
   level is further than max(3 night SDs, the threshold) from the median of the first
-  ANCHOR + 2 nights, once there are OUTLIER_MIN of them: one lucky or slow first night
-  cannot set the level once three later nights agree with each other (the price: a
-  brand-new series whose second, third and fourth nights all regressed takes that as
-  its level; before that, they are red or inconclusive, never a pass);
+  ANCHOR + 2 nights, once there are OUTLIER_MIN of them: the level is what most of the
+  first nights agree on, so one lucky or slow first night cannot set it once two later
+  nights agree with each other, and one regressed night among the first ones is left
+  out of it (the price: a brand-new series whose second and third nights both
+  regressed takes that as its level; until then they are red or inconclusive, never a
+  pass);
 - it moves forward only to a level shift (harness.stats.changes) that is better than
   the current anchor by more than the threshold: an improvement becomes the new
   reference, a regression or a drift never does (a pin is how a slower level is
@@ -50,7 +52,7 @@ from harness.stats.two_sample import LogT
 Array = npt.NDArray[np.float64]
 
 ANCHOR = 5  # nights of a level that make the reference
-OUTLIER_MIN = 4  # nights before one that disagrees with the others is left out
+OUTLIER_MIN = 3  # nights before one that disagrees with the others is left out
 NIGHTS_T = "nights-t"  # the test's name in reports
 
 

@@ -26,11 +26,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
-from harness.stats.compare import Comparison
+from harness.stats.compare import Comparison, Nights
 from harness.stats.family import is_primary
 from harness.stats.gate import GATE_CONFIDENCE, PASSING, GateSamples, gate_metrics, night_status
 from harness.store.confounders import Confounders, diff_manifests
@@ -65,6 +66,8 @@ class GateCase:
     comparison: Comparison | None
     reason: str
     threshold: str = ""  # as printed: "5%", "+500 ms"
+    anchor: tuple[str, ...] = ()  # run directories of the reference nights (a series)
+    noise: str = ""  # the series' night-to-night noise, as printed
 
     @property
     def name(self) -> str:
@@ -163,17 +166,18 @@ def _columns(ref: Reference, candidate: RunData) -> tuple[list[Column],
     return cols, tuple(pairs)
 
 
-def _series(line: Line, ref: Reference, variant: str) -> tuple[list[float], ...] | None:
-    """The line's values night by night (oldest first; nights without them left out)."""
-    if not ref.nightly:
-        return None
-    nights = []
-    for k in range(len(ref.series)):
+def _series(line: Line, ref: Reference, variant: str
+            ) -> tuple[tuple[list[float], ...], tuple[str, ...]]:
+    """The line's values night by night (oldest first; nights without them left out)
+    and those nights' run directories."""
+    nights, dirs = [], []
+    for k, run in enumerate(ref.series if ref.nightly else ()):
         cell = line.cells.get(f"N{k}:{variant}")
         values = [] if cell is None else [v for v in cell.values if not math.isnan(v)]
         if values and all(math.isfinite(v) for v in values):
             nights.append(values)
-    return tuple(nights)
+            dirs.append(str(run.directory))
+    return tuple(nights), tuple(dirs)
 
 
 def _gated(raw: Sequence[Line], policies: Mapping[str, Any], workload: str | None,
@@ -223,12 +227,13 @@ def gate(reference: Reference, candidate: RunData,
     gated = _gated(raw, policies, workload, thresholds, default_pct)
     samples: dict[str, GateSamples] = {}
     cases: dict[str, GateCase] = {}
+    dirs: dict[str, tuple[str, ...]] = {}
     for i, (line, judged, limit, origin) in enumerate(gated):
         for base_col, other in pairs:
             key = f"{i}\t{other}"
             variant = other.removeprefix("B:")
             try:
-                absolute = limit.in_unit(line, raw, base_col)
+                absolute = limit.in_unit(line, lambda role: measured_window(base, role))
             except InputError as exc:
                 raise InputError(f"--max-regression {line.key}: {exc.message}") from None
             case = GateCase(line.label, line.source, line.metric, line.role, line.unit,
@@ -239,23 +244,45 @@ def gate(reference: Reference, candidate: RunData,
                 cases[key] = _with(case, "error" if why.fault else "skipped", None, why.reason)
                 continue
             cases[key] = case
-            series = _series(line, reference, variant)
+            series, dirs[key] = _series(line, reference, variant)
             samples[key] = GateSamples(line.cells[base_col].values, line.cells[other].values,
                                        judged.direction, limit.pct or 0.0, absolute,
                                        series or None, reference.kind == "pinned")
     for key, result in gate_metrics(samples).items():
         found = result.comparison
         cases[key] = _with(cases[key], result.status.value, found, found.reason)
+        if result.nights is not None:
+            cases[key] = replace(cases[key], anchor=tuple(dirs[key][i] for i in
+                                                          result.nights.anchor),
+                                 noise=_noise_text(result.nights, found.scale))
     common = [p[1].removeprefix("B:") for p in pairs]
     return GateReport(candidate.manifest.profile.name,
                       reference, candidate, tuple(cases.values()), len(samples),
                       diff_manifests(base.manifest, candidate.manifest, common))
 
 
+def measured_window(run: RunData, role: str | None) -> float | None:
+    """The median measured window (s) of a run's trials: `snapshot.interval`, of the
+    role's host when the role has one."""
+    frame = run.samples
+    if not len(frame):
+        return None
+    rows = frame[(frame["source"] == "snapshot") & (frame["metric"] == "interval")]
+    if role is not None and len(rows[rows["role"] == role]):
+        rows = rows[rows["role"] == role]
+    return float(rows["value"].median()) if len(rows) else None
+
+
 def _with(case: GateCase, status: str, found: Comparison | None, reason: str) -> GateCase:
-    return GateCase(case.label, case.source, case.metric, case.role, case.unit, case.variant,
-                    case.direction, case.direction_origin, case.max_regression_pct,
-                    case.threshold_origin, status, found, reason, case.threshold)
+    return replace(case, status=status, comparison=found, reason=reason)
+
+
+def _noise_text(nights: Nights, scale: str) -> str:
+    sd = nights.noise.between_sd
+    shown = f"{math.expm1(sd):.1%}" if scale == "ratio" else f"{sd:.3g}"
+    return (f"night-to-night sd {shown} beyond the repetitions' (from "
+            f"{nights.noise.nights} night(s))" if nights.noise.known else
+            "night-to-night noise unknown (one night)")
 
 
 def case_message(case: GateCase) -> str:
@@ -291,6 +318,7 @@ def gate_doc(report: GateReport) -> dict[str, Any]:
                    "direction": c.direction, "direction_origin": c.direction_origin,
                    "max_regression_pct": c.max_regression_pct, "threshold": c.threshold,
                    "threshold_origin": c.threshold_origin, "reason": c.reason,
+                   "anchor": list(c.anchor), "noise": c.noise,
                    "comparison": None if c.comparison is None else comparison_doc(c.comparison)}
                   for c in report.cases],
     }
@@ -309,6 +337,12 @@ def gate_text(report: GateReport) -> str:
            f"  baseline  {report.reference.describe()}",
            f"  regression p Holm-adjusted over {report.family} gated comparison(s); "
            f"{GATE_CONFIDENCE:.0%} CI (two one-sided 95% bounds)"]
+    anchors = {c.anchor for c in report.cases if c.anchor}
+    if len(anchors) == 1:
+        names = ", ".join(Path(d).name for d in next(iter(anchors)))
+        out.append(f"  anchor    {names}")
+    elif anchors:
+        out.append("  anchor    per metric (the first nights of its level: --json)")
     for variant in dict.fromkeys(c.variant for c in report.cases):
         out.append(f"  variant {variant}:")
         for c in (c for c in report.cases if c.variant == variant):

@@ -10,9 +10,8 @@ metric's unit. A unit that does not fit the metric is bad input (exit 2).
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from harness.errors import InputError
@@ -35,7 +34,8 @@ class Threshold:
             return f"{self.pct:g}%"
         return f"+{format_number(self.value)}" + (f" {self.unit}" if self.unit else "")
 
-    def in_unit(self, line: Line, lines: Sequence[Line], column: str) -> float | None:
+    def in_unit(self, line: Line, window: Callable[[str | None], float | None]
+                ) -> float | None:
         """The absolute threshold in `line`'s unit (None for a relative one)."""
         if self.value is None:
             return None
@@ -45,26 +45,16 @@ class Threshold:
         if unit in _SECONDS and line.unit in _SECONDS:
             return self.value * _SECONDS[unit] / _SECONDS[line.unit]
         if unit == "cores" and line.unit in _SECONDS:
-            window = _window(line, lines, column)
-            if window is None:
+            seconds = window(line.role)
+            if seconds is None:
                 raise InputError(f"+{self.value:g}cores needs the measured window "
                                  "(snapshot.interval), which these runs do not have",
                                  hint="give the threshold in the metric's time unit")
-            return self.value * window / _SECONDS[line.unit]
+            return self.value * seconds / _SECONDS[line.unit]
         raise InputError(f"unit {self.unit!r} does not fit the metric's unit "
                          f"{line.unit or '(none)'!r}",
                          hint="use ns, us, ms or s for a time, cores for a CPU time, or "
                               "no unit for the metric's own")
-
-
-def _window(line: Line, lines: Sequence[Line], column: str) -> float | None:
-    for other in lines:
-        if other.source == "snapshot" and other.metric == "interval" and \
-                other.role == line.role and column in other.cells:
-            values = sorted(v for v in other.cells[column].values if math.isfinite(v))
-            if values:
-                return values[len(values) // 2]
-    return None
 
 
 def parse_thresholds(items: Sequence[str]) -> dict[str, Threshold]:

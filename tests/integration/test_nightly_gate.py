@@ -26,6 +26,19 @@ from harness.hosts import testbed as tb
 
 NAPILAB = str(Path(sys.executable).parent / "napilab")
 DEMO = Path(__file__).resolve().parents[2] / "profiles" / "demo.yaml"
+# One variant, the same name in both profiles: RPS off in one, to CPU 1 in the other
+COST = """\
+name: cost
+hosts: {sender: {host: a}, receiver: {host: b}}
+workload: {tool: ping, duration: 2, client: {role: sender, cpus: "0"}, server: {role: receiver}}
+collect: {proc_stat: {roles: [receiver], cpus: "1"}}
+variants:
+  x: {setup: {receiver: {rps: {"${iface}": RPS}}}}
+repeat: 3
+metrics:
+  rtt_avg: {direction: lower, max_regression: 25%}
+  received: {direction: higher, max_regression: 25%}
+"""
 SHAPER = ["tbf", "rate", "2mbit", "burst", "3000", "latency", "20ms"]
 
 
@@ -101,5 +114,36 @@ def test_demo_nightly_gate_passes_b_catches_the_shaper_and_does_not_ratchet(
 
     code, doc, out = check(run_c, results, tmp_path / "c-pool.json")
     assert code == 3, out
-    pool = {r["dir"] for r in doc["baseline"]["runs"]}  # type: ignore[index]
-    assert pool == {str(run_a), str(run_b)} and str(night) not in pool
+    series = [r["dir"] for r in doc["baseline"]["runs"]]  # type: ignore[index]
+    assert set(series) == {str(run_a), str(run_b), str(night)}
+    # the regressed night R is in the series but never in a reference: every gated
+    # case's anchor is the first nights' level, A and B
+    for case in doc["cases"]:  # type: ignore[attr-defined]
+        assert set(case["anchor"]) == {str(run_a), str(run_b)}, case
+
+
+def test_a_cpu_cost_from_zero_is_gated_by_an_absolute_threshold(
+        testbed: tb.Testbed, tmp_path: Path) -> None:
+    """A candidate profile that turns RPS on (to CPU 1) against one that leaves it off:
+    softirq time on CPU 1 goes from 0 ms to some hundred ms. With `--max-regression
+    softirq=+20ms` the row is judged in ms (Welch's t on the raw values) and is a
+    regression: exit 3, never "n/a" or skipped."""
+    results = tmp_path / "results"
+    off = tmp_path / "off" / "cost.yaml"
+    on = tmp_path / "on" / "cost.yaml"
+    for path, rps in ((off, "none"), (on, '"1"')):
+        path.parent.mkdir()
+        path.write_text(COST.replace("RPS", rps))
+    run_off = run_night(testbed, off, results)
+    run_on = run_night(testbed, on, results)
+    proc = napilab("check", str(run_on), "--baseline", str(run_off), "--intended", "profile",
+                   "--max-regression", "softirq=+20ms", "--json", str(tmp_path / "c.json"))
+    print(proc.stdout + proc.stderr)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    doc = json.loads((tmp_path / "c.json").read_text())
+    (case,) = [c for c in doc["cases"] if c["metric"] == "softirq"]
+    found = case["comparison"]
+    assert case["status"] == "regression" and case["threshold"] == "+20 ms"
+    assert found["scale"] == "absolute" and found["test"] == "welch-t"
+    assert found["change"] > 20 and found["change_ci"][0] > 20
+    assert "+20 ms" in proc.stdout and "softirq" in proc.stdout

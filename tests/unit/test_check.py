@@ -288,3 +288,67 @@ def test_bad_thresholds_are_bad_input(results: Path, tmp_path: Path,
     for bad in ("cpu_time=+0ms", "cpu_time=+x", "cpu_time=+"):
         with pytest.raises(InputError):
             parse_thresholds([bad])
+
+
+def test_slow_drift_is_caught_against_the_anchor(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Nights each +0.7% slower than the one before (1% noise, 5 repetitions): a rolling
+    pool of the last nights would follow them; the anchor (the first nights) does not,
+    and a night is red by the time the drift reaches +10% (night 14)."""
+    results = tmp_path / "results"
+    statuses = []
+    for k in range(15):
+        level = 1.007 ** k
+        run = store_run(results, {"ping.rtt_avg": {"x": lognormal(200 + k, 5, 100 * level,
+                                                                  0.01)}},
+                        profile="drift", started=1000.0 + k, policies={"rtt_avg": {}})
+        if k:
+            statuses.append(run_check(results, run, tmp_path, capsys)[0])
+    assert 3 in statuses, statuses
+    assert statuses.index(3) + 1 <= 14  # the first red night, counted from 0
+
+
+def test_a_lucky_first_night_does_not_lock_the_reference(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Night 0 is 15% faster than every night after it: at most one of the next six is
+    red, and once two normal nights agree, normal nights pass again."""
+    results = tmp_path / "results"
+    codes = []
+    for k in range(7):
+        median = 85.0 if k == 0 else 100.0
+        run = store_run(results, {"ping.rtt_avg": {"x": lognormal(300 + k, 5, median, 0.01)}},
+                        profile="lucky", started=1000.0 + k, policies={"rtt_avg": {}})
+        if k:
+            codes.append(run_check(results, run, tmp_path, capsys)[0])
+    assert codes.count(3) <= 1, codes
+    assert codes[-3:] == [0, 0, 0], codes
+
+
+def test_an_absolute_threshold_in_cores_is_a_share_of_the_window(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`+0.1cores` on a CPU time in ms over a 10 s window is +1,000 ms: a NAPI kthread
+    that appears with 9,800 ms is a regression; one with 400 ms is within."""
+    window = {"x": [10.0] * 5}
+    doc = {"name": "synth", "workload": {"tool": "ping", "duration": 10},
+           "hosts": {"sender": {"host": "a"}},
+           "report": {"table": [{"label": "NAPI kthread CPU (ms)", "source": "napi_threads",
+                                 "metric": "cpu_time", "role": "sender"}]}}
+    base = store_run(tmp_path / "a", {"napi_threads.cpu_time": {"x": [0.0] * 5},
+                                      "snapshot.interval": window},
+                     units={"napi_threads.cpu_time": "ms", "snapshot.interval": "s"},
+                     document=doc)
+    for cost, want in ((9800.0, 3), (400.0, 0)):
+        cand = store_run(tmp_path / f"b{cost:g}",
+                         {"napi_threads.cpu_time": {"x": [cost + d for d in (-9, 3, 0, 5, 1)]},
+                          "snapshot.interval": window},
+                         units={"napi_threads.cpu_time": "ms", "snapshot.interval": "s"},
+                         document=doc)
+        code, out, _, summary = run_check(base, cand, tmp_path, capsys, "--max-regression",
+                                          "cpu_time=+0.1cores")
+        case = next(c for c in summary["cases"] if c["metric"] == "cpu_time")  # type: ignore
+        assert code == want, out
+        assert case["threshold"] == "+0.1 cores" and case["comparison"]["scale"] == "absolute"
+        assert case["comparison"]["min_effect"] == pytest.approx(1000.0)
+    code, _, err = napilab(["check", str(cand), "--baseline", str(base), "--max-regression",
+                            "cpu_time=+5pps"], capsys)
+    assert code == 2 and "does not fit" in err
