@@ -66,8 +66,10 @@ def pool_cell(nights: int, sigma_b: float, shift: float, sims: int
         series = [night(rng, 0, sigma_b, 0.05, 5) for _ in range(nights)]
         cand = night(rng, shift, sigma_b, 0.05, 5)
         noise = night_noise(series, True)
-        nights_used = anchor(series, True, noise, math.log1p(THRESHOLD / 100),
-                             Direction.LOWER)
+        nights_used, dropped = anchor(series, True, noise, math.log1p(THRESHOLD / 100),
+                                      Direction.LOWER)
+        if dropped:
+            noise = night_noise([v for i, v in enumerate(series) if i not in dropped], True)
         low, high = level_t(series, nights_used, cand, True, noise).ci(0.95)
         cover += low <= shift <= high
         status = check([series], [cand])

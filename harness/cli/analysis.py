@@ -126,12 +126,13 @@ def compare(runs: tuple[str, ...], allow_mismatch: bool, intended: tuple[str, ..
 @click.command()
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
 @click.option("--baseline", required=True, type=click.Path(file_okay=False, exists=True),
-              help="A run directory, or a results directory: its pinned run of the same "
-                   "profile, else a pool of its last 5 runs that passed their gate.")
+              help="A run directory, or a results directory: the series of earlier runs "
+                   "of the profile (each metric against the anchor level of its first "
+                   "nights), or its pinned run.")
 @click.option("--max-regression", "limits", multiple=True, metavar="METRIC=PCT",
-              help="Tolerated regression of METRIC (name or source.metric) in percent; "
-                   "repeatable; gates METRIC too. Default: the profile's max_regression, "
-                   "else 5.")
+              help="Tolerated regression of METRIC (name or source.metric) in percent, "
+                   "or absolute as +VALUE[UNIT] (+500ms, +0.1cores); repeatable; gates "
+                   "METRIC too. Default: the profile's max_regression, else 5.")
 @click.option("--intended", multiple=True, metavar="KEY",
               help="A difference that is meant to be there: `profile` accepts a baseline "
                    "that ran a different profile digest; repeatable.")
@@ -163,8 +164,7 @@ def check(run_dir: str, baseline: str, limits: tuple[str, ...], intended: tuple[
     summary = gate_json(report)
     if json_path:
         atomic_write(Path(json_path), summary)
-    # Kept with the run too: `napilab publish` builds its feed of regressions from these,
-    # and the baseline pool of later nights takes only runs whose gate passed.
+    # Kept with the run too: `napilab publish` builds its feed of regressions from these.
     atomic_write(candidate.directory / CHECK_FILE, summary)
     click.echo(gate_text(report), nl=False)
     for label, run in (("candidate", candidate), *(("baseline", r) for r in reference.runs)):

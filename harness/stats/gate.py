@@ -273,7 +273,10 @@ def night_evidence(case: GateSamples, seed: int = 0) -> tuple[Evidence, float]:
     # the first night's median (the anchor's own median decides the gate's scale below)
     level_bound = case.max_regression_abs if absolute else \
         math.log1p(rel) if log else rel * abs(raw_base)
-    nights = anchor(series, log, noise, float(level_bound or 0.0), direction, case.pinned)
+    nights, dropped = anchor(series, log, noise, float(level_bound or 0.0), direction,
+                             case.pinned)
+    if dropped:  # an outlier night is not noise of the level: estimated without it
+        noise = night_noise([v for i, v in enumerate(series) if i not in dropped], log)
     x = np.sort(np.concatenate([series[i] for i in nights]))
     base = float(np.median(x))
     scale = RATIO if log else ABSOLUTE if absolute or base <= 0 else RELATIVE

@@ -20,8 +20,9 @@ never below the pooled within-night variance / n.
 The reference level (`anchor`): the first ANCHOR nights of the accepted level, not the
 last few nights, so a slow drift cannot carry the reference along with it:
 - the first nights of the series (or the pinned night alone), leaving out a night whose
-  level is further than max(3 night SDs, the threshold) from the median of the first
-  ANCHOR + 2 nights, once there are OUTLIER_MIN of them: the level is what most of the
+  level is further than max(3 robust SDs of their levels, the threshold) from the median
+  of the first ANCHOR + 2 nights, once there are OUTLIER_MIN of them (the night-to-night
+  noise is then estimated without the nights left out): the level is what most of the
   first nights agree on, so one lucky or slow first night cannot set it once two later
   nights agree with each other, and one regressed night among the first ones is left
   out of it (the price: a brand-new series whose second and third nights both
@@ -97,33 +98,43 @@ def night_noise(series: Sequence[Array], log: bool) -> NightNoise:
 
 
 def anchor(series: Sequence[Array], log: bool, noise: NightNoise, threshold: float,
-           direction: Direction, pinned: bool = False) -> tuple[int, ...]:
-    """Indices of the anchor nights in `series` (oldest first; module doc). `threshold`
-    on the scale of the levels (log1p of a relative threshold, or absolute)."""
+           direction: Direction, pinned: bool = False
+           ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Indices of the anchor nights in `series` (oldest first; module doc) and of the
+    first nights left out of it as outliers. `threshold` on the scale of the levels
+    (log1p of a relative threshold, or absolute)."""
     if pinned or len(series) == 1:
-        return (0,)
+        return (0,), ()
     m = levels(series, log)
-    chosen = _first_nights(m, 0, len(m), noise, threshold)
+    chosen, dropped = _first_nights(m, 0, len(m), noise, threshold)
     for cp in change_points(list(np.exp(m) if log else m)):
         if cp.index <= chosen[-1]:
             continue
-        segment_end = len(m)
-        later = _first_nights(m, cp.index, segment_end, noise, threshold)
+        later, out = _first_nights(m, cp.index, len(m), noise, threshold)
         gain = float(np.mean(m[list(later)]) - np.mean(m[list(chosen)]))
         if (gain < -threshold) if direction is Direction.LOWER else (gain > threshold):
-            chosen = later
-    return chosen
+            chosen, dropped = later, out
+    return chosen, dropped
 
 
 def _first_nights(m: Array, start: int, stop: int, noise: NightNoise,
-                  threshold: float) -> tuple[int, ...]:
+                  threshold: float) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The first ANCHOR nights from `start` that agree with the median of the first
+    ANCHOR + 2, and those left out. The reach is max(3 robust SDs of those nights'
+    levels (1.4826 MAD, at least the within-night SD), the threshold): robust, so the
+    night being judged an outlier does not widen it."""
     window = list(range(start, min(stop, start + ANCHOR + 2)))
+    dropped: list[int] = []
     if len(window) >= OUTLIER_MIN:
         center = float(np.median(m[window]))
-        reach = max(3 * math.sqrt(noise.var), threshold)
+        sd = max(1.4826 * float(np.median(np.abs(m[window] - center))),
+                 math.sqrt(noise.within))
+        reach = max(3 * sd, threshold)
         kept = [i for i in window if abs(m[i] - center) <= reach]
-        window = kept or window
-    return tuple(window[:ANCHOR])
+        if kept:
+            dropped = [i for i in window if i not in kept]
+            window = kept
+    return tuple(window[:ANCHOR]), tuple(dropped)
 
 
 def level_t(series: Sequence[Array], nights: Sequence[int], candidate: Array, log: bool,

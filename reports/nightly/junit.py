@@ -1,9 +1,10 @@
 """JUnit XML of a gate (`napilab check --junit FILE`), as CI systems read it (Jenkins,
 GitLab, GitHub test reporters): one testcase per metric x variant; a regression is a
 <failure> whose message carries change, CI, adjusted p and threshold; inconclusive and
-skipped cases are <skipped>, an infinite value is an <error>, and a gate that judged
-nothing at all gets one more testcase, `gate`, whose <failure type="inconclusive"> says
-so: a gate that could not judge never looks green."""
+skipped cases are <skipped>, an infinite value is an <error>, and an inconclusive night
+(a gated case not judged within or better: harness.stats.gate.night_status) gets one
+more testcase, `gate`, whose <failure type="inconclusive"> names the cases: a gate that
+could not judge never looks green."""
 
 from __future__ import annotations
 
@@ -50,8 +51,10 @@ def junit_xml(report: GateReport) -> str:
             "classname": f"napilab.{report.profile}", "name": "gate", "time": "0"})
         ET.SubElement(element, "failure", {
             "type": "inconclusive",
-            "message": "inconclusive: no gated metric could be judged, a pass would mean "
-                       "nothing" + report.undecided_hint()})
+            "message": f"inconclusive: {len(report.undecided)} of {len(report.cases)} gated "
+                       "case(s) not judged within or better, so the night is no pass ("
+                       + ", ".join(f"{c.name} ({c.variant})" for c in report.undecided)
+                       + ")" + report.undecided_hint()})
     if report.confounders.confounders:
         ET.SubElement(suite, "system-err").text = "host or knob differences besides the " \
             "intended ones:\n" + "\n".join(str(d) for d in report.confounders.confounders)
