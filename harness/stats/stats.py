@@ -2,14 +2,16 @@
 
 A *sample* here is one value per repetition (trial) of one metric for one variant, e.g. the
 `latency_p99` of each of the 5 repetitions. This module holds the building blocks:
-cleaning, summaries with the distribution-free CI of the median, the Mann-Whitney U test,
-multiplicity adjustment and the bootstrap CI of the relative change of the medians.
+cleaning, summaries with the distribution-free CI of the median, the Mann-Whitney U test
+and multiplicity adjustment.
 
 NaN values are missing measurements: dropped one by one and counted (`Summary.n_missing`).
-Infinite values, empty or all-NaN inputs and a non-positive baseline median for a relative
-change raise `StatsError`; nothing here returns a number it could not compute.
-Companions: `harness.stats.two_sample` (which test applies: Welch's t on logs or Mann-Whitney),
+Infinite values and empty or all-NaN inputs raise `StatsError`; nothing here returns a
+number it could not compute.
+Companions: `harness.stats.two_sample` (which test applies: Welch's t on logs or raw values,
+or Mann-Whitney), `harness.stats.shift` (Hodges-Lehmann and the Moses interval),
 `harness.stats.compare` (verdicts of a family of comparisons and of the nightly gate),
+`harness.stats.nightly` (a nightly series' anchor level and night-to-night noise),
 `harness.stats.power` (detectable effect, n needed, reachability of a design),
 `harness.stats.noise` (noise vs effect, drift, A/A calibration), `harness.stats.pool`
 (pooled per-transaction latency percentiles), `harness.stats.family` (which metrics are
@@ -32,8 +34,6 @@ from harness.errors import NapilabError
 from harness.stats.two_sample import rank_p
 
 Array = npt.NDArray[np.float64]
-
-_BOOT_CHUNK = 4_000_000  # resampled values held in memory at once
 
 
 class StatsError(NapilabError):
@@ -186,33 +186,3 @@ def adjust_p(p_values: Sequence[float], method: Adjust | str = Adjust.HOLM) -> l
     out = np.empty(m)
     out[order] = ranked
     return [float(v) for v in out]
-
-
-def bootstrap_medians(x: Array, n_boot: int, rng: np.random.Generator) -> Array:
-    """Medians of `n_boot` resamples (with replacement) of x, vectorised in chunks."""
-    out = np.empty(n_boot)
-    step = max(1, _BOOT_CHUNK // x.size)
-    for start in range(0, n_boot, step):
-        stop = min(n_boot, start + step)
-        out[start:stop] = np.median(x[rng.integers(0, x.size, (stop - start, x.size))], axis=1)
-    return out
-
-
-def relative_change(baseline: npt.ArrayLike, variant: npt.ArrayLike, *, confidence: float = 0.95,
-                    n_boot: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    """variant median / baseline median - 1 and its bootstrap percentile CI (low, high).
-
-    Method: each arm is resampled independently (numpy Generator seeded with `seed`),
-    the ratio of medians recomputed, and the (1-c)/2, (1+c)/2 percentiles taken.
-    Raises StatsError unless the baseline median is positive.
-    """
-    x, _ = clean(baseline, "baseline")
-    y, _ = clean(variant, "variant")
-    base = float(np.median(x))
-    if base <= 0:
-        raise StatsError(f"relative change needs a positive baseline median, got {base:g}")
-    rng = np.random.default_rng(seed)
-    with np.errstate(divide="ignore", invalid="ignore"):  # a resample median may be 0
-        boot = bootstrap_medians(y, n_boot, rng) / bootstrap_medians(x, n_boot, rng) - 1
-        low, high = np.nanpercentile(boot, [50 * (1 - confidence), 50 * (1 + confidence)])
-    return float(np.median(y)) / base - 1, float(low), float(high)
