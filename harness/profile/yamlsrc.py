@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from harness.errors import InputError, Location, Problem
+from harness.redact import REDACTED
 
 
 class Node(dict[str, Any]):
@@ -104,7 +105,10 @@ def control_characters(data: Any, path: str = "") -> list[Problem]:
             if isinstance(value, str):
                 pattern = _TEXT_CONTROL if key in FREE_TEXT else _CONTROL
                 if pattern.search(value):
-                    problems.append(Problem(data.where(key), where, f"{value!r} contains a "
+                    # an `env:` value is a secret (harness.redact): never in an error
+                    shown = REDACTED if path == "env" or path.endswith(".env") \
+                        else repr(value)
+                    problems.append(Problem(data.where(key), where, f"{shown} contains a "
                                             "control character"))
             else:
                 problems += control_characters(value, where)
