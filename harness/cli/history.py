@@ -17,7 +17,8 @@ import click
 @click.option("--profile", required=True, help="Profile name (runs are RESULTS/<profile>/).")
 @click.option("--metric", "metrics", multiple=True, metavar="M",
               help="metric or source.metric; repeatable. Default: the newest run's "
-                   "report.table metrics, else the workload's latency and throughput.")
+                   "primary metrics, then its report.table metrics (4 in all), else the "
+                   "workload's latency and throughput.")
 @click.option("--host", help="Only values measured on this host.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text",
               show_default=True, help="Tables, JSON, or CSV: a row per run, metric and "

@@ -31,6 +31,7 @@ import pandas as pd
 
 from harness.errors import InputError, NapilabError
 from harness.stats.changes import ChangePoint, change_points
+from harness.stats.family import DEFAULT_PRIMARY, named_primary
 from harness.store.manifest import Manifest
 from harness.store.store import load_manifest, read_parquet_files, sample_files
 from reports.ab.model import format_number, with_unit
@@ -68,6 +69,24 @@ FROM (
 )
 GROUP BY rundir, role, source, metric, variant
 """
+
+
+def _primary(manifest: Manifest, table: Sequence[str]) -> list[str]:
+    """The primary metrics as `source.metric`: a bare name resolves to the table row
+    that has it, else to the workload's own metric."""
+    source = manifest.workload_source or ""
+    named = sorted(named_primary(manifest.metrics or {}),
+                   key=list(manifest.metrics or {}).index)
+    if not named:
+        return [f"{source}.{m}" for m in DEFAULT_PRIMARY.get(source, ())]
+    out = []
+    for name in named:
+        if "." in name:
+            out.append(name)
+            continue
+        row = next((key for key in table if key.split(".", 1)[1] == name), None)
+        out.append(row or f"{source}.{name}")
+    return out
 
 
 @dataclass(frozen=True)
@@ -150,15 +169,19 @@ def medians(runs: Sequence[RunInfo], metrics: Sequence[str], host: str | None = 
 
 
 def default_metrics(runs: Sequence[RunInfo]) -> list[str]:
-    """The newest run's `report.table` metrics, else its workload's headline metrics."""
+    """The newest run's primary metrics first (the profile's `metrics:`, else its
+    workload's defaults: harness.stats.family), then its `report.table` rows, else its
+    workload's headline metrics: the trend shows what the gate judges."""
     for run in reversed(runs):
         manifest = _manifest(run.directory)
         if manifest is None:
             continue
         rows = manifest.profile.document.get("report", {}).get("table") or []
-        wanted = [f"{r['source']}.{r['metric']}" for r in rows if "source" in r]
+        table = [f"{r['source']}.{r['metric']}" for r in rows if "source" in r]
+        primary = _primary(manifest, table)
+        wanted = list(dict.fromkeys([*primary, *table]))
         if wanted:
-            return list(dict.fromkeys(wanted))[:DEFAULT_METRICS]
+            return wanted[:max(DEFAULT_METRICS, len(primary))]
         source = manifest.workload_source
         files = sample_files(run.directory)
         if source and files:

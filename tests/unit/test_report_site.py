@@ -75,7 +75,9 @@ def test_site_index_runs_reports_and_raw(results: Path, site_dir: Path) -> None:
             assert raw.is_symlink() and (raw / "001").is_dir()
     trends = [t for p in site.profiles for t in p.trends]
     drawn = [t for t in trends if hasattr(t, "svg")]
-    assert len(drawn) == 2  # demo on its sender host a, synthetic on sut
+    # demo's primary metrics (rtt_avg, received) on its sender host a, its table's
+    # hard-IRQ time on receiver b; synthetic on sut
+    assert len(drawn) == 3
     assert "regression</td>" in index
 
 
