@@ -32,12 +32,14 @@ def _message(line: Line, column: str) -> tuple[str, str]:
     # exploratory rows are not judged: skipped, so they never count as a pass
     status = {"worse": "failure", "not-enough-data": "skipped",
               "exploratory": "skipped"}.get(verdict, "passed")
+    # one p rule for every format: an exploratory row shows no p (as the tables; the
+    # JSON keeps its unadjusted p with adjust "none"), a primary row its Holm p
+    p = "" if verdict == "exploratory" else f"{p_text(found.p_adjusted)} (Holm), "
     return status, (f"{verdict}: {line.label} ({column}) "
                     f"{format_pct(found.change, found.change_ci, found.scale, line.unit)} "
                     f"(95% CI "
                     f"{format_ci(found.change_ci, found.change, found.scale, line.unit)}), "
-                    f"{p_text(found.p_adjusted)} "
-                    f"(Holm), {line.direction} is better; {found.reason}")
+                    f"{p}{line.direction} is better; {found.reason}")
 
 
 def junit_xml(run: RunData, tab: Table) -> str:

@@ -145,3 +145,17 @@ def _update() -> None:
 if __name__ == "__main__":
     _update()
     sys.exit(0)
+
+
+def test_one_p_rule_in_junit_exploratory_rows_show_no_p() -> None:
+    """The tables show no p for an exploratory row and report.json says adjust "none":
+    the JUnit message carries no "(Holm)" p for it either; a primary row's does."""
+    out = render(load_run(GOLDEN / "runs" / "synthetic-seed-000-5e1f0000"), "junit")
+    root = ET.fromstring(out.split("\n", 1)[1])
+    messages = [el.get("message") or "" for el in root.iter() if el.get("message")]
+    messages += [el.text or "" for el in root.iter("system-out")]
+    exploratory = [m for m in messages if m.startswith("exploratory:")]
+    primary = [m for m in messages if m.startswith(("better:", "worse:", "~:"))]
+    assert exploratory and all("Holm" not in m and "p=" not in m and "p<" not in m
+                               for m in exploratory)
+    assert primary and all("(Holm)" in m for m in primary)
