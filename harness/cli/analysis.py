@@ -91,6 +91,14 @@ def compare(runs: tuple[str, ...], allow_mismatch: bool, intended: tuple[str, ..
     loaded = [LabelledRun(label, load_run(path)) for label, (_, path) in zip(labels, parsed,
                                                                              strict=True)]
     chosen = common_variants(loaded, variants)
+    seen: dict[Path, str] = {}
+    for _, path in parsed:
+        where = Path(path).resolve()
+        if where in seen:
+            raise InputError(f"{path} is given twice (as {seen[where]} and {path}): a run "
+                             "compared with itself shows nothing",
+                             hint="compare different runs, or rerun the profile for an A/A")
+        seen[where] = str(path)
     base = loaded[0]
     found = [(other, diff_manifests(base.run.manifest, other.run.manifest, chosen)
               .waive(intended)) for other in loaded[1:]]

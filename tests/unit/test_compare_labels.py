@@ -92,6 +92,7 @@ def test_a_kernel_difference_is_refused_unless_intended(
     (["Baseline=nowhere", "RUN"], "no such run directory 'nowhere'"),
     (["RUN"], "two or more runs"),
     (["RUN", "RUN", "--variant", "nope"], "variant 'nope' is not in every run"),
+    (["A=RUN", "B=RUN"], "is given twice"),
 ])
 def test_bad_arguments_exit_2_with_the_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                args: list[str], message: str) -> None:
