@@ -112,7 +112,8 @@ class CommandError(HostError):
 
 
 class StorageError(NapilabError):
-    """The results directory cannot be written (disk full, read-only, quota)."""
+    """The results directory cannot be written (disk full, read-only, quota), or a
+    stored run cannot be read (a damaged file): exit 1, the file named."""
 
 
 class SettingMismatch(NapilabError):

@@ -33,7 +33,7 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -301,6 +301,16 @@ def sample_files(directory: Path) -> list[Path]:
         (directory / SAMPLES_DIR).glob("[0-9]*.parquet"))
 
 
+def _read(path: Path, read: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+    try:
+        return read()
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise StorageError(f"{path}: cannot read the run's samples ({first})",
+                           hint="the run directory is damaged: restore it from a copy, "
+                                "or run the profile again") from None
+
+
 def read_parquet_files(files: list[Path], columns: list[str] | None = None) -> pd.DataFrame:
     """Several Parquet files of one schema as one frame (as pandas.read_parquet reads
     one)."""
@@ -309,12 +319,13 @@ def read_parquet_files(files: list[Path], columns: list[str] | None = None) -> p
 
 
 def load_samples(directory: Path) -> pd.DataFrame:
-    """A run's samples as one table (a trial's own file wins over samples.parquet)."""
+    """A run's samples as one table (a trial's own file wins over samples.parquet). A
+    file that cannot be read (truncated, not Parquet) is a StorageError naming it."""
     legacy = directory / LEGACY_SAMPLES
     per_trial = sorted((directory / SAMPLES_DIR).glob("[0-9]*.parquet"))
-    frames = [pd.read_parquet(legacy)] if legacy.exists() else []
+    frames = [_read(legacy, lambda: pd.read_parquet(legacy))] if legacy.exists() else []
     if per_trial:
-        trials = read_parquet_files(per_trial)
+        trials = _read(directory / SAMPLES_DIR, lambda: read_parquet_files(per_trial))
         if frames:
             frames[0] = frames[0][~frames[0]["trial"].isin(set(trials["trial"]))]
         frames.append(trials)

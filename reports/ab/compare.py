@@ -19,10 +19,11 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
+from harness.errors import StorageError
 from harness.stats import family as stats_family
 from harness.stats.pool import DEFAULT_PERCENTILES, pooled_percentiles
 from harness.store.manifest import Manifest
-from harness.store.store import load_manifest, load_samples
+from harness.store.store import LEGACY_SAMPLES, SAMPLES_DIR, load_manifest, load_samples
 from reports.ab.line_stats import with_stats
 from reports.ab.model import Cell, Line, Table, format_number
 
@@ -86,8 +87,18 @@ class RunData:
 
 
 def load_run(directory: str | Path) -> RunData:
+    """A stored run; a damaged samples file, or none where trials completed, is a
+    StorageError naming the file (never a traceback or a silent all-`-` report)."""
     directory = Path(directory)
-    return RunData(directory, load_manifest(directory), load_samples(directory))
+    manifest = load_manifest(directory)
+    samples = load_samples(directory)
+    done = sum(1 for t in manifest.trials if t.status == "ok")
+    if done and not len(samples):
+        raise StorageError(f"{directory}: {done} trial(s) completed but no samples are "
+                           f"stored ({LEGACY_SAMPLES} and {SAMPLES_DIR}/ are missing or "
+                           "empty)", hint="the run directory is damaged: restore it from a "
+                                          "copy, or run the profile again")
+    return RunData(directory, manifest, samples)
 
 
 class Spec(NamedTuple):

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.errors import InputError
+from harness.errors import InputError, StorageError
 from reports.ab.compare import Column, RunData, column, load_run
 
 SERIES_MAX = 60  # nights of a series read for the anchor and the noise
@@ -122,8 +122,8 @@ def find_reference(path: Path, candidate: RunData, *, intended: bool = False,
     for manifest in sorted(profile_dir(path, name).glob("*/manifest.json")):
         try:
             run = load_run(manifest.parent)
-        except InputError:
-            continue  # not a run of this napilab, or half written: not a reference
+        except (InputError, StorageError):
+            continue  # not a run of this napilab, half written or damaged: no reference
         if (run.directory.resolve() == mine or run.manifest.status != "complete"
                 or run.manifest.profile.name != name
                 or run.manifest.run_id == candidate.manifest.run_id

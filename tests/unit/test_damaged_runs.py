@@ -1,0 +1,42 @@
+"""A damaged run directory is a one-line error naming the file, never a traceback or a
+silent all-`-` report (issue 21, item 4): a truncated samples file, a missing one."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.cli.main import main
+from tests.synthetic_runs import lognormal, store_run
+
+
+def run_dir(tmp_path: Path) -> Path:
+    return store_run(tmp_path / "results", {"ping.rtt_avg": {"a": lognormal(1, 3, 100),
+                                                             "b": lognormal(2, 3, 90)}})
+
+
+def report(run: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    with pytest.raises(SystemExit) as exc:
+        main(["report", str(run), "--format", "text"])
+    return int(exc.value.code or 0), capsys.readouterr().err
+
+
+def test_a_truncated_samples_file_is_an_error_naming_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = run_dir(tmp_path)
+    samples = run / "samples.parquet"
+    samples.write_bytes(samples.read_bytes()[:100])
+    code, err = report(run, capsys)
+    assert code == 1 and str(samples) in err and "cannot read" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) <= 2
+
+
+def test_missing_samples_of_completed_trials_are_an_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = run_dir(tmp_path)
+    (run / "samples.parquet").unlink()
+    shutil.rmtree(run / "samples", ignore_errors=True)
+    code, err = report(run, capsys)
+    assert code == 1 and "6 trial(s) completed but no samples are stored" in err
