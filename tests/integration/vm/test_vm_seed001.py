@@ -66,6 +66,12 @@ boot: per-kernel
     return path
 
 
+# Rows whose pattern is whether the function exists on the kernel, not whether it was
+# hit: the letter's script on 7.2-rt counted kick_defer_list_purge() 0, 1 and 469 times
+# in three 5 s runs here (a make test failed on the 0).
+PRESENCE_ONLY = ("kick_defer_list_purge()",)
+
+
 def letter_script(kernel: str) -> str:
     """The letter's script; mainline PREEMPT_RT (7.2) has no /sys/kernel/realtime, so its
     RT check asks uname -v there (as the issue measured it)."""
@@ -169,6 +175,9 @@ def test_seed_001_table_agrees_with_the_letters_script(tmp_path: Path,
             mine = "absent" if column in line.get("absent", []) else pattern(
                 line["cells"][column]["value"])
             theirs = pattern(letter[column].get(key, "ABSENT"))
+            if label in PRESENCE_ONLY:  # absent or not; its count is noise at 5 s
+                mine, theirs = (("absent" if v == "absent" else "present")
+                                for v in (mine, theirs))
             if mine != theirs:
                 disagreements.append(f"{label} {column}: napilab {mine}, letter {theirs}")
         values = [letter[c].get(key) for c in ("Baseline", "Patched")]
