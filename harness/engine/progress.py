@@ -8,6 +8,7 @@ mean duration of the finished ones (the plan's estimate before the first finishe
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from typing import Any, TextIO
@@ -80,6 +81,11 @@ class Progress:
             print(line, file=self.stream, flush=True)
 
 
+def _columns() -> int:
+    """The terminal's width (COLUMNS, else the tty's, else 80)."""
+    return shutil.get_terminal_size((80, 24)).columns
+
+
 class TerminalProgress(Progress):
     """One status line rewritten in place, the failures kept above it."""
 
@@ -93,7 +99,9 @@ class TerminalProgress(Progress):
         status = (f"{self.current} | {fields.get('host') or ''}{': ' if fields.get('host') else ''}"
                   f"{fields.get('phase', '')} | {_clock(self.elapsed())} elapsed, "
                   f"ETA {_clock(self.eta())}")
-        self.stream.write("\r\x1b[2K" + status[: 160])
+        # one line of the terminal's width, less one: a line that wraps is not rewritten
+        # in place, it smears (issue 21, item 11)
+        self.stream.write("\r\x1b[2K" + status[: max(20, _columns() - 1)])
         self.stream.flush()
 
     def _clear(self) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
+
 from harness.engine.fan_out import IDENTITY, HostOps
 from harness.engine.progress import JsonProgress, Progress, QuietProgress, TerminalProgress
 from harness.hosts import facts
@@ -54,6 +56,17 @@ def test_terminal_rewrites_one_line() -> None:
     text = out.getvalue()
     assert "\r\x1b[2K" in text and "trial 1/2 rps-off rep 1 | a: ping" in text
     assert "trial 2/2: FAILED: ping failed: no reply\n" in text
+
+
+def test_the_status_line_fits_the_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A status line wider than the terminal wraps and is not rewritten in place: it is
+    cut to the terminal's width less one (COLUMNS here)."""
+    monkeypatch.setenv("COLUMNS", "40")
+    out = io.StringIO()
+    drive(TerminalProgress(out))
+    statuses = [part for part in out.getvalue().split("\r\x1b[2K") if part and
+                "\n" not in part]
+    assert statuses and max(len(s) for s in statuses) <= 39
 
 
 def test_a_rebooted_host_is_flagged() -> None:
