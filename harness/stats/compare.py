@@ -298,9 +298,6 @@ def _decide(e: Evidence, p_raw: float, p_adj: float, method: Adjust,
         else None
     need = f"; ~{n_needed} per arm would detect {wanted:.1%}" if n_needed else ""
     up = e.p(bound, "greater") <= e.p(-bound, "less")
-    low, high = e.ci
-    beyond_ci = low > bound if up else high < -bound
-    holds_zero = low <= 0 <= high
     beyond = f" beyond +-{bound:.1%}" if bound else ""
     if e.untestable:
         verdict = Verdict.SAME if e.untestable == "all values equal" else Verdict.NOT_ENOUGH_DATA
@@ -308,7 +305,7 @@ def _decide(e: Evidence, p_raw: float, p_adj: float, method: Adjust,
     elif floor > alpha:
         verdict = Verdict.NOT_ENOUGH_DATA
         reason = f"n={n1}/{n2}: smallest attainable adjusted p {floor:.3g} > {alpha:g}{need}"
-    elif p_adj < alpha and beyond_ci:
+    elif p_adj < alpha and _ci_beyond(e.ci, bound, up):
         improved = up == (e.direction is Direction.HIGHER)
         verdict = Verdict.BETTER if improved else Verdict.WORSE
         reason = f"{e.method} p={p_adj:.3g} < {alpha:g}{beyond}"
@@ -317,7 +314,7 @@ def _decide(e: Evidence, p_raw: float, p_adj: float, method: Adjust,
         reason = (f"{e.method} p={p_adj:.3g} < {alpha:g} but the 95% CI reaches "
                   f"{'+-' + format(bound, '.1%') if bound else '0'}: the test and its "
                   "interval disagree (ties)")
-    elif bound and -bound < low and high < bound:
+    elif bound and _ci_same(e.ci, bound):
         verdict = Verdict.SAME
         reason = f"within +-{bound:.1%}: the whole 95% CI is inside it"
     elif bound:
@@ -326,7 +323,7 @@ def _decide(e: Evidence, p_raw: float, p_adj: float, method: Adjust,
                              else alpha_eff, power, 1 if abs(e.change) < bound else 2)
         need = f"; ~{n_needed} per arm would decide it" if n_needed else ""
         reason = f"neither beyond nor within +-{bound:.1%} at this n{need}"
-    elif not holds_zero:
+    elif not _ci_same(e.ci, bound):
         verdict = Verdict.NOT_ENOUGH_DATA
         n_needed = n_per_arm_needed(e.noise, abs(e.change), alpha_eff, power) \
             if e.noise else None
@@ -356,6 +353,16 @@ def _n_margin(noise: Noise | None, change: float, bound: float, alpha: float,
         if margin > 0 else None
 
 
+def _ci_beyond(ci: tuple[float, float], bound: float, up: bool) -> bool:
+    """Does the CI lie beyond +bound (up) or -bound: what better/worse needs."""
+    return ci[0] > bound if up else ci[1] < -bound
+
+
+def _ci_same(ci: tuple[float, float], bound: float) -> bool:
+    """Does the CI bear "~" out: within +-bound, or holding 0 without a bound."""
+    return -bound < ci[0] and ci[1] < bound if bound else ci[0] <= 0 <= ci[1]
+
+
 def agree(c: Comparison) -> Comparison:
     """A comparison whose change and CI were replaced after its verdict (a pooled
     percentile line shows the pooled values' change and their cluster-bootstrap CI)
@@ -374,13 +381,11 @@ def agree(c: Comparison) -> Comparison:
         low, high = min(low, c.change), max(high, c.change)
         notes.append("CI stretched to hold the change")
     verdict, bound = c.verdict, c.min_effect
-    up = c.change > 0
-    beyond = low > bound if up else high < -bound
-    inside = -bound < low and high < bound if bound else low <= 0 <= high
-    if verdict in (Verdict.BETTER, Verdict.WORSE) and not beyond:
+    if verdict in (Verdict.BETTER, Verdict.WORSE) and \
+            not _ci_beyond((low, high), bound, c.change > 0):
         verdict = Verdict.NOT_ENOUGH_DATA
         notes.append(f"the test says {c.verdict.value} but this CI does not bear it out")
-    elif verdict is Verdict.SAME and not inside:
+    elif verdict is Verdict.SAME and not _ci_same((low, high), bound):
         verdict = Verdict.NOT_ENOUGH_DATA
         notes.append("the test found no change but this CI excludes "
                      + (f"+-{bound:.1%}" if bound else "0"))

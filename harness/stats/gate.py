@@ -245,8 +245,7 @@ def _nights_hint(e: Evidence, threshold: float, alpha: float,
     bound = math.log1p(threshold) if e.scale == RATIO else \
         threshold * (e.base if e.scale == RELATIVE else 1.0)
     need = repeat_needed(noise, bound, len(e.nights.anchor), e.variant.n, alpha, power)
-    sd = noise.between_sd
-    shown = f"{math.expm1(sd):.1%}" if e.scale == RATIO else f"{sd:.3g}"
+    shown = noise.between_text(e.scale == RATIO)
     if need is None:
         return None, (f"; night-to-night noise alone (sd {shown} over "
                       f"{noise.nights} nights) is too large for a single night to show it: "

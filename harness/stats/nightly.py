@@ -70,6 +70,11 @@ class NightNoise:
         """Night-to-night SD beyond what the repetitions explain."""
         return math.sqrt(max(0.0, self.var - self.within))
 
+    def between_text(self, log: bool) -> str:
+        """`between_sd` as printed: a percentage for log levels, else in the unit."""
+        sd = self.between_sd
+        return f"{math.expm1(sd):.1%}" if log else f"{sd:.3g}"
+
 
 def levels(series: Sequence[Array], log: bool) -> Array:
     return np.array([float(np.mean(np.log(v) if log else v)) for v in series])

@@ -17,7 +17,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from harness.stats.compare import Comparison, MetricSamples, agree, compare_metrics, explore
+from harness.stats.compare import (
+    ABSOLUTE,
+    Comparison,
+    MetricSamples,
+    agree,
+    compare_metrics,
+    explore,
+)
 from harness.stats.family import is_primary
 from harness.stats.noise import drift, noise_exceeds_effect
 from harness.stats.pool import pooled_change
@@ -142,7 +149,7 @@ def with_stats(lines: Sequence[Line], pairs: Sequence[tuple[str, str]],
                 continue
             found = _pooled(line, base, other, _unbounded(found))
             comparisons[other] = found
-            if found.scale == "absolute":  # a zero baseline has no relative noise
+            if found.scale == ABSOLUTE:  # a zero baseline has no relative noise
                 continue
             try:
                 noise[other] = noise_exceeds_effect(line.cells[base].values, found.change)

@@ -13,7 +13,7 @@ import re
 import statistics
 from dataclasses import dataclass, field
 
-from harness.stats.compare import Comparison
+from harness.stats.compare import ABSOLUTE, RATIO, Comparison
 from harness.stats.noise import Drift, NoiseCheck
 from harness.stats.pool import PooledPercentile
 from harness.stats.stats import Summary
@@ -138,7 +138,6 @@ def as_ratio(change: float | None, ci: tuple[float, float] | None = None) -> boo
                for v in [change, *bounds])
 
 
-ABSOLUTE = "absolute"  # harness.stats.compare.ABSOLUTE: a change in the metric's unit
 
 
 def _signed(value: float, unit: str) -> str:
@@ -151,7 +150,7 @@ def _signed(value: float, unit: str) -> str:
 
 
 def format_pct(change: float | None, ci: tuple[float, float] | None = None,
-               scale: str = "ratio", unit: str = "") -> str:
+               scale: str = RATIO, unit: str = "") -> str:
     """A relative change in the notation its CI shares (`as_ratio`): +12.3%, -0.41%,
     +899%, or x24; an absolute one (scale "absolute", a zero baseline or an absolute
     threshold) in the metric's unit: +9,800 ms."""
@@ -169,7 +168,7 @@ def _ci_missing(ci: tuple[float, float] | None) -> bool:
 
 
 def format_ci(ci: tuple[float, float] | None, change: float | None = None,
-              scale: str = "ratio", unit: str = "") -> str:
+              scale: str = RATIO, unit: str = "") -> str:
     """A CI of a relative change, compact, in its change's notation: +8.1..+16.0%, or
     x0.52..x19.1 when the change or a bound is tenfold (`as_ratio`); absolute:
     +9,650..+9,950 ms."""

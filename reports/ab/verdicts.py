@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from harness.stats.compare import ABSOLUTE
 from reports.ab.model import Line, Table, p_text
 
 ORDER = ("worse", "better", "~", "not-enough-data", "exploratory")
@@ -38,7 +39,7 @@ def summary(tab: Table) -> Summary:
                                  "assumed": assumed,
                                  "note": " (direction assumed: lower taken as better)"
                                  if assumed else ""})
-    findings.sort(key=lambda f: (f["verdict"] != "worse", f["scale"] != "absolute",
+    findings.sort(key=lambda f: (f["verdict"] != "worse", f["scale"] != ABSOLUTE,
                                  -abs(f["change"])))
     return Summary({k: n for k, n in counts.items() if n}, sum(counts.values()), tab.family,
                    findings, notes(tab))

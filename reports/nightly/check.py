@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
-from harness.stats.compare import Comparison, Nights
+from harness.stats.compare import RATIO, Comparison, Nights
 from harness.stats.family import is_primary
 from harness.stats.gate import GATE_CONFIDENCE, PASSING, GateSamples, gate_metrics, night_status
 from harness.store.confounders import Confounders, diff_manifests
@@ -278,8 +278,7 @@ def _with(case: GateCase, status: str, found: Comparison | None, reason: str) ->
 
 
 def _noise_text(nights: Nights, scale: str) -> str:
-    sd = nights.noise.between_sd
-    shown = f"{math.expm1(sd):.1%}" if scale == "ratio" else f"{sd:.3g}"
+    shown = nights.noise.between_text(scale == RATIO)
     return (f"night-to-night sd {shown} beyond the repetitions' (from "
             f"{nights.noise.nights} night(s))" if nights.noise.known else
             "night-to-night noise unknown (one night)")

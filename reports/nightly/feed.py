@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.stats.compare import RATIO
 from reports.ab.model import format_ci, format_pct, p_text
 
 ATOM = "http://www.w3.org/2005/Atom"
@@ -38,7 +39,7 @@ def _case_line(case: Mapping[str, Any]) -> str:
     ci = found.get("change_ci") or [None, None]
     bounds = tuple(float("inf") if v is None else float(v) for v in ci)
     change = found.get("change")
-    scale, unit = str(found.get("scale") or "ratio"), str(case.get("unit") or "")
+    scale, unit = str(found.get("scale") or RATIO), str(case.get("unit") or "")
     level = found.get("confidence")
     shown = f"{float(level):.0%}" if isinstance(level, int | float) else "95%"
     return (f"{case.get('label')} ({case.get('variant')}): "

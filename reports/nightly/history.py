@@ -75,8 +75,8 @@ def _primary(manifest: Manifest, table: Sequence[str]) -> list[str]:
     """The primary metrics as `source.metric`: a bare name resolves to the table row
     that has it, else to the workload's own metric."""
     source = manifest.workload_source or ""
-    named = sorted(named_primary(manifest.metrics or {}),
-                   key=list(manifest.metrics or {}).index)
+    primary = named_primary(manifest.metrics or {})
+    named = [name for name in manifest.metrics or {} if name in primary]
     if not named:
         return [f"{source}.{m}" for m in DEFAULT_PRIMARY.get(source, ())]
     out = []
