@@ -30,7 +30,7 @@ from harness.authoring.json_parts import regex as _regex
 from harness.inventory import ansible as inventory_ansible
 from harness.inventory import inventory
 from harness.knobs import registry, values
-from harness.profile import kernel, matrix, profile, sections
+from harness.profile import kernel, matrix, names, profile, sections
 from harness.profile.schema import Number
 from runners.collectors.collector import COLLECTORS
 from runners.registry import TOOLS
@@ -149,7 +149,8 @@ def profile_schema() -> Schema:
                "kernel": {"$ref": "#/$defs/kernel"}}
     assert set(overlay) == set(profile.VARIANT_KEYS)
     properties: Schema = {
-        "name": STRING, "description": STRING, "extends": one_or_list(STRING),
+        "name": {"type": "string", "pattern": _regex(names.SAFE_NAME)},
+        "description": STRING, "extends": one_or_list(STRING),
         "hosts": mapping_of({"anyOf": [STRING, obj({
             "host": STRING, "iface": {"type": "string", "pattern": _regex(values.IFACE)}},
             required=("host",))]}),
@@ -159,7 +160,7 @@ def profile_schema() -> Schema:
         "report": obj({"table": {"type": "array", "items": obj(
             {k: leaf(STRING) for k in sections.TABLE_ROW_KEYS}, required=("source", "metric"))},
             "columns": mapping_of(one_or_list(STRING))}),
-        "variants": mapping_of(obj(overlay), keys=_regex(matrix._NAME)),
+        "variants": mapping_of(obj(overlay), keys=_regex(names.SAFE_NAME)),
         "baseline": STRING,
         "order": {"enum": list(profile.ORDERS)},
         "on_mismatch": {"enum": list(profile.ON_MISMATCH)},

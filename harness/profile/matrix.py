@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import Location
-from harness.profile.merge import clone, plain
+from harness.profile.merge import clone
+from harness.profile.names import ALLOWED, unsafe
 from harness.profile.schema import Checker, join, suggest, type_name
 from harness.profile.yamlsrc import Node, Seq
 from runners.base import PLACEHOLDER, fill
 
 RESERVED = ("iface", "target", "bind", "duration", "workdir", "trial", "variant")
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.=+-]{0,63}")
 MATRIX_KEYS = ("parameters", "name", "exclude", "variants")
 
 
@@ -169,8 +169,8 @@ def placeholders(value: Any) -> set[str]:
 
 
 def check_name(check: Checker, name: str, where: Any, path: str) -> None:
-    if not _NAME.fullmatch(name):
-        check.error(where, path, f"variant name {name!r}: use letters, digits and . _ = + -")
+    if unsafe(name):
+        check.error(where, path, f"variant name {name!r}: use {ALLOWED}")
 
 
 def unknown_placeholders(check: Checker, document: Node, values: dict[str, Any],
@@ -178,7 +178,7 @@ def unknown_placeholders(check: Checker, document: Node, values: dict[str, Any],
     """A placeholder that is neither napilab's nor a matrix parameter, at the value that
     holds it (a parameter written under `matrix:` but malformed has its own error)."""
     known = {*RESERVED, *values, *declared}
-    for name in sorted(placeholders(plain(document)) - known):
+    for name in sorted(placeholders(document) - known):
         where, path = first_use(document, "${" + name + "}", "")
         check.error(where or document.location, path, f"unknown placeholder ${{{name}}}; "
                     f"matrix parameters are {sorted(values)}{suggest(name, values)}")

@@ -41,6 +41,8 @@ def clone(value: Any) -> Any:
         seq.location = value.location
         seq.item_locations = list(value.item_locations)
         return seq
+    if value is None or isinstance(value, str | int | float | bool):
+        return value  # immutable
     return copy.deepcopy(value)
 
 
@@ -88,6 +90,9 @@ def resolve_extends(path: Path, chain: list[Path]) -> Node:
         if not parent_path.exists():
             raise InputError([Problem(document.where("extends"), "extends",
                                       f"{parent}: no such file (looked in {path.parent})")])
+        if not parent_path.is_file():  # /dev/zero, a FIFO, a directory: never read
+            raise InputError([Problem(document.where("extends"), "extends",
+                                      f"{parent}: not a regular file")])
         merged = deep_merge(merged, resolve_extends(parent_path, [*chain, resolved]))
     child = clone(document)
     child.pop("extends")

@@ -117,22 +117,38 @@ def bind(profile: Profile, inventory: Inventory) -> Plan:
     return plan
 
 
-def _check_cpus(plan: Plan) -> list[Problem]:
-    """CPU lists fit the host when the inventory says how many CPUs it has; each error at
-    the CPU list as written, once however many variants share it."""
+def check_online(plan: Plan, online: Mapping[str, tuple[int, ...] | None]) -> list[Problem]:
+    """Every variant's CPU lists against the CPUs each host has online, read when a run
+    starts: a CPU a host lacks is refused before the first trial, at the list as the
+    profile wrote it (`63`, not the mask 8000000000000000)."""
+    return _check_cpus(plan, online)
+
+
+def _check_cpus(plan: Plan,
+                online: Mapping[str, tuple[int, ...] | None] | None = None) -> list[Problem]:
+    """CPU lists fit the host when the inventory says how many CPUs it has (or, given
+    `online`, the CPUs it has online); each error at the CPU list as written, once however
+    many variants share it."""
     problems = []
 
     def fits(role: str, text: str, at: Written | None, what: str) -> None:
         host = plan.host_of(role)
-        if host.cpus is None or not text:
+        have = online.get(host.name) if online is not None else \
+            tuple(range(host.cpus)) if host.cpus is not None else None
+        if not have or not text:
             return
-        too_big = [c for c in cpus.parse_list(text) if c >= host.cpus]
-        if too_big:
+        try:
+            missing = [c for c in cpus.parse_list(text) if c not in set(have)]
+        except cpus.CpuListError:
+            return  # the profile's own check names it
+        if missing:
             where, path = (at.location, at.key_path) if at else (plan.profile.roles[role].where,
                                                                  what)
-            problems.append(Problem(where, path, f"CPU {too_big[0]} does not exist on "
-                                    f"{host.name}, which has {host.cpus} CPUs "
-                                    f"(0-{host.cpus - 1})"))
+            problems.append(Problem(where, path, f"CPU {missing[0]} does not exist on "
+                                    f"{host.name}, which has {len(have)} CPUs "
+                                    f"(0-{len(have) - 1})" if online is None else
+                                    f"CPU {missing[0]} ({text!r}) is not online on {host.name}"
+                                    f" (online: {cpus.format_list(list(have))})"))
 
     for variant in plan.profile.variants:
         for side in ("client", "server"):

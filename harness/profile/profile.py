@@ -9,10 +9,13 @@ See docs/profiles.md for every key with an example.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import math
 import random
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +36,7 @@ from harness.profile.matrix import (
     unknown_placeholders,
 )
 from harness.profile.merge import clone, deep_merge, plain, resolve_extends, without_other_tool
+from harness.profile.names import unsafe
 from harness.profile.schema import Checker, Number, join, suggest
 from harness.profile.scope import Scope
 from harness.profile.sections import (
@@ -49,6 +53,7 @@ from harness.profile.yamlsrc import Node
 TOP_KEYS = keys.PROFILE_KEYS
 VARIANT_KEYS = ("description", "group", "setup", "workload", "collect", "kernel")
 ORDERS = ("interleaved", "randomized", "blocked")
+MAX_VARIANTS = 20_000  # explicit or from a matrix, counted before a matrix is expanded
 ON_MISMATCH = ("fail", "warn")
 ROLE_KEYS = keys.ROLE_KEYS
 METRIC_KEYS = ("direction", "min_effect", "max_regression", "primary")
@@ -141,7 +146,11 @@ class Profile:
         return tuple(pairs)
 
     def variant(self, name: str) -> Variant:
-        return next(v for v in self.variants if v.name == name)
+        return self._by_name[name]
+
+    @functools.cached_property
+    def _by_name(self) -> dict[str, Variant]:
+        return {v.name: v for v in self.variants}
 
     def trials(self) -> list[Trial]:
         """Execution order: interleaved ABAB..., blocked AAA...BBB..., or a seeded shuffle
@@ -173,7 +182,7 @@ def load_profile(path: str | Path) -> Profile:
         base.pop(key, None)
     arms = _arms(check, document)
     names = [arm[0] for arm in arms]
-    for name in {n for n in names if names.count(n) > 1}:
+    for name in sorted(n for n, count in Counter(names).items() if count > 1):
         check.error(document.where("matrix"), "matrix", f"two variants are named {name!r}; "
                     "make matrix.name tell them apart")
     baseline = check.get(document, "baseline", "", str)
@@ -188,7 +197,7 @@ def load_profile(path: str | Path) -> Profile:
     for name, overlay, values in arms:
         merged = deep_merge(without_other_tool(base, overlay), Node(
             {k: v for k, v in overlay.items() if k not in ("description", "group")}))
-        merged = substitute(merged, values)
+        merged = substitute(merged, values) if values else merged  # deep_merge copied
         start = len(check.problems)
         unknown_placeholders(check, merged, values, declared_parameters(document))
         variant = _variant(check, name, merged, overlay, roles, values)
@@ -203,6 +212,9 @@ def load_profile(path: str | Path) -> Profile:
     table = parse_table(check, report.get("table"), report.where("table"), "report.table", roles)
     _columns(check, report, [v.name for v in variants])
     profile_fields = _top_level(check, document)
+    if document.get("name") is None and unsafe(Path(path).stem):
+        check.error(document.location, "name", f"no `name:`, and the file's name "
+                    f"{unsafe(Path(path).stem)}: write one")
     _dedupe(check)
     check.raise_if_any()
     resolved = plain(document)
@@ -215,11 +227,33 @@ def load_profile(path: str | Path) -> Profile:
     )
 
 
+def _unused_parameters(check: Checker, document: Node, matrix: Node,
+                       parameters: dict[str, list[Any]]) -> None:
+    used = placeholders({k: v for k, v in document.items() if k != "matrix"})
+    misspelt = used - set(RESERVED) - set(parameters)  # reported where written
+    params_node = matrix.get("parameters", matrix)
+    for param in parameters:
+        if param not in used and not suggest(param, misspelt):
+            check.error(params_node.key_locations.get(param) if isinstance(params_node, Node)
+                        else None, f"matrix.{param}",
+                        f"parameter never used: write ${{{param}}} where its value goes")
+
+
+def _too_many(check: Checker, count: int, where: Location | None, path: str) -> bool:
+    if count <= MAX_VARIANTS:
+        return False
+    check.error(where, path, f"{count:,} variants: a profile has at most {MAX_VARIANTS:,} "
+                "(docs/profiles.md, Limits)")
+    return True
+
+
 def _arms(check: Checker, document: Node) -> list[tuple[str, Node, dict[str, Any]]]:
     """(name, overlay, matrix values) of every variant: the explicit ones, each crossed
     with the matrix combinations when there is a matrix."""
     variants_node = check.mapping(document.get("variants"), document.where("variants"),
                                   "variants") or Node()
+    if _too_many(check, len(variants_node), document.where("variants"), "variants"):
+        return []
     overlays: list[tuple[str, Node]] = []
     for name, raw in variants_node.items():
         overlay = check.mapping(raw, variants_node.where(name), join("variants", name))
@@ -234,18 +268,15 @@ def _arms(check: Checker, document: Node) -> list[tuple[str, Node, dict[str, Any
     spec = parse_matrix(check, matrix)
     names = [n for n, _ in overlays]
     crossed = spec.variants if spec.variants is not None else names
+    combos = math.prod(len(values) for values in spec.parameters.values())
+    count = combos * max(1, len(set(crossed) & set(names))) + len(set(names) - set(crossed))
+    if _too_many(check, count, matrix.location, "matrix"):  # before expanding it
+        return []
     for wanted in crossed:
         if wanted not in names:
             check.error(matrix.where("variants"), "matrix.variants", f"no variant {wanted!r}"
                         f"{suggest(wanted, names)}")
-    used = placeholders({k: v for k, v in plain(document).items() if k != "matrix"})
-    misspelt = used - set(RESERVED) - set(spec.parameters)  # reported where written
-    params_node = matrix.get("parameters", matrix)
-    for param in spec.parameters:
-        if param not in used and not suggest(param, misspelt):
-            check.error(params_node.key_locations.get(param) if isinstance(params_node, Node)
-                        else None, f"matrix.{param}",
-                        f"parameter never used: write ${{{param}}} where its value goes")
+    _unused_parameters(check, document, matrix, spec.parameters)
     arms: list[tuple[str, Node, dict[str, Any]]] = []
     implicit: list[tuple[str | None, Node]] = [(None, Node())]
     for arm, overlay in overlays or implicit:
@@ -320,6 +351,9 @@ def _top_level(check: Checker, document: Node) -> dict[str, Any]:
         seed = random.SystemRandom().randrange(2**31)  # recorded in the manifest
     for key in ("name", "description"):
         check.get(document, key, "", str)
+    name = document.get("name")
+    if isinstance(name, str) and unsafe(name):
+        check.error(document.where("name"), "name", f"profile name {unsafe(name)}")
     return {
         "repeat": check.num(document, "repeat", "", TOP_NUMBERS["repeat"], default=1),
         "order": order,

@@ -3,11 +3,18 @@
 Profiles and inventories are plain YAML (safe loader: no tags, no executable config).
 Mappings load as `Node` dicts that carry the location of each key and value, so every
 validation error can name file:line:column and the key path.
+
+Limits (docs/profiles.md, "Limits"), each a clear InputError before any host is touched:
+a file of at most MAX_BYTES, read only from a regular file (or standard input); nesting
+at most MAX_DEPTH deep; at most MAX_NODES values once aliases are expanded (an alias
+bomb is refused from its node graph, without expanding it). libyaml's parser
+(yaml.CSafeLoader, with the same marks) is used where PyYAML was built with it.
 """
 
 from __future__ import annotations
 
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -46,15 +53,41 @@ class Seq(list[Any]):
         self.item_locations = []
 
 
+MAX_BYTES = 4 * 1024 * 1024
+MAX_DEPTH = 64
+MAX_NODES = 1_000_000
+LIMITS = "docs/profiles.md, Limits"
+
+
 def _loc(name: str, mark: yaml.Mark) -> Location:
     return Location(name, mark.line + 1, mark.column + 1)
 
 
-class _Loader(yaml.SafeLoader):
+# libyaml where PyYAML has it: ~20x faster on large profiles, the same marks
+_BASE: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_BASE):  # type: ignore[valid-type,misc]
     source_name = "<string>"
+    depth = 0
+
+
+def _deeper(loader: _Loader, node: yaml.Node) -> None:
+    loader.depth += 1
+    if loader.depth > MAX_DEPTH:
+        raise InputError([Problem(_loc(loader.source_name, node.start_mark), "",
+                                  f"nested more than {MAX_DEPTH} levels deep ({LIMITS})")])
 
 
 def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> Node:
+    _deeper(loader, node)
+    try:
+        return _mapping(loader, node)
+    finally:
+        loader.depth -= 1
+
+
+def _mapping(loader: _Loader, node: yaml.MappingNode) -> Node:
     loader.flatten_mapping(node)
     result = Node()
     result.location = _loc(loader.source_name, node.start_mark)
@@ -74,10 +107,40 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> Node:
 
 
 def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> Seq:
-    result = Seq(loader.construct_object(child, deep=True) for child in node.value)
+    _deeper(loader, node)
+    try:
+        result = Seq(loader.construct_object(child, deep=True) for child in node.value)
+    finally:
+        loader.depth -= 1
     result.location = _loc(loader.source_name, node.start_mark)
     result.item_locations = [_loc(loader.source_name, c.start_mark) for c in node.value]
     return result
+
+
+def expanded_size(root: yaml.Node, name: str) -> int:
+    """How many values the document holds with every alias expanded, counted on the node
+    graph (each node once, with its children's counts): linear in the file, so an
+    alias bomb is measured without being expanded. Over MAX_NODES is an InputError."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if id(node) in sizes:
+            continue
+        children = [c for pair in node.value for c in pair] \
+            if isinstance(node, yaml.MappingNode) else list(node.value) \
+            if isinstance(node, yaml.SequenceNode) else []
+        if done or not children:
+            total = 1 + sum(sizes.get(id(c), 0) for c in children)
+            if total > MAX_NODES:
+                raise InputError([Problem(_loc(name, node.start_mark), "",
+                                          f"more than {MAX_NODES:,} values once its aliases "
+                                          f"are expanded ({LIMITS})")])
+            sizes[id(node)] = total
+            continue
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in sizes)
+    return sizes[id(root)]
 
 
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
@@ -128,10 +191,17 @@ def control_characters(data: Any, path: str = "") -> list[Problem]:
 def load_text(text: str, name: str) -> Any:
     """Parse YAML text; syntax errors, and control characters in any key or value,
     become InputError with file:line:column."""
+    if len(text) > MAX_BYTES:
+        raise InputError([Problem(Location(name, 1, 1), "", f"{len(text):,} characters: a "
+                                  f"YAML file holds at most {MAX_BYTES:,} ({LIMITS})")])
     loader = _Loader(text)
     loader.source_name = name
     try:
-        data = loader.get_single_data()
+        root = loader.get_single_node()
+        if root is None:
+            return None
+        expanded_size(root, name)
+        data = loader.construct_document(root)
         problems = control_characters(data)
         if problems:
             raise InputError(problems)
@@ -143,23 +213,42 @@ def load_text(text: str, name: str) -> Any:
         raise InputError([Problem(where, "", f"YAML syntax error: {reason}")]) from None
     except yaml.YAMLError as exc:
         raise InputError([Problem(None, "", f"{name}: YAML error: {exc}")]) from None
+    except RecursionError:  # the pure-Python composer, before MAX_DEPTH could be checked
+        raise InputError([Problem(Location(name, 1, 1), "", f"nested more than "
+                                  f"{MAX_DEPTH} levels deep ({LIMITS})")]) from None
     finally:
         loader.dispose()
 
 
 def read_file(path: str | Path) -> str:
-    """A file's text (`-`: standard input); a missing or unreadable file is an InputError."""
+    """A file's text (`-`: standard input), at most MAX_BYTES of it; a missing, unreadable
+    or not regular file (a device, a FIFO, a directory) is an InputError."""
     if str(path) == "-":
         import sys
 
-        return sys.stdin.read()
+        stream = getattr(sys.stdin, "buffer", None)
+        raw = stream.read(MAX_BYTES + 1) if stream is not None \
+            else sys.stdin.read(MAX_BYTES + 1).encode()
+        _limited(raw, "<stdin>")
+        return raw.decode("utf-8", errors="replace")
     path = Path(path)
     try:
-        return path.read_text(encoding="utf-8")
+        if not stat.S_ISREG(path.stat().st_mode):  # before open: a FIFO would block it
+            raise InputError(f"{path}: not a regular file")
+        with path.open("rb") as stream:
+            data = stream.read(MAX_BYTES + 1)
+        _limited(data, str(path))
+        return data.decode("utf-8")
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read: {exc}") from None
+
+
+def _limited(data: bytes, name: str) -> None:
+    if len(data) > MAX_BYTES:
+        raise InputError(f"{name}: over {MAX_BYTES:,} bytes, napilab's limit for a YAML "
+                         f"file ({LIMITS})")
 
 
 def load_file(path: str | Path) -> Any:
