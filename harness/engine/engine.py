@@ -35,6 +35,7 @@ from harness.engine.steps import (
 )
 from harness.errors import (
     ExitCode,
+    InputError,
     Interrupted,
     NapilabError,
     RestoreIncomplete,
@@ -42,7 +43,7 @@ from harness.errors import (
 )
 from harness.hosts.session import HostSession
 from harness.hosts.settings import HostSettings, workdir
-from harness.profile.plan import Plan
+from harness.profile.plan import Plan, check_online
 from harness.profile.profile import Trial, Variant
 from harness.store.manifest import HostFacts, TrialRecord
 from harness.store.store import Row, RunStore
@@ -89,6 +90,10 @@ class Engine:
     def run(self, *, resume: bool = False, allow_host_change: bool = False) -> ExitCode:
         manifest = self.store.manifest
         facts = self.hosts.facts()
+        problems = check_online(self.plan, {h: i.online_cpus
+                                            for h, i in self.hosts.host_info.items()})
+        if problems:  # before any knob on any host: the CPUs as the profile wrote them
+            raise InputError(sorted(set(problems), key=str))
         if resume:  # before anything is recorded: a refusal leaves the run as it was
             resume_check.compare(manifest, facts, allow_host_change, self.progress,
                                  booted=set(self.plan.booted_hosts))
@@ -282,7 +287,13 @@ class Engine:
         results directory that cannot be written)."""
         entry.status, entry.error, entry.end = "failed", str(exc), time.time()
         self.progress.trial_end(trial.index, "failed", str(exc))
-        self.store.save_manifest(final=False)
+        try:
+            self.store.save_manifest(final=False)
+        except StorageError:
+            if not isinstance(exc, StorageError):
+                raise
+            # the results disk is full: the run ends, and its final save (through the
+            # reserve) records this trial's failure
         if isinstance(exc, StorageError | RestoreIncomplete):
             raise exc
         return False

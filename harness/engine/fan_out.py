@@ -107,6 +107,9 @@ class HostOps:
                                       [c.to_json() for c in changes])
             return changes
 
+        # every host journals its originals before any host writes a knob: a host that
+        # cannot journal stops the trial with nothing changed anywhere
+        each_host(list(wanted), lambda host: settings[host].prepare(wanted[host]))
         done = each_host(list(wanted), apply_one)
         return [change for host in wanted for change in done[host]]
 

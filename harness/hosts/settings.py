@@ -82,6 +82,7 @@ class HostSettings:
         self.journal = journal or journal_path(run_id, session.name)
         self._before_queues: dict[str, str] = {}  # follower items before a queue change
         self._created: float | None = None  # when this journal was first written
+        self._prepared: tuple[tuple[Setting, ...], HostLookup] | None = None  # by prepare
 
     @property
     def host(self) -> str:
@@ -96,11 +97,16 @@ class HostSettings:
         instances and NAPI threads are resolved in their turn: they appear only once
         earlier kinds (GRO, `threaded`) are in place.
         """
-        lookup = HostLookup(self.session)
-        self._before_queues = {}
+        prepared = self._prepared is not None and self._prepared[0] == tuple(settings)
+        lookup = self._prepared[1] if self._prepared is not None and prepared \
+            else HostLookup(self.session)
+        self._prepared = None
+        if not prepared:
+            self._before_queues = {}
         try:
-            self._before_queues = self._read_followers(settings)
-            for step in apply_steps(settings):
+            if not prepared:
+                self._before_queues = self._read_followers(settings)
+            for step in apply_steps(settings):  # a prepared Journal step has nothing new
                 match step:
                     case Journal(settings=phase):
                         self._journal_originals(phase, lookup)
@@ -115,6 +121,22 @@ class HostSettings:
             self.restore()
             raise
         return self.changes
+
+    def prepare(self, settings: Sequence[Setting]) -> None:
+        """The first step of `apply`, done on every host before any host writes
+        (harness.engine.fan_out): resolve, read and journal the settings whose items exist
+        up front. A host whose journal cannot be written (a full /var/tmp) fails here,
+        before a knob on any host has changed; on failure the journal is dropped."""
+        lookup = HostLookup(self.session)
+        try:
+            self._before_queues = self._read_followers(settings)
+            steps = apply_steps(settings)
+            if steps and isinstance(steps[0], Journal):
+                self._journal_originals(steps[0].settings, lookup)
+        except BaseException:
+            self.restore()
+            raise
+        self._prepared = (tuple(settings), lookup)
 
     def rewrite(self, setting: Setting, *, force: bool = False) -> list[Change]:
         """Ask for another value of an item this instance already changed, without

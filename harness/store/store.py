@@ -44,6 +44,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from harness.errors import InputError, StorageError
+from harness.profile.names import unsafe
 from harness.store.manifest import Manifest
 
 COLUMNS = ("run_id", "trial", "variant", "rep", "role", "host", "source", "metric", "cpu",
@@ -122,6 +123,8 @@ class RunStore:
                run_id: str | None = None) -> RunStore:
         """A new run directory, which appears (renamed from a hidden name) with its
         manifest in it."""
+        if unsafe(profile_name):  # validate refuses it first: never a path outside RESULTS
+            raise StorageError(f"profile name {unsafe(profile_name)}")
         run_id = run_id or new_run_id()
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         directory = Path(results) / profile_name / f"{stamp}-{run_id}"
@@ -152,21 +155,29 @@ class RunStore:
     def save_manifest(self, *, final: bool = True) -> None:
         """Write the manifest. `final=False` (the saves during a run, after each trial)
         writes it compact: json's C encoder, about 4x faster than the indented form a
-        run ends with, which matters once a run has hundreds of trials."""
+        run ends with, which matters once a run has hundreds of trials; each such save
+        tops up the reserve. The final save, when the file system refuses it (full),
+        is written into the reserve's own blocks and renamed into place: the run's last
+        status lands even while something else keeps filling the disk."""
         data = json.dumps(self.manifest.to_json(), default=str,
                           indent=1 if final else None) + "\n"
         try:
             atomic_write(self.dir / "manifest.json", data)
         except StorageError:
-            if not self.release_reserve():
+            if not final or not self._into_reserve(data.encode()):
                 raise
-            atomic_write(self.dir / "manifest.json", data)  # with the reserve's room
+            return
+        if not final:
+            self.reserve(len(data))
 
-    def reserve(self) -> None:
-        """Hold room for a manifest write (twice its size, at least 64 KiB) while the run
-        is going on; best effort: a disk too full for it is found by the next write."""
-        size = max(RESERVE_MIN, 2 * len(json.dumps(self.manifest.to_json(), indent=1,
-                                                             default=str)))
+    def reserve(self, compact: int | None = None) -> None:
+        """Hold room for the final manifest write (three times the compact manifest,
+        which the indented one is under twice; at least 64 KiB) while the run is going
+        on; kept for that write only. Best effort: a disk too full for it is found by
+        the next write."""
+        if compact is None:
+            compact = len(json.dumps(self.manifest.to_json(), default=str))
+        size = max(RESERVE_MIN, 3 * compact)
         try:
             fd = os.open(self.dir / RESERVE, os.O_WRONLY | os.O_CREAT, 0o600)
             try:
@@ -177,9 +188,33 @@ class RunStore:
         except OSError:
             pass
 
+    def _into_reserve(self, data: bytes) -> bool:
+        """The manifest written over the reserve's allocated blocks, then renamed to
+        manifest.json (atomic, and it needs no new space); False when there is no
+        reserve big enough."""
+        path = self.dir / RESERVE
+        try:
+            fd = os.open(path, os.O_WRONLY)
+        except OSError:
+            return False
+        try:
+            if os.fstat(fd).st_size < len(data):
+                return False
+            os.pwrite(fd, data, 0)
+            os.ftruncate(fd, len(data))
+            os.fsync(fd)
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        try:
+            os.replace(path, self.dir / "manifest.json")
+        except OSError:
+            return False
+        return True
+
     def release_reserve(self) -> bool:
-        """Give the reserved room back (the disk is full, or the run ends); True if
-        there was some."""
+        """Give the reserved room back (the run ends); True if there was some."""
         try:
             (self.dir / RESERVE).unlink()
         except OSError:

@@ -161,3 +161,44 @@ def test_reserve_holds_room_and_goes_at_the_end(tmp_path: Path) -> None:
     assert size >= 64 * 1024
     assert store.release_reserve() and not (store.dir / ".reserve").exists()
     assert not store.release_reserve()
+
+
+def test_the_final_status_lands_on_a_disk_that_stays_full(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 21, item 9: the results disk fills mid-run and something keeps it full (every
+    new write refused). The saves during the run fail and leave the reserve alone; the
+    final save is written into the reserve's blocks and renamed: manifest.json says
+    `failed`, not `running`, and no reserve is left (it left `running` before: the first
+    failed save released the reserve, and the final write found no room)."""
+    import errno
+
+    import harness.store.store as store_mod
+
+    store = new_store(tmp_path)
+    store.manifest.status = "running"
+    store.reserve()
+    store.save_manifest(final=False)
+
+    def full(path: Path, data: bytes | str) -> None:
+        raise StorageError(f"cannot write {path}: {os.strerror(errno.ENOSPC)}")
+
+    monkeypatch.setattr(store_mod, "atomic_write", full)
+    with pytest.raises(StorageError, match="No space left"):
+        store.save_manifest(final=False)
+    assert (store.dir / ".reserve").stat().st_size >= 64 * 1024
+    store.manifest.status = "failed"
+    store.save_manifest()
+    assert '"status": "failed"' in (store.dir / "manifest.json").read_text()
+    assert RunStore.open(store.dir).manifest.status == "failed"
+    assert not (store.dir / ".reserve").exists()
+
+
+def test_the_reserve_grows_with_the_manifest(tmp_path: Path) -> None:
+    store = new_store(tmp_path)
+    store.reserve()
+    from harness.store.manifest import TrialRecord
+
+    store.manifest.trials = [TrialRecord(i, f"{i:04d}", "variant", 1) for i in range(2000)]
+    store.save_manifest(final=False)
+    compact = (store.dir / "manifest.json").stat().st_size
+    assert (store.dir / ".reserve").stat().st_size >= 3 * compact > 64 * 1024
