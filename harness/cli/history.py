@@ -40,6 +40,9 @@ def history(results: str, profile: str, metrics: tuple[str, ...], host: str | No
     found = build(results, profile, metrics, host)
     render = {"json": history_json, "csv": history_csv, "text": history_text}[fmt]
     click.echo(render(found), nl=False)
+    if fmt != "text":  # the text says them itself
+        for _, why in found.damaged:
+            click.echo(f"napilab: warning: left out, damaged: {why}", err=True)
 
 
 @click.command()
@@ -59,9 +62,12 @@ def publish(results: str, site_dir: str, raw: str, base_url: str | None) -> None
       napilab publish results /srv/www/napilab --raw copy
       napilab publish results site --base-url https://lab.example/napilab/
     """
+    from reports.nightly.history import damaged_runs
     from reports.nightly.site import publish as build
 
     site = build(results, site_dir, raw=raw, base_url=base_url)
+    for _, why in damaged_runs(results):
+        click.echo(f"napilab: warning: left out, damaged: {why}", err=True)
     rendered = (f"; {site.rendered} run(s) had no report.html: rendered into the site"
                 if site.rendered else "")
     click.echo(f"published {site.runs} run(s) of {len(site.profiles)} profile(s){rendered}")

@@ -117,10 +117,19 @@ class RunInfo:
 
 
 def _manifest(directory: Path) -> Manifest | None:
+    found = _load(directory)
+    return found if isinstance(found, Manifest) else None
+
+
+def _load(directory: Path) -> Manifest | str:
+    """The run's manifest, or why it cannot be read (damaged: truncated, not JSON, not a
+    manifest): such a run is left out of trends, and said (`damaged_runs`)."""
     try:
         return load_manifest(directory)
-    except (NapilabError, TypeError, ValueError):
-        return None  # half-written or not a napilab run: not part of any trend
+    except NapilabError as exc:
+        return exc.message
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        return f"{directory / 'manifest.json'}: not a napilab manifest ({exc})"
 
 
 def _run_info(directory: Path) -> RunInfo | None:
@@ -147,11 +156,27 @@ def find_runs(results: str | Path, profile: str | None = None) -> list[RunInfo]:
     results = Path(results)
     if not results.is_dir():
         raise InputError(f"{results}: no such results directory")
-    pattern = f"{profile}/*/manifest.json" if profile else "*/*/manifest.json"
-    runs = [info for path in results.glob(pattern) if (info := _run_info(path.parent))]
+    runs = [info for path in results.glob(_pattern(profile))
+            if (info := _run_info(path.parent))]
     if profile:
         runs = [r for r in runs if r.profile == profile]
     return sorted(runs, key=lambda r: (r.started or 0.0, r.directory.name))
+
+
+def _pattern(profile: str | None) -> str:
+    return f"{profile}/*/manifest.json" if profile else "*/*/manifest.json"
+
+
+def damaged_runs(results: str | Path, profile: str | None = None
+                 ) -> tuple[tuple[str, str], ...]:
+    """(run directory, why) of every run under RESULTS (of PROFILE) whose manifest cannot
+    be read: `history` and `publish` say them instead of showing one run fewer."""
+    found = []
+    for path in sorted(Path(results).glob(_pattern(profile))):
+        loaded = _load(path.parent)
+        if isinstance(loaded, str):
+            found.append((str(path.parent), loaded))
+    return tuple(found)
 
 
 def medians(runs: Sequence[RunInfo], metrics: Sequence[str], host: str | None = None
@@ -200,6 +225,7 @@ class History:
     variants: tuple[str, ...]
     runs: tuple[RunInfo, ...]
     values: dict[tuple[str, str, str], tuple[float, int]]  # (run, key, variant) -> (median, n)
+    damaged: tuple[tuple[str, str], ...] = ()  # (run directory, why): left out, and said
 
     def change_points(self) -> dict[str, dict[str, list[tuple[RunInfo, ChangePoint]]]]:
         """key -> variant -> (first run of the new level, change point), oldest first."""
@@ -255,7 +281,8 @@ def history(results: str | Path, profile: str, metrics: Sequence[str] = (),
                   frame["n"].astype(int), strict=True)}
     present = {v for _, _, v in values}
     return History(profile, host, tuple((k[0], str(units.get(k[0], ""))) for k in keys),
-                   tuple(v for v in variants if v in present), tuple(runs), values)
+                   tuple(v for v in variants if v in present), tuple(runs), values,
+                   damaged_runs(results, profile))
 
 
 def _cell(value: tuple[float, int] | None) -> str:
@@ -346,6 +373,10 @@ def history_text(found: History, width: int = 80) -> str:
     where = f" on host {found.host}" if found.host else ""
     out = textwrap.wrap(f"{found.profile}{where}: {len(found.runs)} run(s), median over "
                         "repetitions per variant", width, break_on_hyphens=False)
+    for _, why in found.damaged:
+        out += textwrap.wrap(f"left out, damaged: {why}", width, initial_indent="  ",
+                             subsequent_indent="    ", break_on_hyphens=False,
+                             break_long_words=False)
     out += _runs(found, width)
     if not found.metrics:
         return "\n".join([*out, "  no metric to show (no samples stored)"]) + "\n"
@@ -379,6 +410,7 @@ def history_doc(found: History) -> dict[str, Any]:
                           for key, per in shifts.items() for variant, points in per.items()
                           for run, point in points],
         "profile": found.profile, "host": found.host,
+        "damaged": [{"dir": d, "error": why} for d, why in found.damaged],
         "metrics": [{"key": k, "unit": u} for k, u in found.metrics],
         "variants": list(found.variants),
         "runs": [{"run_id": r.run_id, "dir": str(r.directory), "started": r.started,
