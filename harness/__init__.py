@@ -1,8 +1,21 @@
 """napilab's foundation: profiles, inventories, transports, host settings, engine, store."""
 
-from importlib.metadata import PackageNotFoundError, version
+from __future__ import annotations
 
-try:
-    __version__ = version("napilab")
-except PackageNotFoundError:  # running from a source tree that was not installed
-    __version__ = "0.0.0+unknown"
+__version__: str  # looked up on first use (__getattr__)
+
+
+def __getattr__(name: str) -> str:
+    """`harness.__version__`, read from the installed distribution when first asked for:
+    importlib.metadata would otherwise cost every `napilab` start (benchmarks/startup.py)
+    and only `--version` and a new run's manifest need it."""
+    if name != "__version__":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("napilab")
+    except PackageNotFoundError:  # running from a source tree that was not installed
+        found = "0.0.0+unknown"
+    globals()["__version__"] = found
+    return found

@@ -21,12 +21,20 @@ from runners.workloads import (
     iperf3,
     neper,
     neper_options,
-    neper_samples,
     netperf,
     ping,
     sockperf,
 )
 from runners.workloads.workload import WorkloadTool
+
+
+def _neper_all_samples(text: str) -> list[Value]:
+    # Imported here: neper_samples is numpy through and through, and the CLI imports
+    # this registry for `napilab parse`'s choices on every start (benchmarks/startup.py).
+    from runners.workloads import neper_samples
+
+    return neper_samples.values(neper_samples.parse(text))
+
 
 TOOLS: dict[str, WorkloadTool] = {
     "ping": ping.PingTool(),
@@ -45,7 +53,7 @@ PARSERS: dict[str, Callable[[str], list[Value]]] = {
     "proc_stat": lambda text: proc_stat.values(proc_stat.parse(text)),
     "softirqs": lambda text: softirqs.values(softirqs.parse(text)),
     "neper": lambda text: neper.values(neper.parse(text)),
-    "neper.all_samples": lambda text: neper_samples.values(neper_samples.parse(text)),
+    "neper.all_samples": _neper_all_samples,
     "iperf3": lambda text: iperf3.values(iperf3.parse(text)),
     "sockperf": lambda text: sockperf.values(sockperf.parse(text)),
     "sockperf.full_log": lambda text: sockperf.full_log_values(sockperf.parse_full_log(text)),

@@ -11,16 +11,17 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from harness.cli.options import run_options
 from harness.errors import ExitCode, InputError, NapilabError
-from harness.profile.plan import Plan
-from harness.profile.profile import Profile
-from harness.store.confounders import Confounders, diff_manifests
-from harness.store.store import atomic_write
+
+if TYPE_CHECKING:
+    from harness.profile.plan import Plan
+    from harness.profile.profile import Profile
+    from harness.store.confounders import Confounders
 
 COPY_SUFFIX = "-again"  # the A/A copy of the baseline variant
 CALIBRATE_SUFFIX = "-calibrate"  # results go to RESULTS/<profile>-calibrate/: never a
@@ -78,6 +79,7 @@ def compare(runs: tuple[str, ...], allow_mismatch: bool, intended: tuple[str, ..
       napilab compare results/demo/20261128T204634Z-aa results/demo/20261129T204634Z-bb
       napilab compare Baseline=RUN_A Patched=RUN_B --intended kernel --format md
     """
+    from harness.store.confounders import diff_manifests
     from reports.ab.compare import load_run
     from reports.ab.cross_run import LabelledRun, check_labels, common_variants, compare_labelled
     from reports.ab.table_json import table_doc
@@ -158,6 +160,7 @@ def check(run_dir: str, baseline: str, limits: tuple[str, ...], intended: tuple[
       napilab check RUN_DIR --baseline results --junit junit.xml
       napilab check RUN_DIR --baseline OLD_RUN --max-regression latency_p99=10
     """
+    from harness.store.store import atomic_write
     from reports.ab.compare import load_run
     from reports.nightly.baselines import find_reference
     from reports.nightly.check import CHECK_FILE, gate, gate_json, gate_text, parse_thresholds
@@ -206,6 +209,7 @@ def pin(run_dir: str) -> None:
     Example:
       napilab baseline pin results/nightly/20261129T204634Z-bbc627aa
     """
+    from harness.store.store import atomic_write
     from reports.ab.compare import load_run
     from reports.nightly.baselines import PIN_FILE
 
@@ -266,6 +270,7 @@ def calibrate(profile: str, inventory: str, results: str, transport: str | None)
     Example:
       napilab calibrate profile.yaml -i lab.yaml -o results"""
     from harness.cli.execute import execute, load
+    from harness.store.store import atomic_write
     from reports.ab.calibration import calibrate_run, calibration_json, calibration_text
     from reports.ab.compare import load_run
 

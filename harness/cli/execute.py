@@ -1,24 +1,34 @@
 """Loading a profile (bound to an inventory) and executing the plan: what `napilab run`,
 `calibrate` and `demo` share. Registered commands import these from here, never from
-harness/cli/main.py, so the CLI modules import one another without a cycle."""
+harness/cli/main.py, so the CLI modules import one another without a cycle.
+
+Like every CLI module it imports the layers below inside the functions that use them:
+`napilab --help` and shell completion then import none of them (benchmarks/startup.py).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.engine.progress import Progress
 from harness.errors import ExitCode, NapilabError
-from harness.inventory.inventory import Inventory, load_inventory
-from harness.profile.plan import Plan, bind
-from harness.profile.profile import load_profile
+
+if TYPE_CHECKING:
+    from harness.inventory.inventory import Inventory
+    from harness.profile.plan import Plan
 
 
 def load(profile: str, inventory: str | None, transport: str | None = None
          ) -> tuple[Plan | None, Any]:
+    from harness.profile.profile import load_profile
+
     prof = load_profile(profile)
     if inventory is None:
         return None, prof
+    from harness.inventory.inventory import load_inventory
+    from harness.profile.plan import bind
+
     inv: Inventory = load_inventory(inventory).with_transport(transport)
     return bind(prof, inv), prof
 

@@ -8,8 +8,6 @@ import json
 import click
 
 from harness.cli.options import inventory_option, json_option, transport_option
-from harness.hosts.testbed import Testbed
-from harness.inventory.inventory import load_inventory
 
 
 @click.group()
@@ -37,6 +35,7 @@ def hosts_check(inventory: str, transport: str | None, as_json: bool) -> None:
     """
     from harness.hosts import check
     from harness.hosts.session import close_sessions, open_sessions
+    from harness.inventory.inventory import load_inventory
 
     inv = load_inventory(inventory).with_transport(transport)
     sessions = open_sessions(inv.hosts.values())
@@ -101,6 +100,8 @@ def testbed_up(ssh: bool, vm: bool, kernel: tuple[str, ...], queues: int, cpus: 
       napilab testbed up --ssh
       napilab testbed up --vm --queues 4 --kernel 7.2 --kernel b=6.1-rt
     """
+    from harness.hosts.testbed import Testbed
+
     if vm:
         from harness.lab.vmbed import VmTestbed
 
@@ -126,6 +127,7 @@ def testbed_down() -> None:
     Example:
       napilab testbed down
     """
+    from harness.hosts.testbed import Testbed
     from harness.lab.vmbed import VmTestbed
 
     VmTestbed().down()
@@ -141,6 +143,7 @@ def testbed_status() -> None:
     Example:
       napilab testbed status
     """
+    from harness.hosts.testbed import Testbed
     from harness.lab.vmbed import VmTestbed
 
     click.echo(json.dumps({**Testbed().status(), "vm": VmTestbed().status()}, indent=1))

@@ -3,6 +3,11 @@ place that wires every layer together.
 
 Errors of the NapilabError family are caught once, in main(), and printed as
 `napilab: error: ...` with the exit code of their class (harness.errors.ExitCode).
+
+The commands import the layers they wire together when they run: importing the CLI
+(`napilab --help`, every shell-completion request) imports no profile, host, store,
+parser or report module, nor numpy, pandas or scipy (benchmarks/startup.py;
+tests/unit/test_startup_imports.py).
 """
 
 from __future__ import annotations
@@ -17,7 +22,6 @@ from typing import Any
 
 import click
 
-from harness import __version__
 from harness.authoring import shipped
 from harness.cli import analysis as cli_analysis
 from harness.cli import history as cli_reports
@@ -27,7 +31,7 @@ from harness.cli.execute import execute
 from harness.cli.execute import load as _load
 from harness.cli.options import (
     FormatList,
-    SuggestingChoice,
+    LazyChoice,
     inventory_option,
     json_option,
     run_options,
@@ -35,22 +39,45 @@ from harness.cli.options import (
 )
 from harness.engine.progress import reporter
 from harness.errors import ExitCode, InputError, Interrupted, NapilabError
-from harness.hosts.testbed import Testbed
-from harness.inventory.inventory import load_inventory
-from harness.profile.plan import bind
-from harness.profile.profile import load_profile
-from runners.registry import PARSERS, metrics_json
 
 DEMO_PROFILE = shipped.profile("demo.yaml")
 REPORT_FORMATS = ("html", "text", "md", "json", "junit", "csv")
+
+
+def _parser_names() -> list[str]:
+    from runners.registry import PARSERS
+
+    return sorted(PARSERS)
+
+
+PARSER_CHOICE = LazyChoice(_parser_names)
+
+
+class _ParseCommand(click.Command):
+    """`napilab parse`: its epilog names the parsers, read when the help is shown."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        self.epilog = "TOOL is one of: " + ", ".join(PARSER_CHOICE.choices) + "."
+        super().format_epilog(ctx, formatter)
 
 
 def _say(line: str) -> None:
     click.echo(line, err=True)
 
 
+def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """click.version_option's --version, with the version looked up only when asked for."""
+    if not value or ctx.resilient_parsing:
+        return
+    from harness import __version__
+
+    click.echo(f"napilab, version {__version__}", color=ctx.color)
+    ctx.exit()
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="napilab")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_version,
+              help="Show the version and exit.")
 @click.option("--traceback", "show_traceback", is_flag=True, help="Show Python tracebacks.")
 @click.pass_context
 def cli(ctx: click.Context, show_traceback: bool) -> None:
@@ -224,6 +251,7 @@ def restore(inventory: str, only: tuple[str, ...], transport: str | None,
       napilab restore -i lab.yaml --host sut --break-lock
     """
     from harness.hosts.journal_replay import replay
+    from harness.inventory.inventory import load_inventory
 
     inv = load_inventory(inventory).with_transport(transport)
     unknown = [h for h in only if h not in inv.hosts]
@@ -234,8 +262,8 @@ def restore(inventory: str, only: tuple[str, ...], transport: str | None,
         click.echo(line)
 
 
-@cli.command(epilog="TOOL is one of: " + ", ".join(sorted(PARSERS)) + ".")
-@click.argument("tool", type=SuggestingChoice(sorted(PARSERS)), metavar="TOOL")
+@cli.command(cls=_ParseCommand)
+@click.argument("tool", type=PARSER_CHOICE, metavar="TOOL")
 @click.argument("file", type=click.Path(dir_okay=False))
 @json_option("the metrics and their units")
 def parse(tool: str, file: str, as_json: bool) -> None:
@@ -247,6 +275,8 @@ def parse(tool: str, file: str, as_json: bool) -> None:
       napilab parse ping ping.out
       napilab parse softnet_stat /proc/net/softnet_stat --json
     """
+    from runners.registry import PARSERS, metrics_json
+
     try:
         text = Path(file).read_text(errors="replace")
     except OSError as exc:
@@ -276,6 +306,11 @@ def demo(results: str, transport: str, profile_path: str) -> None:
       napilab demo
       napilab demo -o /tmp/results --transport local
     """
+    from harness.hosts.testbed import Testbed
+    from harness.inventory.inventory import load_inventory
+    from harness.profile.plan import bind
+    from harness.profile.profile import load_profile
+
     if (os.cpu_count() or 1) < 2:
         raise NapilabError("the demo steers RPS to a second CPU; this machine has one")
     prof = load_profile(profile_path)

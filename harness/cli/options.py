@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import click
 from click.shell_completion import CompletionItem
 
-from harness.profile.schema import suggest
-
 F = TypeVar("F", bound=Callable[..., Any])
 TRANSPORTS = ("ssh", "local")
+
+
+def _suggest(word: str, choices: Iterable[str]) -> str:
+    # harness.profile.schema imports the YAML loader: only a wrong value needs it
+    from harness.profile.schema import suggest
+
+    return suggest(word, choices)
 
 
 class SuggestingChoice(click.Choice[str]):
@@ -22,8 +27,29 @@ class SuggestingChoice(click.Choice[str]):
         try:
             return super().convert(value, param, ctx)
         except click.BadParameter as exc:
-            hint = suggest(str(value), [str(c) for c in self.choices])
+            hint = _suggest(str(value), [str(c) for c in self.choices])
             raise click.BadParameter(f"{exc.message.rstrip('.')}{hint}", ctx, param) from None
+
+
+class LazyChoice(SuggestingChoice):
+    """A SuggestingChoice whose choices are read from `names()` when first needed (a
+    value converted or completed, the command's help shown), not when the CLI is
+    imported: `napilab parse`'s come from runners.registry, which imports every parser,
+    and `napilab --help` and completion of the command names need none of them."""
+
+    def __init__(self, names: Callable[[], Iterable[str]]) -> None:
+        super().__init__(())
+        self._names: Callable[[], Iterable[str]] | None = names
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        if self._names is not None:
+            self._choices, self._names = tuple(self._names()), None
+        return self._choices
+
+    @choices.setter
+    def choices(self, value: Iterable[str]) -> None:
+        self._choices = tuple(value)
 
 
 class FormatList(click.ParamType[list[str]]):
@@ -46,7 +72,7 @@ class FormatList(click.ParamType[list[str]]):
         chosen = [f.strip() for f in str(value).split(",") if f.strip()]
         bad = [f for f in chosen if f not in self.choices]
         if bad or not (chosen or self.allow_empty):
-            hint = suggest(bad[0], self.choices) if bad else ""
+            hint = _suggest(bad[0], self.choices) if bad else ""
             self.fail(f"{','.join(bad) or repr(value)}: expected one or more of "
                       f"{', '.join(self.choices)}, comma-separated{hint}", param, ctx)
         return chosen

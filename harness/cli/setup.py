@@ -7,12 +7,15 @@ harness.cli.main like any other.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from harness.authoring.starter import StarterHost, inventory_text, placeholder_hosts, profile_text
 from harness.errors import InputError, NapilabError
-from harness.inventory.inventory import Host, load_inventory
+
+if TYPE_CHECKING:
+    from harness.authoring.starter import StarterHost
+    from harness.inventory.inventory import Host
 
 
 def _write(path: Path, text: str, force: bool) -> None:
@@ -24,6 +27,7 @@ def _write(path: Path, text: str, force: bool) -> None:
 
 def _checked(hosts: list[Host]) -> dict[str, StarterHost]:
     """hosts check of each host, and the interface each reaches the other through."""
+    from harness.authoring.starter import StarterHost
     from harness.hosts import check as hosts_check
     from harness.hosts.session import close_sessions, open_sessions
 
@@ -64,6 +68,8 @@ def init(directory: str, inventory: str | None, server: str | None, client: str 
       napilab init lab/                  # placeholder hosts to edit
       napilab init -i lab.yaml lab/      # fitted to the hosts of lab.yaml
     """
+    from harness.authoring.starter import inventory_text, placeholder_hosts, profile_text
+    from harness.inventory.inventory import load_inventory
     from harness.profile.plan import bind
     from harness.profile.profile import load_profile
 

@@ -26,12 +26,12 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
+from harness.stats.family import Direction
 from harness.stats.nightly import NightNoise
 from harness.stats.power import Noise, minimal_detectable_effect, n_per_arm_needed, pooled_noise
 from harness.stats.shift import hodges_lehmann
 from harness.stats.stats import (
     Adjust,
-    Direction,
     StatsError,
     Summary,
     Verdict,

@@ -17,9 +17,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from enum import StrEnum
 from typing import Any
 
-from harness.stats.stats import Direction
+
+class Direction(StrEnum):
+    """Which way is an improvement for a metric."""
+
+    LOWER = "lower"  # latency, cpu, drops
+    HIGHER = "higher"  # throughput, transactions
+
 
 POOLED_SOURCE = "pooled"
 # The workload's headline latency percentiles and its rate, by workload source.

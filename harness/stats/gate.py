@@ -42,6 +42,7 @@ from harness.stats.compare import (
     Nights,
     evidence,
 )
+from harness.stats.family import Direction
 from harness.stats.nightly import (
     NIGHTS_T,
     OUTLIER_MIN,
@@ -51,7 +52,7 @@ from harness.stats.nightly import (
     repeat_needed,
 )
 from harness.stats.power import n_per_arm_needed
-from harness.stats.stats import Adjust, Direction, StatsError, Verdict, adjust_p, clean, summarize
+from harness.stats.stats import Adjust, StatsError, Verdict, adjust_p, clean, summarize
 from harness.stats.two_sample import LogT, rank_p
 
 

@@ -47,7 +47,7 @@ import numpy as np
 import numpy.typing as npt
 
 from harness.stats.changes import change_points
-from harness.stats.stats import Direction
+from harness.stats.family import Direction
 from harness.stats.two_sample import LogT
 
 Array = npt.NDArray[np.float64]

@@ -5,6 +5,10 @@ the multiplicative noise of latency and throughput is roughly symmetric, with t 
 (df = n1+n2-2) for small n. For Welch's t on logs (the test below RANK_TEST_MIN_N
 repetitions) that is the test itself; for Mann-Whitney an efficiency factor accounts for
 the decision rule, and the hard floor 2/C(n1+n2, n1) below which its p cannot go applies.
+
+numpy and scipy are imported by the functions that compute with them: `napilab validate`
+reads `reachability` (harness.profile.design) and starts without either
+(benchmarks/startup.py).
 """
 
 from __future__ import annotations
@@ -12,14 +16,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
-import numpy.typing as npt
-from scipy import special
+from typing import TYPE_CHECKING
 
 from harness.stats.two_sample import RANK, RANK_TEST_MIN_N, choose_test, rank_floor
 
-Array = npt.NDArray[np.float64]
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Array = npt.NDArray[np.float64]
 
 # A Mann-Whitney verdict is the test and its own Moses interval (harness.stats.shift),
 # which agree: Mann-Whitney's efficiency relative to t for normal noise, 3/pi, applies.
@@ -55,6 +60,8 @@ class Noise:
 def pooled_noise(arms: Sequence[Array], *, absolute: bool = False) -> Noise | None:
     """Pooled within-arm SD (df = sum(n_i) - len(arms)); None without a degree of freedom.
     `absolute`: in the values' own unit (an absolute change)."""
+    import numpy as np
+
     df = sum(a.size for a in arms) - len(arms)
     if df < 1:
         return None
@@ -75,6 +82,8 @@ def min_n_per_arm(alpha: float) -> int:
 
 def _z(df: int, alpha: float, power: float, sides: int) -> float:
     # special.stdtrit is the t quantile without scipy.stats' per-call overhead (~25x faster)
+    from scipy import special
+
     return float(special.stdtrit(df, 1 - alpha / sides) + special.stdtrit(df, power))
 
 
@@ -133,12 +142,21 @@ class Reach:
     alpha: float
     rank_floor: float  # smallest Holm-adjusted two-sided Mann-Whitney p: floor * family
     distribution_free: bool  # rank_floor < alpha
-    clean_change: float | None  # change judged with 80% power at REFERENCE_NOISE
     repeat_needed: int  # smallest repeat for a distribution-free verdict
 
     @property
     def ok(self) -> bool:
         return self.n >= 2 and self.family >= 1 and self.distribution_free
+
+    @property
+    def clean_change(self) -> float | None:
+        """The change judged with 80% power at REFERENCE_NOISE (Welch's t on logs at
+        alpha / family); None without a spread or a family. Computed when asked: the t
+        quantile is scipy's, and a design that is ok never needs it."""
+        if self.n < 2 or self.family < 1:
+            return None
+        z = _z(2 * self.n - 2, self.alpha / self.family, 0.8, 2)
+        return math.expm1(z * REFERENCE_NOISE * math.sqrt(2 / self.n))
 
     def message(self) -> str:
         """"" when ok, else what cannot be reached and what to change."""
@@ -168,8 +186,4 @@ def reachability(n: int, family: int, alpha: float = 0.05) -> Reach:
     need = 2
     while min_attainable_p(need, need) * max(family, 1) >= alpha:
         need += 1
-    clean = None
-    if n >= 2 and family >= 1:
-        z = _z(2 * n - 2, alpha / family, 0.8, 2)
-        clean = math.expm1(z * REFERENCE_NOISE * math.sqrt(2 / n))
-    return Reach(n, family, alpha, min(1.0, floor), floor < alpha, clean, need)
+    return Reach(n, family, alpha, min(1.0, floor), floor < alpha, need)

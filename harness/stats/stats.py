@@ -40,13 +40,6 @@ class StatsError(NapilabError):
     """A statistic cannot be computed from these samples; never reported as a result."""
 
 
-class Direction(StrEnum):
-    """Which way is an improvement for a metric."""
-
-    LOWER = "lower"  # latency, cpu, drops
-    HIGHER = "higher"  # throughput, transactions
-
-
 class Verdict(StrEnum):
     BETTER = "better"
     WORSE = "worse"

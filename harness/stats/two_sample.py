@@ -25,6 +25,10 @@ outcome, so it cannot be tuned into significance):
   is >= 0.95 for log-normal noise and higher with outlier repetitions, and it needs no
   distributional model. A bound b is tested by comparing variant/(1+b) with the
   baseline (a location shift variant - b on the raw scale).
+
+numpy and scipy are imported by the functions that compute with them: the rule
+(`choose_test`, `rank_floor`) is what `napilab validate` reads, through
+harness.stats.power, and it starts without either (benchmarks/startup.py).
 """
 
 from __future__ import annotations
@@ -33,14 +37,14 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
-import numpy.typing as npt
-from scipy import special
-from scipy import stats as sps
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
-Array = npt.NDArray[np.float64]
+    Array = npt.NDArray[np.float64]
+
 Alternative = Literal["greater", "less"]
 
 RANK_TEST_MIN_N = 10  # repetitions per arm from which Mann-Whitney decides
@@ -69,6 +73,8 @@ def resolution(values: Array) -> float:
 
     Tools print latencies rounded (ping and neper to 1 us after conversion, sockperf to
     1 ns): the rounding is a floor under the noise a few repetitions can show."""
+    import numpy as np
+
     for step in _RESOLUTIONS:
         scaled = values / step
         if np.all(np.abs(scaled - np.round(scaled)) <= 1e-9 * np.maximum(1.0, np.abs(scaled))):
@@ -90,10 +96,14 @@ class LogT:
     def p(self, bound: float, alternative: Alternative) -> float:
         """H0: change <= bound ("greater") or change >= bound ("less"); change is
         exp(diff) - 1, the ratio of geometric means minus 1 (raw: diff itself)."""
+        from scipy import special
+
         t = (self.diff - (math.log1p(bound) if self.log else bound)) / self.se
         return float(special.stdtr(self.df, -t if alternative == "greater" else t))
 
     def ci(self, confidence: float) -> tuple[float, float]:
+        from scipy import special
+
         half = float(special.stdtrit(self.df, (1 + confidence) / 2)) * self.se
         low, high = self.diff - half, self.diff + half
         return (math.expm1(low), math.expm1(high)) if self.log else (low, high)
@@ -113,6 +123,8 @@ def welch_log_t(x: Array, y: Array, *, log: bool = True) -> LogT | None:
     least min(n1, n2) - 1, see below). None when both arms have no spread and no
     resolution is known (nothing bounds the noise).
     """
+    import numpy as np
+
     lx, ly = (np.log(x), np.log(y)) if log else (x, y)
     step = resolution(np.concatenate([x, y]))
     floors = [(step / 2 / (float(np.median(a)) if log else 1.0)) ** 2 for a in (x, y)]
@@ -140,6 +152,9 @@ def rank_p(x: Array, y: Array, bound: float, alternative: Alternative, *,
       p = (hits+1)/(PERMUTATIONS+1) ("permutation");
     - otherwise the normal approximation with tie correction ("asymptotic").
     """
+    import numpy as np
+    from scipy import stats as sps
+
     shifted = y - bound if additive else y / (1 + bound)
     pooled = np.concatenate([x, shifted])
     distinct = np.unique(pooled).size
@@ -164,6 +179,8 @@ def u_counts(m: int, n: int) -> Array:
     by whether the largest value belongs to the m-sample. scipy's exact test gives the
     same numbers at ~50x the per-call cost, which the A/A simulations pay millions of
     times."""
+    import numpy as np
+
     if m == 0 or n == 0:
         return np.ones(1)
     out = np.zeros(m * n + 1)
@@ -177,6 +194,9 @@ def u_counts(m: int, n: int) -> Array:
 def _permutation_p(pooled: Array, n_y: int, alternative: Alternative,
                    rng: np.random.Generator) -> float:
     """One-sided permutation p of the variant's midrank sum (the last n_y of `pooled`)."""
+    import numpy as np
+    from scipy import stats as sps
+
     ranks = sps.rankdata(pooled)
     sign = 1.0 if alternative == "greater" else -1.0
     tail = ranks[::-1]  # the variant first: picks index the relabelled variant arm

@@ -12,7 +12,9 @@ from 3.7). Quirks handled here:
 - `No valid observations found` replaces the block when nothing was measured, and
   `No messages were received from the server. Is the server down?` when no reply came.
 - a stray `Test end (interrupted by signal 2)` can appear mid-summary (under-load, 3.7).
-The --full-log CSV is parsed by `parse_full_log`, fast enough for 10^7 samples.
+The --full-log CSV is parsed by `parse_full_log`, fast enough for 10^7 samples; it
+imports numpy and pyarrow itself, so that importing this module (every `napilab`
+start does, through runners.registry) costs neither.
 """
 
 from __future__ import annotations
@@ -21,11 +23,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-
-import numpy as np
-import numpy.typing as npt
-import pyarrow as pa
-import pyarrow.csv as pacsv
+from typing import TYPE_CHECKING
 
 from harness.errors import InputError
 from runners.base import COUNT, US, ParseError, ToolFailed, Value, parse_float, parse_int
@@ -40,6 +38,11 @@ from runners.workloads.workload import (
     ToolResult,
     flags,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    import pyarrow as pa
 
 TOOL = "sockperf"
 PORT = 11111  # sockperf's default -p
@@ -227,6 +230,10 @@ def parse_full_log(data: bytes | str) -> FullLog:
     half the memory), one column kept; about 10 M rows/s and the file's size plus
     8 bytes a row of memory.
     """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
     raw = data.encode("utf-8", "replace") if isinstance(data, str) else data
     header = raw.find(_LOG_HEADER)
     if header < 0:
@@ -265,6 +272,8 @@ def parse_full_log(data: bytes | str) -> FullLog:
 def _float64(column: pa.Array) -> npt.NDArray[np.float64]:
     """A view of a float64 column without nulls. Array.to_numpy() would do, but its
     first call imports pandas (0.3 s here)."""
+    import numpy as np
+
     if column.null_count:
         raise ParseError(TOOL, "empty latency field in the full log", "")
     data = np.frombuffer(column.buffers()[1], dtype=np.float64)
@@ -274,6 +283,8 @@ def _float64(column: pa.Array) -> npt.NDArray[np.float64]:
 def full_log_values(log: FullLog) -> list[Value]:
     """Statistics computed from the samples (numpy's linear percentiles: close to, not
     always equal to, sockperf's own, which it prints in the file's summary block)."""
+    import numpy as np
+
     prefix = "rtt" if log.full_rtt else "latency"
     samples = log.latencies_us
     rows = [Value("samples", len(samples), COUNT),

@@ -23,6 +23,7 @@ from scipy import stats as sps
 from harness.errors import NapilabError
 from harness.stats.changes import change_points
 from harness.stats.compare import Comparison, MetricSamples, compare, compare_metrics
+from harness.stats.family import Direction
 from harness.stats.gate import GateResult, GateSamples, GateStatus, gate_metrics
 from harness.stats.noise import calibrate, drift, noise_exceeds_effect
 from harness.stats.pool import _weighted_percentiles, pooled_percentiles
@@ -36,7 +37,6 @@ from harness.stats.power import (
 from harness.stats.stats import (
     Adjust,
     Array,
-    Direction,
     StatsError,
     Verdict,
     adjust_p,
