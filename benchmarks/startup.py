@@ -6,7 +6,13 @@ median wall time, the median of each run's maximum resident set size, and which 
 heavy libraries the command imported (one more run under PYTHONPROFILEIMPORTTIME);
 `python -c pass` first, the floor no command can go below.
 
-    .venv/bin/python benchmarks/startup.py [--runs 5] [--profile PROFILE]
+Then `validate` of generated profiles of 1,000, 4,000, 16,000 and 100,000 variants, each
+written out (one line per variant, ~64 bytes each) and as a matrix of 10 x N/10: time
+and memory per size, and the time per 1,000 variants (linear: about constant), or the
+limit's one-line error (docs/profiles.md, Limits); a run over --timeout is killed.
+
+    .venv/bin/python benchmarks/startup.py [--runs 5] [--profile PROFILE] [--no-scale]
+                                           [--timeout 120]
 
 Figures are printed, not asserted (tests/unit/test_startup_imports.py checks that
 these commands import none of the heavy libraries).
@@ -92,11 +98,74 @@ def measure(case: Case, runs: int) -> Figures:
                    statistics.median(s[1] for s in samples), imported(case))
 
 
+HEAD = """\
+name: scale
+hosts: {sender: {host: a}, receiver: {host: b}}
+workload: {tool: ping, duration: 1, client: {role: sender}, server: {role: receiver}}
+repeat: 10
+metrics: {rtt_avg: {direction: lower, max_regression: 25%}}
+"""
+SIZES = (1000, 4000, 16000, 100000)
+
+
+def scale_profile(n: int, form: str, directory: Path) -> Path:
+    path = directory / f"{form}-{n}.yaml"
+    if form == "written":
+        body = "variants:\n" + "".join(
+            f"  v{i}: {{setup: {{receiver: {{sysctl: {{net.core.busy_read: {i % 100}}}}}}}}}\n"
+            for i in range(n))
+    else:
+        body = ("variants: {v: {setup: {receiver: {sysctl: {net.core.busy_read: '${x}', "
+                "net.core.busy_poll: '${y}'}}}}}\n"
+                f"matrix: {{x: {list(range(10))}, y: {list(range(n // 10))}}}\n")
+    path.write_text(HEAD + body)
+    return path
+
+
+def validate_scale(cmd: tuple[str, ...], timeout: float) -> None:
+    print("\nvalidate of many variants (one run each):")
+    print(f"  {'variants':>8} {'form':<8} {'size':>8} {'wall':>8} {'per 1k':>8} {'max RSS':>9}"
+          "  outcome")
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in SIZES:
+            for form in ("written", "matrix"):
+                path = scale_profile(n, form, Path(tmp))
+                case = Case("", (*cmd, "validate", str(path)))
+                env = {**os.environ}
+                with tempfile.TemporaryFile() as err:
+                    start = time.perf_counter()
+                    pid = os.posix_spawn(case.argv[0], list(case.argv), env, file_actions=[
+                        (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                        (os.POSIX_SPAWN_DUP2, err.fileno(), 2)])
+                    killed = False
+                    while True:
+                        done, status, usage = os.wait4(pid, os.WNOHANG)
+                        if done:
+                            break
+                        if time.perf_counter() - start > timeout and not killed:
+                            os.kill(pid, 9)
+                            killed = True
+                        time.sleep(0.02)
+                    wall = time.perf_counter() - start
+                    err.seek(0)
+                    text = err.read().decode(errors="replace").strip().splitlines()
+                code = os.waitstatus_to_exitcode(status)
+                outcome = f"killed after {timeout:g} s" if killed else "valid" if code == 0 \
+                    else f"exit {code}: " + (text[-1].split(": ", 2)[-1] if text else "")
+                print(f"  {n:>8,} {form:<8} {path.stat().st_size / 1024:6.0f} KB "
+                      f"{wall:6.2f} s {wall / n * 1000:6.3f} s {usage.ru_maxrss / 1024:6.0f} MB"
+                      f"  {outcome[:60]}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--profile", type=Path, default=PROFILE,
                         help="profile to validate (default: the shipped seed 000)")
+    parser.add_argument("--no-scale", action="store_true",
+                        help="skip the validation of 1k-100k variants")
+    parser.add_argument("--timeout", type=float, default=120,
+                        help="seconds before a validate of many variants is killed")
     args = parser.parse_args()
     chosen = cases(args.profile.resolve())
     print(f"napilab start-up, median of {args.runs} runs ({' '.join(napilab())}, "
@@ -106,6 +175,8 @@ def main() -> int:
         got = measure(case, args.runs)
         print(f"  {case.label:<18} {got.wall * 1e3:5.0f} ms {got.rss:6.0f} MB  "
               f"{', '.join(got.heavy) or '-'}")
+    if not args.no_scale:
+        validate_scale(napilab(), args.timeout)
     return 0
 
 

@@ -93,6 +93,8 @@ class Engine:
         problems = check_online(self.plan, {h: i.online_cpus
                                             for h, i in self.hosts.host_info.items()})
         if problems:  # before any knob on any host: the CPUs as the profile wrote them
+            if not resume:
+                self.store.discard()
             raise InputError(sorted(set(problems), key=str))
         if resume:  # before anything is recorded: a refusal leaves the run as it was
             resume_check.compare(manifest, facts, allow_host_change, self.progress,

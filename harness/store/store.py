@@ -32,6 +32,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -212,6 +213,17 @@ class RunStore:
         except OSError:
             return False
         return True
+
+    def discard(self) -> None:
+        """Remove a run directory that holds nothing but its first manifest (a run refused
+        before its first trial), and its profile's directory if that is then empty."""
+        try:
+            if set(os.listdir(self.dir)) <= {"manifest.json", RESERVE}:
+                shutil.rmtree(self.dir)
+                with contextlib.suppress(OSError):
+                    self.dir.parent.rmdir()
+        except OSError:
+            pass
 
     def release_reserve(self) -> bool:
         """Give the reserved room back (the run ends); True if there was some."""

@@ -223,3 +223,27 @@ def test_injection_in_values_is_refused(value: str, tmp_path: Path) -> None:
         return
     assert "setup.receiver.napi.data0;x: 'data0;x' is not an interface name" in proc.stderr
     assert "bad.yaml:10:18: setup.receiver.xps.data0: " in proc.stderr  # the short form's key
+
+
+def test_a_cpu_the_host_lacks_is_refused_before_the_first_trial(
+        testbed: tb.Testbed, tmp_path: Path) -> None:
+    """The inventory says nothing of b's CPUs; its online CPUs (0-1 here) are read when
+    the run starts. An RPS CPU 63 in the second variant: exit 2 before the first trial
+    (it was refused only when that variant's first trial applied, after trial 1 ran,
+    as the mask 8000000000000000), the CPU quoted as the profile wrote it, nothing
+    changed on b, no run directory left."""
+    before = knobs(testbed)
+    prof = tmp_path / "faults.yaml"
+    prof.write_text(PROFILE.replace("DURATION", "1").replace("REPEAT", "1")
+                    .replace("ARGS", "{}") + "variants:\n  near: {}\n"
+                    "  far: {setup: {receiver: {rps: {data0: \"63\"}}}}\n")
+    proc = subprocess.run([NAPILAB, "run", str(prof), "-i", str(testbed.inventory_path),
+                           "-o", str(tmp_path / "results"), "--format", ""],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert f"{prof}:19:41: variants.far.setup.receiver.rps.data0: " in proc.stderr
+    assert "CPU 63 ('63') is not online on b (online: 0-1)" in proc.stderr
+    assert "8000000000000000" not in proc.stderr
+    assert knobs(testbed) == before
+    assert list((tmp_path / "results").iterdir()) == []  # no run directory is left
