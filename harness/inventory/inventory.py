@@ -30,6 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
+from harness.inventory.ansible import GroupVars, ansible_hosts, read_yaml, relocate, resolve
+from harness.inventory.formats import (
+    Entities,
+    from_list_json,
+    is_list_json,
+    looks_like_ini,
+    parse_ini,
+)
 from harness.profile import keys
 from harness.profile.schema import Checker, Number, join
 from harness.profile.yamlsrc import Node, load_text, read_file
@@ -114,9 +122,7 @@ class Inventory:
 
 
 def _parse(path: str | Path) -> Any:
-    """The inventory's data: YAML or JSON, or an INI inventory as its group tree."""
-    from harness.inventory.formats import looks_like_ini, parse_ini
-
+    """The inventory's data: YAML or JSON, or an INI inventory as Ansible reads it."""
     text = read_file(path)
     name = "<stdin>" if str(path) == "-" else str(path)
     if Path(name).suffix not in (".yaml", ".yml", ".json") and looks_like_ini(text):
@@ -130,27 +136,12 @@ def load_inventory(path: str | Path) -> Inventory:
     `group_vars/` and `host_vars/` beside the file. `-` reads standard input."""
     data = _parse(path)
     check = Checker()
-    if not isinstance(data, Node):
+    if not isinstance(data, Node | Entities):
         raise InputError(f"{path}: an inventory is a mapping with a `hosts:` key")
-    keys.not_a_profile(data, str(path), data.location)
-    if "hosts" not in data and data:
-        from harness.inventory.ansible import ansible_hosts, relocate
-        from harness.inventory.formats import GroupVars, from_list_json, is_list_json
-
-        origins: dict[Any, str] = {}
-        if is_list_json(data):
-            data = from_list_json(data, origins)
-        files = GroupVars(Path(path) if str(path) != "-" else None)
-        ansible_defaults = {"transport": "ssh", "host_key_policy": "reject", "ssh_config": None}
-        found = {}
-        for name, (host_node, key_path) in ansible_hosts(check, data, files, origins).items():
-            if not _NAME.fullmatch(name):  # it names files (raw/<trial>/<host>/)
-                check.error(host_node.location, key_path, f"{name!r}: " + _NAME_RULE)
-                continue
-            found[name] = _host(check, name, host_node, key_path, ansible_defaults)
-        check.problems = relocate(check.problems, origins)
-        check.raise_if_any()
-        return Inventory(str(path), found)
+    if isinstance(data, Node):
+        keys.not_a_profile(data, str(path), data.location)
+    if isinstance(data, Entities) or ("hosts" not in data and data):
+        return Inventory(str(path), _ansible(check, path, data))
     check.keys(data, "", INVENTORY_KEYS, required=("hosts",))
     defaults = {
         "transport": check.choice(data, "transport", "", TRANSPORTS, default="ssh"),
@@ -172,6 +163,45 @@ def load_inventory(path: str | Path) -> Inventory:
         check.error(data.where("hosts"), "hosts", "no hosts defined")
     check.raise_if_any()
     return Inventory(str(path), hosts)
+
+
+def ansible_variables(path: str | Path) -> dict[str, Node]:
+    """Each host's variables as napilab resolves them from the Ansible inventory at
+    `path` (what `ansible-inventory -i PATH --list` shows as `_meta.hostvars`), before
+    napilab's host keys are taken from them."""
+    check = Checker()
+    inventory = _entities(check, _parse(path))
+    resolved = resolve(inventory, _group_vars(path))
+    check.problems = relocate(check.problems, inventory.origins)
+    check.raise_if_any()
+    return resolved
+
+
+def _ansible(check: Checker, path: str | Path, data: Any) -> dict[str, Host]:
+    inventory = _entities(check, data)
+    defaults = {"transport": "ssh", "host_key_policy": "reject", "ssh_config": None}
+    found = {}
+    for name, (host_node, key_path) in ansible_hosts(check, inventory,
+                                                     _group_vars(path)).items():
+        if not _NAME.fullmatch(name):  # it names files (raw/<trial>/<host>/)
+            check.error(host_node.location, key_path, f"{name!r}: " + _NAME_RULE)
+            continue
+        found[name] = _host(check, name, host_node, key_path, defaults)
+    check.problems = relocate(check.problems, inventory.origins)
+    check.raise_if_any()
+    return found
+
+
+def _entities(check: Checker, data: Any) -> Entities:
+    if isinstance(data, Entities):
+        return data
+    if not isinstance(data, Node):
+        raise InputError("an Ansible inventory is a mapping of groups")
+    return from_list_json(check, data) if is_list_json(data) else read_yaml(check, data)
+
+
+def _group_vars(path: str | Path) -> GroupVars:
+    return GroupVars(Path(path) if str(path) != "-" else None)
 
 
 def _host(check: Checker, name: str, node: Node, path: str, defaults: dict[str, Any]) -> Host:
