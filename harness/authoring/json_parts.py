@@ -1,5 +1,6 @@
 """JSON Schema (draft 2020-12) building blocks: closed mappings, values that may be a
-matrix placeholder `${name}`, CPU lists, the schema of a knob value converter. The
+matrix placeholder `${name}`, CPU lists, the schema of a knob value converter, shared
+definitions (`$defs`) referenced wherever a block recurs, hover text from docstrings. The
 profile's schema (harness.authoring.json_schema) is assembled from them, and each knob
 kind describes its own `setup.<role>.<key>` with them (Kind.json_schema), so a new kind
 brings its schema along."""
@@ -24,6 +25,34 @@ def regex(pattern: re.Pattern[str] | str, placeholder: bool = False) -> str:
     if placeholder:
         body = f"{body}|{PLACEHOLDER['pattern']}"
     return f"^(?:{body})$"
+
+
+class Defs:
+    """The `$defs` of a schema being built: a block used in more than one place is
+    defined once, by name, and each place holds a `$ref` to it (the 600 KB of a tool's
+    arguments repeated per tool and per side were what made editors and
+    check-jsonschema slow; benchmarks/schema_size.py)."""
+
+    def __init__(self, fixed: Mapping[str, Schema] | None = None) -> None:
+        self.schemas: dict[str, Schema] = dict(fixed or {})
+
+    def ref(self, name: str, build: Callable[[], Schema]) -> Schema:
+        """A reference to definition NAME, built (once) by `build` when first asked for."""
+        if name not in self.schemas:
+            self.schemas[name] = {}  # a build that refers to itself finds the name taken
+            self.schemas[name] = build()
+        return {"$ref": f"#/$defs/{name}"}
+
+
+def described(schema: Schema, text: str) -> Schema:
+    """SCHEMA with the hover text editors show for its key (next to a `$ref`, too)."""
+    return {**schema, "description": text}
+
+
+def summary(doc: str | None) -> str:
+    """A docstring's first paragraph on one line: a knob kind's hover text."""
+    paragraph = (doc or "").strip().split("\n\n")[0]
+    return " ".join(paragraph.split())
 
 
 def leaf(schema: Schema) -> Schema:

@@ -8,29 +8,39 @@ built from its converters) and every workload tool's ArgSpecs. The validator sti
 checks more than a schema can say (roles that exist, CPUs a host has, regexes that
 compile, placeholders that resolve); the schema is what an editor can check as you type.
 Any string value may hold a matrix placeholder `${name}`, so every leaf also accepts one.
+
+Every top-level key, variant key and knob kind carries its hover text (`description`)
+from the same definitions: harness.profile.keys (PROFILE_KEY_HELP, VARIANT_KEY_HELP) and
+each knob kind's docstring; each tool argument its ArgSpec help. A block used in several
+places (a tool's arguments, a typed value) is one `$defs` entry and `$ref`s to it.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Mapping
 
 from harness.authoring.json_parts import (
     CPU_LIST,
     CPU_LIST_DEF,
     PLACEHOLDER,
     STRING,
+    Defs,
     Schema,
+    described,
     leaf,
     mapping_of,
     obj,
     one_or_list,
+    summary,
 )
 from harness.authoring.json_parts import regex as _regex
 from harness.inventory import ansible as inventory_ansible
 from harness.inventory import inventory
 from harness.knobs import registry, values
-from harness.profile import kernel, matrix, names, profile, sections
+from harness.knobs.kind import Kind
+from harness.profile import kernel, keys, matrix, names, profile, sections
 from harness.profile.schema import Number
 from runners.collectors.collector import COLLECTORS
 from runners.registry import TOOLS
@@ -43,19 +53,33 @@ def _number(spec: Number) -> Schema:
     return leaf(spec.json())
 
 
+def kind_help(kind: Kind) -> str:
+    """A knob kind's hover text: the first paragraph of its class's docstring, else of
+    its module's (one kind per module: the module says what its key sets)."""
+    text = summary(type(kind).__doc__) or summary(sys.modules[type(kind).__module__].__doc__)
+    if not text:
+        raise TypeError(f"knob kind {kind.name}: no docstring to describe `{kind.key}:`")
+    return text
+
+
 def _setup_role() -> Schema:
     """`setup.<role>`: every knob kind of the registry describes its own key."""
-    return obj({kind.key: kind.json_schema() for kind in registry.kinds() if kind.key})
+    return obj({kind.key: described(kind.json_schema(), kind_help(kind))
+                for kind in registry.kinds() if kind.key})
 
 
-def _arg(spec: ArgSpec) -> Schema:
-    names = {int: "integer", float: "number", str: "string", bool: "boolean",
-             list: "array", dict: "object"}
+_JSON_TYPES = {int: "integer", float: "number", str: "string", bool: "boolean",
+               list: "array", dict: "object"}
+
+
+def _arg(spec: ArgSpec, defs: Defs) -> Schema:
+    """A tool argument: its help, and a reference to the value of its JSON types."""
     kinds = spec.kind if isinstance(spec.kind, tuple) else (spec.kind,)
-    out: Schema = {"type": sorted({names[k] for k in kinds}), "description": spec.help}
+    types = sorted({_JSON_TYPES[k] for k in kinds})
     if spec.choices:
-        out["enum"] = list(spec.choices)
-    return leaf(out)
+        return described(leaf({"type": types, "enum": list(spec.choices)}), spec.help)
+    return described(defs.ref("value." + "-".join(types), lambda: leaf({"type": types})),
+                     spec.help)
 
 
 def _process() -> Schema:
@@ -70,34 +94,48 @@ def _process() -> Schema:
     return obj(properties)
 
 
-def _tool_args(name: str) -> Schema:
-    """`client.args` and `server.args` of tool NAME: its ArgSpecs and nothing else."""
+def _side_args(name: str, side: str) -> Mapping[str, ArgSpec]:
     tool = TOOLS[name]
-    return {"properties": {side: {"properties": {"args": obj(
-        {k: _arg(v) for k, v in args.items()})}}
-        for side, args in (("client", tool.client_args), ("server", tool.server_args))}}
+    return tool.client_args if side == "client" else tool.server_args
 
 
-def _workload() -> Schema:
+def _args(name: str, side: str, defs: Defs) -> Schema:
+    """`SIDE.args` of tool NAME: its ArgSpecs and nothing else. One definition per
+    family (netperf.*, sockperf.*) whose tools all take the same, else per tool."""
+    family = name.split(".")[0]
+    shared = all(_side_args(other, side) == _side_args(name, side)
+                 for other in TOOLS if other.split(".")[0] == family)
+    return defs.ref(f"args.{family if shared else name}.{side}", lambda: obj(
+        {key: _arg(spec, defs) for key, spec in _side_args(name, side).items()}))
+
+
+def _tool_args(name: str, defs: Defs) -> Schema:
+    """The args of both sides of tool NAME, for a workload that names it and for one
+    that inherits it."""
+    return defs.ref(f"tool.{name}", lambda: {"properties": {
+        side: {"properties": {"args": _args(name, side, defs)}} for side in ("client", "server")}})
+
+
+def _workload(defs: Defs) -> Schema:
     """With `tool`, that tool's args only; without (a variant's overlay) the args of the
     profile's tool, which profile_schema checks (any, when a parent file names it)."""
     properties: Schema = {key: _number(spec) for key, spec in sections.WORKLOAD_NUMBERS.items()}
-    properties |= {"tool": {"enum": list(TOOLS)}, "client": _process(),
-                   "server": _process()}
+    process = defs.ref("process", _process)
+    properties |= {"tool": {"enum": list(TOOLS)}, "client": process, "server": process}
     assert set(properties) == set(sections.WORKLOAD_KEYS)
     out = obj(properties)
     out["allOf"] = [{"if": {"required": ["tool"], "properties": {"tool": {"const": name}}},
-                     "then": _tool_args(name)} for name in TOOLS]
+                     "then": _tool_args(name, defs)} for name in TOOLS]
     return out
 
 
-def _inherited_args() -> list[Schema]:
+def _inherited_args(defs: Defs) -> list[Schema]:
     """A variant's workload without `tool` runs the profile's: its args are that tool's."""
     return [{"if": {"required": ["workload"], "properties": {"workload": {
                 "required": ["tool"], "properties": {"tool": {"const": name}}}}},
              "then": {"properties": {"variants": {"additionalProperties": {"properties": {
                  "workload": {"if": {"not": {"required": ["tool"]}},
-                              "then": _tool_args(name)}}}}}}}
+                              "then": _tool_args(name, defs)}}}}}}}
             for name in TOOLS]
 
 
@@ -137,30 +175,31 @@ def _kernel() -> Schema:
 
 
 def profile_schema() -> Schema:
-    setup = _setup_role()
+    defs = Defs({"cpu_list": CPU_LIST_DEF, "placeholder": PLACEHOLDER})
     percent = leaf({"anyOf": [
         {"type": "number", "minimum": 0, "maximum": 1000},
         {"type": "string", "pattern": r"^\s*\d+(?:\.\d+)?\s*%?\s*$"}]})
+    setup = defs.ref("setup", lambda: mapping_of(_setup_role()))
+    workload = defs.ref("workload", lambda: _workload(defs))
+    collect = defs.ref("collect", _collect)
+    kernels = defs.ref("kernel", _kernel)
     overlay = {"description": STRING,
                "group": {"type": "string", "pattern": _regex(profile._GROUP)},
-               "setup": {"$ref": "#/$defs/setup"},
-               "workload": {"$ref": "#/$defs/workload"},
-               "collect": {"$ref": "#/$defs/collect"},
-               "kernel": {"$ref": "#/$defs/kernel"}}
-    assert set(overlay) == set(profile.VARIANT_KEYS)
+               "setup": setup, "workload": workload, "collect": collect, "kernel": kernels}
+    assert list(overlay) == list(profile.VARIANT_KEYS) == list(keys.VARIANT_KEY_HELP)
     properties: Schema = {
         "name": {"type": "string", "pattern": _regex(names.SAFE_NAME)},
         "description": STRING, "extends": one_or_list(STRING),
         "hosts": mapping_of({"anyOf": [STRING, obj({
             "host": STRING, "iface": {"type": "string", "pattern": _regex(values.IFACE)}},
             required=("host",))]}),
-        "setup": {"$ref": "#/$defs/setup"},
-        "workload": {"$ref": "#/$defs/workload"},
-        "collect": {"$ref": "#/$defs/collect"},
+        "setup": setup, "workload": workload, "collect": collect,
         "report": obj({"table": {"type": "array", "items": obj(
             {k: leaf(STRING) for k in sections.TABLE_ROW_KEYS}, required=("source", "metric"))},
             "columns": mapping_of(one_or_list(STRING))}),
-        "variants": mapping_of(obj(overlay), keys=_regex(names.SAFE_NAME)),
+        "variants": mapping_of(obj({key: described(schema, keys.VARIANT_KEY_HELP[key])
+                                    for key, schema in overlay.items()}),
+                               keys=_regex(names.SAFE_NAME)),
         "baseline": STRING,
         "order": {"enum": list(profile.ORDERS)},
         "on_mismatch": {"enum": list(profile.ON_MISMATCH)},
@@ -168,23 +207,26 @@ def profile_schema() -> Schema:
                                    "min_effect": percent, "max_regression": percent,
                                    "primary": {"type": "boolean"}})),
         "matrix": _matrix(),
-        "kernel": {"$ref": "#/$defs/kernel"},
+        "kernel": kernels,
         "boot": {"enum": list(kernel.BOOT_MODES)},
         **{key: _number(spec) for key, spec in profile.TOP_NUMBERS.items()},
     }
     assert set(properties) == set(profile.TOP_KEYS)
     return {
         "$schema": DIALECT, "$id": "https://napilab.invalid/schema/profile.schema.json",
-        "title": "napilab profile", "description": "docs/profiles.md has every key with an "
-        "example; `napilab validate` checks what a schema cannot (roles, CPUs, hosts).",
-        "type": "object", "properties": properties, "additionalProperties": False,
+        "title": "napilab profile", "description": "Every key with an example: `napilab "
+        "docs profiles`; `napilab validate` checks what a schema cannot (roles, CPUs, "
+        "hosts).",
+        "type": "object",
+        "properties": {key: described(properties[key], keys.PROFILE_KEY_HELP[key])
+                       for key in profile.TOP_KEYS},
+        "additionalProperties": False,
         # a file that extends another may leave hosts and workload to its parent
         "if": {"required": ["extends"]}, "then": {},
         "else": {"required": ["hosts", "workload"],
                  "properties": {"workload": {"required": ["tool", "client"]}}},
-        "allOf": _inherited_args(),
-        "$defs": {"setup": mapping_of(setup), "workload": _workload(), "collect": _collect(),
-                  "kernel": _kernel(), "cpu_list": CPU_LIST_DEF, "placeholder": PLACEHOLDER},
+        "allOf": _inherited_args(defs),
+        "$defs": dict(sorted(defs.schemas.items())),
     }
 
 

@@ -87,10 +87,12 @@ def cli(ctx: click.Context, show_traceback: bool) -> None:
     Examples:
       napilab demo                      # (root) testbed, seed 001's RPS A/B, report
       napilab init lab/                 # a starter profile and inventory
+      napilab profiles copy demo lab/   # or start from a shipped profile
       napilab run lab/profile.yaml -i lab/inventory.yaml -o results
 
-    `napilab COMMAND -h` shows each command's options and examples; shell completion:
-    eval "$(_NAPILAB_COMPLETE=bash_source napilab)" (README.md).
+    `napilab COMMAND -h` shows each command's options and examples, `napilab docs` the
+    documentation; shell completion: eval "$(_NAPILAB_COMPLETE=bash_source napilab)"
+    (`napilab docs README`).
     """
     ctx.obj = {"traceback": show_traceback}
 
@@ -123,7 +125,7 @@ def validate(profile: str, inventory: str | None, strict: bool) -> None:
 
     \b
     Examples:
-      napilab validate profiles/demo.yaml
+      napilab validate demo.yaml        # after `napilab profiles copy demo`
       napilab validate profile.yaml -i lab.yaml --strict
     """
     plan, prof = _load(profile, inventory)
@@ -150,7 +152,7 @@ def plan(profile: str, inventory: str, transport: str | None, as_json: bool,
 
     \b
     Examples:
-      napilab plan profiles/demo.yaml -i /run/napilab-testbed/inventory.yaml
+      napilab plan demo.yaml -i /run/napilab-testbed/inventory.yaml
       napilab plan profile.yaml -i lab.yaml --summary
       napilab plan profile.yaml -i lab.yaml --json | jq '.trials | length'
     """
@@ -296,10 +298,11 @@ def parse(tool: str, file: str, as_json: bool) -> None:
               show_default=True, help="Drive the testbed over SSH (its sshds) or locally.")
 @click.option("--profile", "profile_path", default=str(DEMO_PROFILE), show_default=False,
               type=click.Path(dir_okay=False),
-              help="Profile to run (default: the shipped demo.yaml).")
+              help="Profile to run (default: the shipped demo; `napilab profiles copy demo` "
+                   "to change it).")
 def demo(results: str, transport: str, profile_path: str) -> None:
-    """Testbed up, run profiles/demo.yaml (seed 001's RPS A/B), report, testbed down
-    (root, 2 CPUs or more; about a minute).
+    """Testbed up, run the shipped demo profile (seed 001's RPS A/B; `napilab profiles
+    show demo`), report, testbed down (root, 2 CPUs or more; about a minute).
 
     \b
     Examples:
@@ -337,6 +340,8 @@ cli.add_command(cli_analysis.baseline)
 cli.add_command(cli_reports.history)
 cli.add_command(cli_reports.publish)
 cli.add_command(cli_setup.init)
+cli.add_command(cli_setup.profiles)
+cli.add_command(cli_setup.docs)
 cli.add_command(cli_lab.hosts)
 cli.add_command(cli_lab.testbed)
 cli.add_command(cli_setup.schema)

@@ -1,6 +1,7 @@
-"""`napilab init` and `napilab schema`: getting started, and editor support.
+"""`napilab init`, `napilab profiles`, `napilab docs` and `napilab schema`: getting
+started (a starter profile, the shipped ones, the documentation), and editor support.
 
-Registered on the `napilab` group by harness/cli.py. Errors go through
+Registered on the `napilab` group by harness/cli/main.py. Errors go through
 harness.cli.main like any other.
 """
 
@@ -10,7 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from click.shell_completion import CompletionItem
 
+from harness.authoring import shipped
 from harness.errors import InputError, NapilabError
 
 if TYPE_CHECKING:
@@ -130,3 +133,130 @@ def schema(kind: str, output: str | None) -> None:
     else:
         Path(output).write_text(text)
         click.echo(f"wrote {output}")
+
+
+def _complete_profile(ctx: click.Context, param: click.Parameter,
+                      incomplete: str) -> list[CompletionItem]:
+    return [CompletionItem(n) for n in shipped.profile_names() if n.startswith(incomplete)]
+
+
+def _complete_doc(ctx: click.Context, param: click.Parameter,
+                  incomplete: str) -> list[CompletionItem]:
+    return [CompletionItem(d.name) for d in shipped.docs() if d.name.startswith(incomplete)]
+
+
+@click.group(invoke_without_command=True)
+@click.pass_context
+def profiles(ctx: click.Context) -> None:
+    """List, print or copy the shipped profiles: the demo, the seed experiments, the
+    nightly example, and the example inventory the seed profiles plan against. Without a
+    subcommand: `list`.
+
+    \b
+    Examples:
+      napilab profiles list
+      napilab profiles show demo
+      napilab profiles copy demo lab/           # lab/demo.yaml, then edit it
+      napilab profiles copy inventory.example lab/inventory.yaml
+    """
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(profiles_list)
+
+
+@profiles.command("list")
+def profiles_list() -> None:
+    """Each shipped profile and inventory with its description.
+
+    \b
+    Examples:
+      napilab profiles list
+    """
+    found = shipped.shipped_files()
+    width = max(len(f.name) for f in found)
+    for entry in found:
+        label = "" if entry.kind == "profile" else "(inventory) "
+        click.echo(f"{entry.name:<{width}}  {label}{entry.description()}")
+    click.echo(f"(in {shipped.profiles_dir()}; `napilab profiles copy NAME` to start from "
+               "one)")
+
+
+@profiles.command("show")
+@click.argument("name", shell_complete=_complete_profile)
+def profiles_show(name: str) -> None:
+    """Print a shipped profile (or inventory) as it is.
+
+    \b
+    Examples:
+      napilab profiles show seed-000-threaded-busypoll
+    """
+    click.echo(shipped.shipped_file(name).path.read_text(), nl=False)
+
+
+@profiles.command("copy")
+@click.argument("name", shell_complete=_complete_profile)
+@click.argument("dest", default=".", type=click.Path())
+@click.option("--force", is_flag=True, help="Overwrite files that exist.")
+def profiles_copy(name: str, dest: str, force: bool) -> None:
+    """Copy a shipped profile to DEST (a file, or a directory: DEST/NAME.yaml; default
+    the current directory), with any file it `extends` beside it. Its first line names
+    the installed JSON Schema, so editors check the copy as you edit it.
+
+    \b
+    Examples:
+      napilab profiles copy demo                # ./demo.yaml
+      napilab profiles copy seed-001-backlog-napi lab/seed-001.yaml
+    """
+    planned = shipped.copies(name, dest)
+    for copy in planned:
+        if copy.target.exists() and copy.target.samefile(copy.source):
+            raise InputError(f"{copy.target} is the shipped file itself: copy it elsewhere")
+    existing = [str(c.target) for c in planned if c.target.exists()]
+    if existing and not force:
+        raise InputError(f"{', '.join(existing)} exists; --force overwrites it")
+    for copy in planned:
+        try:
+            copy.target.parent.mkdir(parents=True, exist_ok=True)
+            copy.target.write_text(copy.text)
+        except OSError as exc:
+            raise InputError(f"{exc.filename or copy.target}: {exc.strerror}") from None
+        click.echo(f"wrote {copy.target}" + (f" ({copy.why})" if copy.why else ""))
+    first = planned[0].target
+    if shipped.shipped_file(name).kind == "inventory":
+        click.echo(f"next: edit its hosts, then napilab hosts check -i {first}")
+    else:
+        click.echo(f"next: napilab validate {first}")
+
+
+@click.command()
+@click.argument("name", required=False, shell_complete=_complete_doc)
+@click.option("--path", "show_path", is_flag=True,
+              help="Print where the document is installed instead of its text.")
+def docs(name: str | None, show_path: bool) -> None:
+    """Print a shipped document (README, docs/*.md), or list them. NAME is `profiles`,
+    also `docs/profiles.md` as help texts and errors cite it; the Markdown goes through
+    a pager on a terminal.
+
+    \b
+    Examples:
+      napilab docs                      # README, design, profiles, statistics, ...
+      napilab docs profiles             # every profile key with an example
+      napilab docs statistics --path    # the file, to open in a browser or editor
+    """
+    if name is None:
+        if show_path:
+            click.echo(str(shipped.DOCS))
+            return
+        found = shipped.docs()
+        width = max(len(d.name) for d in found)
+        for entry in found:
+            click.echo(f"{entry.name:<{width}}  {entry.title}")
+        click.echo(f"(in {shipped.DOCS}; `napilab docs NAME` prints one)")
+        return
+    entry = shipped.doc(name)
+    if show_path:
+        if entry.path is None:
+            raise InputError(f"{entry.name} has no file of its own here (it is napilab's "
+                             f"package metadata): `napilab docs {entry.name}` prints it")
+        click.echo(str(entry.path))
+    else:
+        click.echo_via_pager(entry.text().removesuffix("\n"))  # the pager adds one

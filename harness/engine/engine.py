@@ -90,12 +90,7 @@ class Engine:
     def run(self, *, resume: bool = False, allow_host_change: bool = False) -> ExitCode:
         manifest = self.store.manifest
         facts = self.hosts.facts()
-        problems = check_online(self.plan, {h: i.online_cpus
-                                            for h, i in self.hosts.host_info.items()})
-        if problems:  # before any knob on any host: the CPUs as the profile wrote them
-            if not resume:
-                self.store.discard()
-            raise InputError(sorted(set(problems), key=str))
+        self._check_online(resume)
         if resume:  # before anything is recorded: a refusal leaves the run as it was
             resume_check.compare(manifest, facts, allow_host_change, self.progress,
                                  booted=set(self.plan.booted_hosts))
@@ -153,6 +148,16 @@ class Engine:
             self._save_last(raise_error=completed)
             self.progress.run_end(str(manifest.status))
             signal.signal(signal.SIGTERM, previous)
+
+    def _check_online(self, resume: bool) -> None:
+        """Every variant's CPU lists against the CPUs the hosts have online (just read),
+        before any knob on any host; a new run refused here leaves no directory."""
+        problems = check_online(self.plan, {h: i.online_cpus
+                                            for h, i in self.hosts.host_info.items()})
+        if problems:
+            if not resume:
+                self.store.discard()
+            raise InputError(sorted(set(problems), key=str))
 
     def _boot_back(self, *, raise_error: bool = True) -> None:
         """Every booted host back on its own kernel (its kernel journal stays where

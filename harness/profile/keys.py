@@ -10,9 +10,64 @@ from typing import Any
 from harness.errors import InputError, Location, Problem
 from harness.profile.yamlsrc import load_file, read_file
 
-PROFILE_KEYS = ("name", "description", "extends", "hosts", "setup", "workload", "collect",
-                "report", "variants", "baseline", "repeat", "order", "seed", "cooldown",
-                "on_mismatch", "metrics", "matrix", "warmup_trials", "kernel", "boot")
+# A profile's keys, each with the line an editor shows for it (the JSON Schema's
+# description, harness.authoring.json_schema); docs/profiles.md has each with an example.
+PROFILE_KEY_HELP = {
+    "name": "The profile's name: its results go to RESULTS/NAME/ (default: the file name "
+            "without .yaml). Letters, digits and . _ = + -, at most 64 characters.",
+    "description": "Free text shown at the top of the report.",
+    "extends": "A file, or a list of files, this profile builds on (relative to this "
+               "file): mappings merge key by key and this file wins; lists and scalars "
+               "are replaced.",
+    "hosts": "The roles: each bound to a host of the inventory (`server: sut`), "
+             "optionally with the interface its settings call ${iface} (`{host: sut, "
+             "iface: eth0}`).",
+    "setup": "Per role, the knobs set in every variant (variants add to or override "
+             "them): read, journalled on the host, written, read back, and restored after "
+             "each trial.",
+    "workload": "What runs during the measured window: the tool, its duration, and the "
+                "role, CPUs and args of its client and server.",
+    "collect": "Kernel counters read before and after the load on each role's host "
+               "(softnet_stat, interrupts, proc_stat, ...); per-CPU deltas are stored.",
+    "report": "The rows of the A/B table (`table`: source, metric, role, label) and the "
+              "variants joined into each column (`columns`).",
+    "variants": "The experiment's arms, by name: each an overlay (setup, workload, "
+                "collect, kernel) over the rest of the profile. The first is the baseline "
+                "unless `baseline` names another.",
+    "baseline": "The variant the others are compared with (default: the first).",
+    "repeat": "Repetitions of each variant (default 1).",
+    "order": "The order of the trials: interleaved (default: A B A B ...), blocked (A A "
+             "... B B ...) or randomized (a seeded shuffle).",
+    "seed": "The seed of `order: randomized` (chosen and recorded when absent).",
+    "cooldown": "Seconds to wait between trials (default 0).",
+    "on_mismatch": "A knob that reads back another value than written: fail (default: "
+                   "restore and stop) or warn (measure anyway, the report shows both).",
+    "metrics": "The primary metrics, by name or source.metric: their direction, the "
+               "min_effect the A/B table tests and the max_regression `napilab check` "
+               "gates.",
+    "matrix": "A sweep: each combination of the parameters, used as ${name} in strings, "
+              "is a variant (short form {param: [values]}, or parameters, variants, "
+              "name, exclude).",
+    "warmup_trials": "Trials run before the measured ones with their settings applied, "
+                     "results not kept (default 0, at most 100).",
+    "kernel": "Per role, the kernel its host boots into for the trials: an image name, "
+              "release or path, or {image, append: [command-line words]}.",
+    "boot": "When hosts boot into the trials' kernels: per-kernel (default: one boot per "
+            "kernel) or per-trial (fresh before every trial).",
+}
+PROFILE_KEYS = tuple(PROFILE_KEY_HELP)
+# A variant's keys (harness.profile.profile.VARIANT_KEYS), each with its line.
+VARIANT_KEY_HELP = {
+    "description": "What this variant changes, shown in the plan and the report.",
+    "group": "A comparison group: the variant is compared with the first variant of its "
+             "group, never with the profile's baseline.",
+    "setup": "Per role, knobs this variant sets, merged over the profile's `setup`.",
+    "workload": "This variant's workload, merged over the profile's (another `tool` "
+                "starts from a fresh workload).",
+    "collect": "Collectors this variant adds or changes, merged over the profile's.",
+    "kernel": "Per role, the kernel this variant's trials run on (over the profile's "
+              "`kernel`).",
+}
 INVENTORY_KEYS = ("transport", "host_key_policy", "hosts", "ssh_config")
 HOST_KEYS = ("address", "port", "user", "key", "known_hosts", "become", "data_address",
              "netns", "iface", "transport", "host_key_policy", "cpus", "connect_timeout",

@@ -16,7 +16,7 @@ LEGEND = ("change: the test's own estimate, always inside its CI: the ratio of g
           "better/worse: a primary metric's change beyond its min_effect, significant "
           "after Holm, its CI clear of 0; ~: no significant change, a CI that holds 0; "
           "need n=K: not-enough-data, about K repetitions per variant would decide; "
-          "exploratory: not a primary metric, change and CI only (docs/statistics.md).")
+          "exploratory: not primary, change and CI only (napilab docs statistics).")
 
 # label, change, CI, p, verdict: 2+26 + 2+8 + 2+16 + 2+6 + 2+12 = 78 columns
 _WIDTHS = (26, 8, 16, 6, 12)

@@ -1,5 +1,5 @@
 """The nightly gate on the SSH testbed with the demo profile (1 s trials after 2
-unmeasured ones, 10 repetitions):
+unmeasured ones, 10 repetitions, 50% thresholds: see the test):
 a night like the last passes, a night under a token-bucket shaper is a regression, and a
 regressed night never becomes the next night's baseline.
 
@@ -90,13 +90,17 @@ def test_demo_nightly_gate_passes_b_catches_the_shaper_and_does_not_ratchet(
         testbed: tb.Testbed, tmp_path: Path) -> None:
     results = tmp_path / "results"
     profile = tmp_path / "demo-short.yaml"
-    # rps-off's rtt_avg is 5 us in ping's 1 us steps: one step is 20%, and at 5
-    # repetitions a night with a 6 or a 7 among its 5s has a Welch interval past 25%
-    # (the A/A check was inconclusive in 2 of 7 runs here, with 2 warm-up trials).
-    # From 10 repetitions the rank test's interval moves in those steps, 0..+20%.
-    # Two unmeasured trials first: the first repetitions after the set-up ran slow.
+    # The A/A nights: rps-off's rtt_avg is 5 us in ping's 1 us steps (one step is 20%),
+    # and on this shared 2-CPU machine a night's ping flood moved by up to 28% (rtt) and
+    # 19% (replies, CI to -32%) against the night before while other work ran: the
+    # demo's 25% thresholds then leave an A/A night inconclusive (2 of 7 runs at 5
+    # repetitions, 2 of 5 at 10), honestly. The test's thresholds are 50%: a night like
+    # the last passes, and the shaper (rtt x8 to x70, replies /4 to /40) is far beyond.
+    # 10 repetitions of 1 s (the rank test's interval moves in those 20% steps), after
+    # two unmeasured trials (the first repetitions after the set-up ran slow).
     profile.write_text(f"extends: {DEMO}\nworkload: {{duration: 1}}\nwarmup_trials: 2\n"
-                       "repeat: 10\n")
+                       "repeat: 10\nmetrics:\n  rtt_avg: {max_regression: 50%}\n"
+                       "  received: {max_regression: 50%}\n")
     run_a = run_night(testbed, profile, results)
     run_b = run_night(testbed, profile, results)
 

@@ -1,8 +1,9 @@
 """napilab as a user gets it: the wheel built from this tree, installed with pip into a
 fresh venv, run from a directory that is not the source tree. `napilab init` writes
-files that validate, the shipped profiles are there, and (root) `napilab demo` runs the
-installed demo profile (with 1 s trials, 2 repetitions) on the testbed and writes its
-report.
+files that validate, the shipped profiles and the documentation are there (`napilab
+profiles`, `napilab docs`; the wheel names its project URLs), a copied profile
+validates, and (root) `napilab demo` runs the installed demo profile (with 1 s trials,
+2 repetitions) on the testbed and writes its report.
 
 The wheel is built with `build` and setuptools from the test extras (`make test`
 installs them); pip installs napilab's dependencies into the fresh venv with its usual
@@ -14,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +77,50 @@ def test_the_wheel_is_self_contained(installed: Installed) -> None:
         cwd=installed.home, capture_output=True, text=True, check=True).stdout.splitlines()
     assert found[0].startswith(str(installed.venv)), found[0]  # not the source tree
     assert found[1:] == sorted(p.name for p in (ROOT / "profiles").glob("*.yaml"))
+
+
+def test_the_wheel_holds_the_docs_and_names_its_urls(installed: Installed) -> None:
+    with zipfile.ZipFile(installed.wheel) as wheel:
+        names = wheel.namelist()
+        metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
+        headers = wheel.read(metadata).decode().partition("\n\n")[0].splitlines()
+        for doc in (ROOT / "docs").glob("*.md"):
+            assert wheel.read(f"harness/docs/{doc.name}") == doc.read_bytes(), doc.name
+    assert sorted(n for n in names if n.startswith("harness/docs/")) == sorted(
+        f"harness/docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))
+    urls = [h.removeprefix("Project-URL: ") for h in headers if h.startswith("Project-URL:")]
+    assert [u.split(",")[0] for u in urls] == ["Homepage", "Documentation", "Source", "Issues"]
+
+
+def test_profiles_and_docs_work_from_the_wheel(installed: Installed) -> None:
+    listed = installed.napilab("profiles", "list")
+    assert listed.returncode == 0, listed.stderr
+    names = [line.split()[0] for line in listed.stdout.splitlines()[:-1]]
+    assert names == sorted(p.stem for p in (ROOT / "profiles").glob("*.yaml"))
+    assert "Seed 001 on a veth pair" in listed.stdout
+    shown = installed.napilab("profiles", "show", "demo")
+    assert shown.stdout == (ROOT / "profiles" / "demo.yaml").read_text()
+    copied = installed.napilab("profiles", "copy", "demo", "copied/")
+    assert copied.returncode == 0, copied.stderr
+    first = (installed.home / "copied" / "demo.yaml").read_text().splitlines()[0]
+    schema = Path(first.removeprefix("# yaml-language-server: $schema="))
+    assert schema.is_file() and str(schema).startswith(str(installed.venv)), first
+    check = installed.napilab("validate", "copied/demo.yaml")
+    assert check.returncode == 0, check.stderr
+    again = installed.napilab("profiles", "copy", "demo", "copied/")
+    assert again.returncode == 2 and "exists; --force overwrites it" in again.stderr
+
+    docs = installed.napilab("docs")
+    assert docs.returncode == 0, docs.stderr
+    assert [line.split()[0] for line in docs.stdout.splitlines()[:-1]] == [
+        "README", *sorted(p.stem for p in (ROOT / "docs").glob("*.md"))]
+    for name, source in (("profiles", ROOT / "docs" / "profiles.md"),
+                         ("docs/statistics.md", ROOT / "docs" / "statistics.md"),
+                         ("README", ROOT / "README.md")):
+        printed = installed.napilab("docs", name)
+        assert printed.returncode == 0 and printed.stdout == source.read_text(), name
+    where = installed.napilab("docs", "profiles", "--path").stdout.strip()
+    assert where.startswith(str(installed.venv)) and Path(where).is_file(), where
 
 
 def test_init_writes_files_that_validate(installed: Installed) -> None:

@@ -2,10 +2,14 @@
 inventory passes both; the malformed corpus fails the schema except where only the
 validator can know (roles, a host's CPUs, regexes, placeholders); an unknown key or
 bad value injected anywhere into a shipped profile is refused by both or by neither;
-the schema files shipped beside the profiles are what `napilab schema` prints."""
+the schema files shipped beside the profiles are what `napilab schema` prints; every
+top-level key, variant key, knob kind and tool argument has its hover text, from the
+validator's own tables and docstrings; no block of the schema is written out twice."""
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from copy import deepcopy
 from pathlib import Path
 from typing import Any
@@ -15,9 +19,18 @@ import pytest
 import yaml
 
 from harness.authoring import shipped
-from harness.authoring.json_schema import SCHEMAS, inventory_schema, profile_schema, schema_text
+from harness.authoring.json_schema import (
+    SCHEMAS,
+    inventory_schema,
+    kind_help,
+    profile_schema,
+    schema_text,
+)
 from harness.errors import InputError
+from harness.knobs import registry
+from harness.profile import keys
 from harness.profile.profile import load_profile
+from runners.registry import TOOLS
 from tests.unit.test_malformed import CASES
 
 PROFILES = sorted(p for p in shipped.profiles_dir().glob("*.yaml") if "inventory" not in p.name)
@@ -142,3 +155,56 @@ def test_napilab_schema_prints_it(capsys: pytest.CaptureFixture[str], tmp_path: 
         cli.main(["schema", "profiles"])
     assert done.value.code == 2
     assert "'profiles' is not one of 'profile', 'inventory'" in capsys.readouterr().err
+
+
+def test_every_key_and_knob_kind_has_its_hover_text() -> None:
+    """Editors show `description`: each top-level and variant key's is its line in
+    harness.profile.keys, each `setup` knob kind's the first paragraph of its
+    docstring, which opens with the key's grammar."""
+    schema = profile_schema()
+    top = schema["properties"]
+    assert {key: value.get("description") for key, value in top.items()} == \
+        keys.PROFILE_KEY_HELP
+    variant = top["variants"]["additionalProperties"]["properties"]
+    assert {key: value.get("description") for key, value in variant.items()} == \
+        keys.VARIANT_KEY_HELP
+    role = schema["$defs"]["setup"]["additionalProperties"]["properties"]
+    assert set(role) == set(registry.profile_keys())
+    for key, kind in registry.profile_keys().items():
+        assert role[key]["description"] == kind_help(kind)
+        assert kind_help(kind).startswith(f"`{key}:"), key
+        assert "\n" not in kind_help(kind)
+
+
+def test_every_tool_argument_has_its_help() -> None:
+    defs = profile_schema()["$defs"]
+    for name, tool in TOOLS.items():
+        sides = defs[f"tool.{name}"]["properties"]
+        for side, specs in (("client", tool.client_args), ("server", tool.server_args)):
+            ref = sides[side]["properties"]["args"]["$ref"].removeprefix("#/$defs/")
+            described = {k: v["description"] for k, v in defs[ref]["properties"].items()}
+            assert described == {k: spec.help for k, spec in specs.items()}, (name, side)
+
+
+def _subschemas(node: Any) -> list[Any]:
+    out = []
+    if isinstance(node, dict):
+        out.append(node)
+        for value in node.values():
+            out += _subschemas(value)
+    elif isinstance(node, list):
+        for value in node:
+            out += _subschemas(value)
+    return out
+
+
+def test_no_block_is_written_twice() -> None:
+    """A block used in several places is one `$defs` entry that each place refers to:
+    each tool's args once (not per tool in a workload and again in every variant that
+    inherits it), a family's shared args once. Written out, they were 594 KB and took
+    check-jsonschema 4 s to compile (benchmarks/schema_size.py)."""
+    seen = Counter(json.dumps(s, sort_keys=True) for s in _subschemas(profile_schema()))
+    repeated = {text[:80]: count for text, count in seen.items()
+                if count > 1 and len(text) >= 1000}
+    assert repeated == {}
+    assert len(schema_text("profile")) < 200_000

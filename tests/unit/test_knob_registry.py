@@ -80,7 +80,9 @@ def test_a_kind_added_to_the_registry_alone_goes_all_the_way(toy: None,
     (variant,) = plan.profile.variants
     assert variant.settings == (Setting("sut", "toy", "knob", "5"),)
     setup = profile_schema()["$defs"]["setup"]["additionalProperties"]["properties"]
-    assert setup["toy"] == {}  # in the editors' schema too (any value: validate checks)
+    # in the editors' schema too (any value: validate checks), its docstring the hover text
+    assert setup["toy"] == {"description": "A throw-away kind: `toy: {NAME: 0..9}`, one "
+                                           "file each under /sys/kernel/toy."}
 
     text = plan_text(plan)
     assert "apply    env LC_ALL=C tee -- /sys/kernel/toy/knob <<< '5'" in text

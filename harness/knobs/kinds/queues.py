@@ -79,6 +79,10 @@ class CpuMaskKind(QueueKind):
 
 
 class Rps(CpuMaskKind):
+    """`rps: {IFACE: CPULIST}` or `{IFACE: {cpus: CPULIST, queues: [rx-0], flow_cnt: N}}`:
+    receive packet steering, the CPUs that process each rx queue's packets (rps_cpus);
+    without `queues`, every rx queue of the interface."""
+
     name = key = "rps"
     leaf, direction = "rps_cpus", "rx-"
 
@@ -91,6 +95,10 @@ class RpsFlowCnt(QueueKind):
 
 
 class Xps(CpuMaskKind):
+    """`xps: {IFACE: CPULIST}` or `{IFACE: {cpus: CPULIST, queues: [tx-0]}}`: transmit
+    packet steering, the CPUs that send on each tx queue (xps_cpus); without `queues`,
+    every tx queue of the interface."""
+
     name = key = "xps"
     leaf, direction = "xps_cpus", "tx-"
 
