@@ -20,7 +20,7 @@ demo: $(VENV)/.runtime debs
 # The VM tests (tests/integration/vm) boot Debian kernels in QEMU guests: `kernels`
 # fetches them when root (they skip, saying why, where that or QEMU is not possible).
 test: $(VENV)/.test debs test-debs vm-debs kernels lint
-	$(BIN)/pytest -q -n auto tests/unit tests/browser
+	$(BIN)/pytest -q -n auto --durations=10 tests/unit tests/browser
 	$(BIN)/pytest -q --durations=25 tests/integration
 
 lint: $(VENV)/.test
