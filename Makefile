@@ -24,7 +24,7 @@ test: $(VENV)/.test debs test-debs vm-debs kernels lint
 	$(BIN)/pytest -q --durations=25 tests/integration
 
 lint: $(VENV)/.test
-	$(BIN)/ruff check $(wildcard harness runners reports tests benchmarks)
+	$(BIN)/ruff check $(wildcard napilab harness runners reports tests benchmarks)
 	$(BIN)/mypy
 
 $(VENV)/.runtime: pyproject.toml

@@ -81,7 +81,7 @@ def measure(log: Path, parquet: Path) -> dict[str, float]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from runners.workloads.sockperf import parse_full_log
+    from napilab.runners.workloads.sockperf import parse_full_log
 
     start = time.perf_counter()
     raw = log.read_bytes()

@@ -28,12 +28,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.cli.main import execute  # noqa: E402
-from harness.engine.progress import QuietProgress  # noqa: E402
-from harness.hosts.testbed import Testbed  # noqa: E402
-from harness.inventory.inventory import load_inventory  # noqa: E402
-from harness.profile.plan import bind  # noqa: E402
-from harness.profile.profile import load_profile  # noqa: E402
+from napilab.harness.cli.main import execute  # noqa: E402
+from napilab.harness.engine.progress import QuietProgress  # noqa: E402
+from napilab.harness.hosts.testbed import Testbed  # noqa: E402
+from napilab.harness.inventory.inventory import load_inventory  # noqa: E402
+from napilab.harness.profile.plan import bind  # noqa: E402
+from napilab.harness.profile.profile import load_profile  # noqa: E402
 
 PROFILE = """\
 name: overhead

@@ -29,13 +29,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.store.manifest import Manifest, TrialRecord  # noqa: E402
-from harness.store.store import Row, RunStore  # noqa: E402
-from reports.ab.compare import load_run, table  # noqa: E402
-from reports.formats import sections  # noqa: E402
-from reports.formats.render import html  # noqa: E402
-from reports.nightly.history import history  # noqa: E402
-from reports.plots import plots  # noqa: E402
+from napilab.harness.store.manifest import Manifest, TrialRecord  # noqa: E402
+from napilab.harness.store.store import Row, RunStore  # noqa: E402
+from napilab.reports.ab.compare import load_run, table  # noqa: E402
+from napilab.reports.formats import sections  # noqa: E402
+from napilab.reports.formats.render import html  # noqa: E402
+from napilab.reports.nightly.history import history  # noqa: E402
+from napilab.reports.plots import plots  # noqa: E402
 
 TARGET_HTML_S = 10.0
 TARGET_HISTORY_S = 1.0

@@ -51,7 +51,7 @@ class Figures:
 
 def napilab() -> tuple[str, ...]:
     script = Path(sys.executable).parent / "napilab"
-    return (str(script),) if script.exists() else (sys.executable, "-m", "harness.cli.main")
+    return (str(script),) if script.exists() else (sys.executable, "-m", "napilab.harness.cli.main")
 
 
 def cases(profile: Path) -> list[Case]:

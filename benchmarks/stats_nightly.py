@@ -24,10 +24,10 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from harness.stats.compare import MetricSamples, Verdict, compare_metrics
-from harness.stats.family import Direction
-from harness.stats.gate import GateSamples, GateStatus, gate_metrics, night_status
-from harness.stats.nightly import anchor, level_t, night_noise
+from napilab.harness.stats.compare import MetricSamples, Verdict, compare_metrics
+from napilab.harness.stats.family import Direction
+from napilab.harness.stats.gate import GateSamples, GateStatus, gate_metrics, night_status
+from napilab.harness.stats.nightly import anchor, level_t, night_noise
 
 Array = np.ndarray
 THRESHOLD = 5.0  # percent

@@ -27,13 +27,13 @@ import numpy as np
 import stats_nightly
 from scipy import special
 
-from harness.stats.changes import change_points
-from harness.stats.compare import MetricSamples, compare_metrics
-from harness.stats.gate import GateSamples, GateStatus, gate_metrics
-from harness.stats.noise import drift
-from harness.stats.pool import pooled_percentiles
-from harness.stats.stats import Adjust, Verdict, adjust_p, median_ci
-from harness.stats.two_sample import RANK_TEST_MIN_N as RANK_SWITCH
+from napilab.harness.stats.changes import change_points
+from napilab.harness.stats.compare import MetricSamples, compare_metrics
+from napilab.harness.stats.gate import GateSamples, GateStatus, gate_metrics
+from napilab.harness.stats.noise import drift
+from napilab.harness.stats.pool import pooled_percentiles
+from napilab.harness.stats.stats import Adjust, Verdict, adjust_p, median_ci
+from napilab.harness.stats.two_sample import RANK_TEST_MIN_N as RANK_SWITCH
 
 Array = np.ndarray
 NOISES = ("sigma 0.02", "sigma 0.05", "sigma 0.1", "sigma 0.2", "integer", "heavy")

@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.store.manifest import Manifest, ProfileRecord, TrialRecord  # noqa: E402
-from harness.store.store import Row, RunStore  # noqa: E402
+from napilab.harness.store.manifest import Manifest, ProfileRecord, TrialRecord  # noqa: E402
+from napilab.harness.store.store import Row, RunStore  # noqa: E402
 
 POINTS = (1, 100, 400)
 WINDOW = 5  # trials measured around each point (median)

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from harness.errors import ExitCode, NapilabError
+from napilab.harness.errors import ExitCode, NapilabError
 
 # Units used in the results table. Latencies are always microseconds.
 US = "us"

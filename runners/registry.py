@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from runners.base import ParseError, Value
-from runners.collectors import (
+from napilab.runners.base import ParseError, Value
+from napilab.runners.collectors import (
     dmesg,
     interrupts,
     kprobes,
@@ -16,7 +16,7 @@ from runners.collectors import (
     softirqs,
     softnet_stat,
 )
-from runners.workloads import (
+from napilab.runners.workloads import (
     command,
     iperf3,
     neper,
@@ -25,13 +25,13 @@ from runners.workloads import (
     ping,
     sockperf,
 )
-from runners.workloads.workload import WorkloadTool
+from napilab.runners.workloads.workload import WorkloadTool
 
 
 def _neper_all_samples(text: str) -> list[Value]:
     # Imported here: neper_samples is numpy through and through, and the CLI imports
     # this registry for `napilab parse`'s choices on every start (benchmarks/startup.py).
-    from runners.workloads import neper_samples
+    from napilab.runners.workloads import neper_samples
 
     return neper_samples.values(neper_samples.parse(text))
 

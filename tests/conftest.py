@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.hosts import testbed as tb
+from napilab.harness.hosts import testbed as tb
 
 ROOT = Path(__file__).resolve().parent.parent
 NAPILAB = str(Path(sys.executable).parent / "napilab")
@@ -104,7 +104,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         if stale.exists():
             stale.down()
             print(f"removed a stale {TESTBED_PREFIX} testbed left by an earlier session")
-        from harness.lab.vmbed import VmTestbed
+        from napilab.harness.lab.vmbed import VmTestbed
 
         stale_vm = VmTestbed(prefix=TESTBED_PREFIX)
         if stale_vm.exists():

@@ -10,8 +10,8 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from harness.inventory.inventory import Host
-from harness.transport.transport import CommandResult, Process
+from napilab.harness.inventory.inventory import Host
+from napilab.harness.transport.transport import CommandResult, Process
 
 
 @dataclass
@@ -42,7 +42,7 @@ class FakeTransport:
             check: bool = True) -> CommandResult:
         self.fake.log.append(tuple(argv))
         if self.fake.unreachable:
-            from harness.errors import HostError
+            from napilab.harness.errors import HostError
 
             raise HostError(f"{self.host.name}: connection dropped during `{argv[0]}`")
         word = argv[3] if argv[0] == "sh" else argv[0]

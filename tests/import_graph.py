@@ -52,16 +52,23 @@ def imports(path: Path, *, runtime: bool = False) -> set[str]:
             if isinstance(node, ast.If) and _type_checking(node):
                 skipped.update(id(n) for stmt in node.body for n in ast.walk(stmt))
     names: set[str] = set()
+    # napilab's own modules are imported as napilab.harness..., napilab.reports...
+    # (the wheel's one top-level name); they are named here by their folders
     for node in ast.walk(tree):
         if id(node) in skipped:
             continue
         if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
+            names.update(_short(alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names
-                         if f"{node.module}.{alias.name}" in known)
+            module = _short(node.module)
+            names.add(module)
+            names.update(f"{module}.{alias.name}" for alias in node.names
+                         if f"{module}.{alias.name}" in known)
     return names
+
+
+def _short(name: str) -> str:
+    return name.removeprefix("napilab.")
 
 
 def within(name: str, *prefixes: str) -> bool:

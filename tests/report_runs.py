@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.store.manifest import Manifest
-from harness.store.store import Row, RunStore, atomic_write
+from napilab.harness.store.manifest import Manifest
+from napilab.harness.store.store import Row, RunStore, atomic_write
 
 RUN_ID = "5e1f0000"
 STARTED = 1795990000.0  # 2026-11-29 22:06:40 UTC

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.store.manifest import Manifest, TrialRecord
-from harness.store.store import Row, RunStore
+from napilab.harness.store.manifest import Manifest, TrialRecord
+from napilab.harness.store.store import Row, RunStore
 
 FACTS = {"kernel_release": "6.18.0", "kernel_version": "#1 SMP PREEMPT_DYNAMIC",
          "cmdline": "quiet", "cpu_model": "Test CPU", "online_cpus": "0-1", "user_hz": 100,

@@ -21,7 +21,7 @@ import json
 import sys
 from collections.abc import Callable, Mapping
 
-from harness.authoring.json_parts import (
+from napilab.harness.authoring.json_parts import (
     CPU_LIST,
     CPU_LIST_DEF,
     PLACEHOLDER,
@@ -35,16 +35,16 @@ from harness.authoring.json_parts import (
     one_or_list,
     summary,
 )
-from harness.authoring.json_parts import regex as _regex
-from harness.inventory import ansible as inventory_ansible
-from harness.inventory import inventory
-from harness.knobs import registry, values
-from harness.knobs.kind import Kind
-from harness.profile import kernel, keys, matrix, names, profile, sections
-from harness.profile.schema import Number
-from runners.collectors.collector import COLLECTORS
-from runners.registry import TOOLS
-from runners.workloads.workload import ArgSpec
+from napilab.harness.authoring.json_parts import regex as _regex
+from napilab.harness.inventory import ansible as inventory_ansible
+from napilab.harness.inventory import inventory
+from napilab.harness.knobs import registry, values
+from napilab.harness.knobs.kind import Kind
+from napilab.harness.profile import kernel, keys, matrix, names, profile, sections
+from napilab.harness.profile.schema import Number
+from napilab.runners.collectors.collector import COLLECTORS
+from napilab.runners.registry import TOOLS
+from napilab.runners.workloads.workload import ArgSpec
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import InputError, NapilabError
+from napilab.harness.errors import InputError, NapilabError
 
 PACKAGE = Path(__file__).resolve().parent.parent
 PROFILES = PACKAGE / "profiles"
@@ -87,7 +87,7 @@ def profile_names() -> list[str]:
 
 
 def _unknown(what: str, name: str, known: list[str]) -> InputError:
-    from harness.profile.schema import suggest
+    from napilab.harness.profile.schema import suggest
 
     return InputError(f"{name!r} is not a shipped {what}: napilab has {', '.join(known)}"
                       + suggest(name, known))

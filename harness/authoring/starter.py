@@ -13,8 +13,8 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from harness.authoring import shipped
-from harness.profile import cpus
+from napilab.harness.authoring import shipped
+from napilab.harness.profile import cpus
 
 # (tool, what the client needs, what the server needs): the first both hosts have wins.
 TOOL_PREFERENCE = (

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from harness.cli.options import run_options
-from harness.errors import ExitCode, InputError, NapilabError
+from napilab.harness.cli.options import run_options
+from napilab.harness.errors import ExitCode, InputError, NapilabError
 
 if TYPE_CHECKING:
-    from harness.profile.plan import Plan
-    from harness.profile.profile import Profile
-    from harness.store.confounders import Confounders
+    from napilab.harness.profile.plan import Plan
+    from napilab.harness.profile.profile import Profile
+    from napilab.harness.store.confounders import Confounders
 
 COPY_SUFFIX = "-again"  # the A/A copy of the baseline variant
 CALIBRATE_SUFFIX = "-calibrate"  # results go to RESULTS/<profile>-calibrate/: never a
@@ -79,12 +79,17 @@ def compare(runs: tuple[str, ...], allow_mismatch: bool, intended: tuple[str, ..
       napilab compare results/demo/20261128T204634Z-aa results/demo/20261129T204634Z-bb
       napilab compare Baseline=RUN_A Patched=RUN_B --intended kernel --format md
     """
-    from harness.store.confounders import diff_manifests
-    from reports.ab.compare import load_run
-    from reports.ab.cross_run import LabelledRun, check_labels, common_variants, compare_labelled
-    from reports.ab.table_json import table_doc
-    from reports.formats import compare_page
-    from reports.formats.text_table import text_table
+    from napilab.harness.store.confounders import diff_manifests
+    from napilab.reports.ab.compare import load_run
+    from napilab.reports.ab.cross_run import (
+        LabelledRun,
+        check_labels,
+        common_variants,
+        compare_labelled,
+    )
+    from napilab.reports.ab.table_json import table_doc
+    from napilab.reports.formats import compare_page
+    from napilab.reports.formats.text_table import text_table
 
     if len(runs) < 2:
         raise InputError("compare needs two or more runs: [LABEL=]RUN_DIR [LABEL=]RUN_DIR ...")
@@ -160,11 +165,17 @@ def check(run_dir: str, baseline: str, limits: tuple[str, ...], intended: tuple[
       napilab check RUN_DIR --baseline results --junit junit.xml
       napilab check RUN_DIR --baseline OLD_RUN --max-regression latency_p99=10
     """
-    from harness.store.store import atomic_write
-    from reports.ab.compare import load_run
-    from reports.nightly.baselines import find_reference
-    from reports.nightly.check import CHECK_FILE, gate, gate_json, gate_text, parse_thresholds
-    from reports.nightly.junit import junit_xml
+    from napilab.harness.store.store import atomic_write
+    from napilab.reports.ab.compare import load_run
+    from napilab.reports.nightly.baselines import find_reference
+    from napilab.reports.nightly.check import (
+        CHECK_FILE,
+        gate,
+        gate_json,
+        gate_text,
+        parse_thresholds,
+    )
+    from napilab.reports.nightly.junit import junit_xml
 
     thresholds = parse_thresholds(limits)
     candidate = load_run(run_dir)
@@ -209,9 +220,9 @@ def pin(run_dir: str) -> None:
     Example:
       napilab baseline pin results/nightly/20261129T204634Z-bbc627aa
     """
-    from harness.store.store import atomic_write
-    from reports.ab.compare import load_run
-    from reports.nightly.baselines import PIN_FILE
+    from napilab.harness.store.store import atomic_write
+    from napilab.reports.ab.compare import load_run
+    from napilab.reports.nightly.baselines import PIN_FILE
 
     run = load_run(run_dir)
     if run.manifest.status != "complete":
@@ -232,7 +243,7 @@ def unpin(path: str) -> None:
     Example:
       napilab baseline unpin results/nightly
     """
-    from reports.nightly.baselines import PIN_FILE
+    from napilab.reports.nightly.baselines import PIN_FILE
 
     where = Path(path) / PIN_FILE
     if not where.exists() and (Path(path) / "manifest.json").exists():
@@ -269,10 +280,10 @@ def calibrate(profile: str, inventory: str, results: str, transport: str | None)
     \b
     Example:
       napilab calibrate profile.yaml -i lab.yaml -o results"""
-    from harness.cli.execute import execute, load
-    from harness.store.store import atomic_write
-    from reports.ab.calibration import calibrate_run, calibration_json, calibration_text
-    from reports.ab.compare import load_run
+    from napilab.harness.cli.execute import execute, load
+    from napilab.harness.store.store import atomic_write
+    from napilab.reports.ab.calibration import calibrate_run, calibration_json, calibration_text
+    from napilab.reports.ab.compare import load_run
 
     bound, _ = load(profile, inventory, transport)
     assert bound is not None

@@ -11,23 +11,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.engine.progress import Progress
-from harness.errors import ExitCode, NapilabError
+from napilab.harness.engine.progress import Progress
+from napilab.harness.errors import ExitCode, NapilabError
 
 if TYPE_CHECKING:
-    from harness.inventory.inventory import Inventory
-    from harness.profile.plan import Plan
+    from napilab.harness.inventory.inventory import Inventory
+    from napilab.harness.profile.plan import Plan
 
 
 def load(profile: str, inventory: str | None, transport: str | None = None
          ) -> tuple[Plan | None, Any]:
-    from harness.profile.profile import load_profile
+    from napilab.harness.profile.profile import load_profile
 
     prof = load_profile(profile)
     if inventory is None:
         return None, prof
-    from harness.inventory.inventory import load_inventory
-    from harness.profile.plan import bind
+    from napilab.harness.inventory.inventory import load_inventory
+    from napilab.harness.profile.plan import bind
 
     inv: Inventory = load_inventory(inventory).with_transport(transport)
     return bind(prof, inv), prof
@@ -42,11 +42,11 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
     Every host's lock is released on its own: one that cannot be reached (or was not
     restored) keeps its lock and is named, and the error that ended the run is the one
     raised."""
-    from harness.engine.engine import Engine
-    from harness.hosts import lock
-    from harness.hosts.session import close_sessions, open_sessions
-    from harness.store.runs import new_manifest, open_for_resume
-    from harness.store.store import RunStore, new_run_id
+    from napilab.harness.engine.engine import Engine
+    from napilab.harness.hosts import lock
+    from napilab.harness.hosts.session import close_sessions, open_sessions
+    from napilab.harness.store.runs import new_manifest, open_for_resume
+    from napilab.harness.store.store import RunStore, new_run_id
 
     progress = progress or Progress()
     store = open_for_resume(bound, resume) if resume else None
@@ -82,7 +82,7 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
 
 def _write_reports(run_dir: Path, formats: list[str], progress: Progress) -> str | None:
     """Write the reports; what went wrong (said at once, never raised), or None."""
-    from reports.formats.render import write_reports
+    from napilab.reports.formats.render import write_reports
 
     try:
         for path in write_reports(run_dir, formats):

@@ -33,9 +33,9 @@ def history(results: str, profile: str, metrics: tuple[str, ...], host: str | No
       napilab history results --profile demo --metric rtt_avg --host a
       napilab history results --profile demo --format csv > demo.csv
     """
-    from reports.nightly.history import history as build
-    from reports.nightly.history import history_json, history_text
-    from reports.nightly.history_csv import history_csv
+    from napilab.reports.nightly.history import history as build
+    from napilab.reports.nightly.history import history_json, history_text
+    from napilab.reports.nightly.history_csv import history_csv
 
     found = build(results, profile, metrics, host)
     render = {"json": history_json, "csv": history_csv, "text": history_text}[fmt]
@@ -62,8 +62,8 @@ def publish(results: str, site_dir: str, raw: str, base_url: str | None) -> None
       napilab publish results /srv/www/napilab --raw copy
       napilab publish results site --base-url https://lab.example/napilab/
     """
-    from reports.nightly.history import damaged_runs
-    from reports.nightly.site import publish as build
+    from napilab.reports.nightly.history import damaged_runs
+    from napilab.reports.nightly.site import publish as build
 
     site = build(results, site_dir, raw=raw, base_url=base_url)
     for _, why in damaged_runs(results):

@@ -7,7 +7,7 @@ import json
 
 import click
 
-from harness.cli.options import inventory_option, json_option, transport_option
+from napilab.harness.cli.options import inventory_option, json_option, transport_option
 
 
 @click.group()
@@ -33,9 +33,9 @@ def hosts_check(inventory: str, transport: str | None, as_json: bool) -> None:
       napilab hosts check -i lab.yaml
       napilab hosts check -i /run/napilab-testbed/inventory.yaml --transport local --json
     """
-    from harness.hosts import check
-    from harness.hosts.session import close_sessions, open_sessions
-    from harness.inventory.inventory import load_inventory
+    from napilab.harness.hosts import check
+    from napilab.harness.hosts.session import close_sessions, open_sessions
+    from napilab.harness.inventory.inventory import load_inventory
 
     inv = load_inventory(inventory).with_transport(transport)
     sessions = open_sessions(inv.hosts.values())
@@ -61,8 +61,8 @@ def testbed() -> None:
 
 def _kernel_choice(values: tuple[str, ...]) -> dict[str, str]:
     """`--kernel NAME` (both guests) or `--kernel GUEST=NAME`, repeatable."""
-    from harness.errors import InputError
-    from harness.lab.vmbed import NAMES
+    from napilab.harness.errors import InputError
+    from napilab.harness.lab.vmbed import NAMES
 
     chosen: dict[str, str] = {}
     for value in values:
@@ -100,10 +100,10 @@ def testbed_up(ssh: bool, vm: bool, kernel: tuple[str, ...], queues: int, cpus: 
       napilab testbed up --ssh
       napilab testbed up --vm --queues 4 --kernel 7.2 --kernel b=6.1-rt
     """
-    from harness.hosts.testbed import Testbed
+    from napilab.harness.hosts.testbed import Testbed
 
     if vm:
-        from harness.lab.vmbed import VmTestbed
+        from napilab.harness.lab.vmbed import VmTestbed
 
         bed = VmTestbed()
         path = bed.up(_kernel_choice(kernel), queues=queues, cpus=cpus, memory=memory,
@@ -127,8 +127,8 @@ def testbed_down() -> None:
     Example:
       napilab testbed down
     """
-    from harness.hosts.testbed import Testbed
-    from harness.lab.vmbed import VmTestbed
+    from napilab.harness.hosts.testbed import Testbed
+    from napilab.harness.lab.vmbed import VmTestbed
 
     VmTestbed().down()
     Testbed().down()
@@ -143,8 +143,8 @@ def testbed_status() -> None:
     Example:
       napilab testbed status
     """
-    from harness.hosts.testbed import Testbed
-    from harness.lab.vmbed import VmTestbed
+    from napilab.harness.hosts.testbed import Testbed
+    from napilab.harness.lab.vmbed import VmTestbed
 
     click.echo(json.dumps({**Testbed().status(), "vm": VmTestbed().status()}, indent=1))
 
@@ -168,7 +168,7 @@ def testbed_boot(guest: str, kernel: str | None, append: tuple[str, ...],
       napilab testbed boot b --kernel 7.2-rt --append thread_backlog_napi
       napilab testbed boot b                 # back on its own kernel
     """
-    from harness.lab.vmbed import VmTestbed
+    from napilab.harness.lab.vmbed import VmTestbed
 
     bed = VmTestbed(state_dir=state)
     seconds = bed.boot(guest, kernel, append)
@@ -189,7 +189,7 @@ def testbed_kernels(fetch: bool) -> None:
       napilab testbed kernels
       napilab testbed kernels --fetch
     """
-    from harness.lab import kernels
+    from napilab.harness.lab import kernels
 
     found = kernels.fetch(say=lambda line: click.echo(line, err=True)) if fetch \
         else kernels.installed()

@@ -22,14 +22,14 @@ from typing import Any
 
 import click
 
-from harness.authoring import shipped
-from harness.cli import analysis as cli_analysis
-from harness.cli import history as cli_reports
-from harness.cli import lab as cli_lab
-from harness.cli import setup as cli_setup
-from harness.cli.execute import execute
-from harness.cli.execute import load as _load
-from harness.cli.options import (
+from napilab.harness.authoring import shipped
+from napilab.harness.cli import analysis as cli_analysis
+from napilab.harness.cli import history as cli_reports
+from napilab.harness.cli import lab as cli_lab
+from napilab.harness.cli import setup as cli_setup
+from napilab.harness.cli.execute import execute
+from napilab.harness.cli.execute import load as _load
+from napilab.harness.cli.options import (
     FormatList,
     LazyChoice,
     inventory_option,
@@ -37,15 +37,15 @@ from harness.cli.options import (
     run_options,
     transport_option,
 )
-from harness.engine.progress import reporter
-from harness.errors import ExitCode, InputError, Interrupted, NapilabError
+from napilab.harness.engine.progress import reporter
+from napilab.harness.errors import ExitCode, InputError, Interrupted, NapilabError
 
 DEMO_PROFILE = shipped.profile("demo.yaml")
 REPORT_FORMATS = ("html", "text", "md", "json", "junit", "csv")
 
 
 def _parser_names() -> list[str]:
-    from runners.registry import PARSERS
+    from napilab.runners.registry import PARSERS
 
     return sorted(PARSERS)
 
@@ -69,7 +69,7 @@ def _version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     """click.version_option's --version, with the version looked up only when asked for."""
     if not value or ctx.resilient_parsing:
         return
-    from harness import __version__
+    from napilab.harness import __version__
 
     click.echo(f"napilab, version {__version__}", color=ctx.color)
     ctx.exit()
@@ -100,7 +100,7 @@ def cli(ctx: click.Context, show_traceback: bool) -> None:
 def _design(prof: Any, strict: bool) -> None:
     """Warn (stderr) when the profile's repeat and primary metrics cannot reach a verdict;
     with --strict that is bad input (exit 2)."""
-    from harness.profile.design import design_warnings
+    from napilab.harness.profile.design import design_warnings
 
     found = design_warnings(prof)
     for line in found:
@@ -161,7 +161,7 @@ def plan(profile: str, inventory: str, transport: str | None, as_json: bool,
 
 def _print_plan(profile: str, inventory: str, transport: str | None, as_json: bool,
                 strict: bool = False, summary: bool = False) -> None:
-    from harness.engine.plan_render import plan_json, plan_text
+    from napilab.harness.engine.plan_render import plan_json, plan_text
 
     bound, prof = _load(profile, inventory, transport)
     assert bound is not None
@@ -227,7 +227,7 @@ def report(run_dir: str, formats: list[str]) -> None:
       napilab report RUN_DIR --format text,md       # cover letter table, pull request
       napilab report RUN_DIR --format csv           # RUN_DIR/samples.csv
     """
-    from reports.formats.render import report_files
+    from napilab.reports.formats.render import report_files
 
     written, printed = report_files(run_dir, formats)
     for path in written:
@@ -252,8 +252,8 @@ def restore(inventory: str, only: tuple[str, ...], transport: str | None,
       napilab restore -i lab.yaml
       napilab restore -i lab.yaml --host sut --break-lock
     """
-    from harness.hosts.journal_replay import replay
-    from harness.inventory.inventory import load_inventory
+    from napilab.harness.hosts.journal_replay import replay
+    from napilab.harness.inventory.inventory import load_inventory
 
     inv = load_inventory(inventory).with_transport(transport)
     unknown = [h for h in only if h not in inv.hosts]
@@ -277,7 +277,7 @@ def parse(tool: str, file: str, as_json: bool) -> None:
       napilab parse ping ping.out
       napilab parse softnet_stat /proc/net/softnet_stat --json
     """
-    from runners.registry import PARSERS, metrics_json
+    from napilab.runners.registry import PARSERS, metrics_json
 
     try:
         text = Path(file).read_text(errors="replace")
@@ -309,10 +309,10 @@ def demo(results: str, transport: str, profile_path: str) -> None:
       napilab demo
       napilab demo -o /tmp/results --transport local
     """
-    from harness.hosts.testbed import Testbed
-    from harness.inventory.inventory import load_inventory
-    from harness.profile.plan import bind
-    from harness.profile.profile import load_profile
+    from napilab.harness.hosts.testbed import Testbed
+    from napilab.harness.inventory.inventory import load_inventory
+    from napilab.harness.profile.plan import bind
+    from napilab.harness.profile.profile import load_profile
 
     if (os.cpu_count() or 1) < 2:
         raise NapilabError("the demo steers RPS to a second CPU; this machine has one")

@@ -14,7 +14,7 @@ TRANSPORTS = ("ssh", "local")
 
 def _suggest(word: str, choices: Iterable[str]) -> str:
     # harness.profile.schema imports the YAML loader: only a wrong value needs it
-    from harness.profile.schema import suggest
+    from napilab.harness.profile.schema import suggest
 
     return suggest(word, choices)
 

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 import click
 from click.shell_completion import CompletionItem
 
-from harness.authoring import shipped
-from harness.errors import InputError, NapilabError
+from napilab.harness.authoring import shipped
+from napilab.harness.errors import InputError, NapilabError
 
 if TYPE_CHECKING:
-    from harness.authoring.starter import StarterHost
-    from harness.inventory.inventory import Host
+    from napilab.harness.authoring.starter import StarterHost
+    from napilab.harness.inventory.inventory import Host
 
 
 def _write(path: Path, text: str, force: bool) -> None:
@@ -30,9 +30,9 @@ def _write(path: Path, text: str, force: bool) -> None:
 
 def _checked(hosts: list[Host]) -> dict[str, StarterHost]:
     """hosts check of each host, and the interface each reaches the other through."""
-    from harness.authoring.starter import StarterHost
-    from harness.hosts import check as hosts_check
-    from harness.hosts.session import close_sessions, open_sessions
+    from napilab.harness.authoring.starter import StarterHost
+    from napilab.harness.hosts import check as hosts_check
+    from napilab.harness.hosts.session import close_sessions, open_sessions
 
     sessions = open_sessions(hosts)
     try:
@@ -71,10 +71,10 @@ def init(directory: str, inventory: str | None, server: str | None, client: str 
       napilab init lab/                  # placeholder hosts to edit
       napilab init -i lab.yaml lab/      # fitted to the hosts of lab.yaml
     """
-    from harness.authoring.starter import inventory_text, placeholder_hosts, profile_text
-    from harness.inventory.inventory import load_inventory
-    from harness.profile.plan import bind
-    from harness.profile.profile import load_profile
+    from napilab.harness.authoring.starter import inventory_text, placeholder_hosts, profile_text
+    from napilab.harness.inventory.inventory import load_inventory
+    from napilab.harness.profile.plan import bind
+    from napilab.harness.profile.profile import load_profile
 
     target = Path(directory)
     profile_path = target / "profile.yaml"
@@ -125,7 +125,7 @@ def schema(kind: str, output: str | None) -> None:
       napilab schema profile > ~/.config/napilab/profile.schema.json
       napilab schema inventory -o inventory.schema.json
     """
-    from harness.authoring.json_schema import schema_text
+    from napilab.harness.authoring.json_schema import schema_text
 
     text = schema_text(kind)
     if output is None:

@@ -18,16 +18,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from harness.errors import NapilabError
-from harness.hosts.session import HostSession
-from harness.hosts.setting_steps import JOURNAL_DIR
-from harness.hosts.settings import HostSettings
-from harness.knobs.change import Change
-from harness.knobs.kind import Setting
-from harness.knobs.kinds import kernel as kernel_kind
-from harness.profile.kernel import KernelSpec
-from harness.profile.plan import Plan
-from harness.profile.profile import Trial, Variant
+from napilab.harness.errors import NapilabError
+from napilab.harness.hosts.session import HostSession
+from napilab.harness.hosts.setting_steps import JOURNAL_DIR
+from napilab.harness.hosts.settings import HostSettings
+from napilab.harness.knobs.change import Change
+from napilab.harness.knobs.kind import Setting
+from napilab.harness.knobs.kinds import kernel as kernel_kind
+from napilab.harness.profile.kernel import KernelSpec
+from napilab.harness.profile.plan import Plan
+from napilab.harness.profile.profile import Trial, Variant
 
 OWN = "its own kernel"
 

@@ -18,12 +18,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from harness.engine import resume_check, workload_exec
-from harness.engine.boots import Boots
-from harness.engine.fan_out import HostOps
-from harness.engine.plan_render import estimate
-from harness.engine.progress import Progress
-from harness.engine.steps import (
+from napilab.harness.engine import resume_check, workload_exec
+from napilab.harness.engine.boots import Boots
+from napilab.harness.engine.fan_out import HostOps
+from napilab.harness.engine.plan_render import estimate
+from napilab.harness.engine.progress import Progress
+from napilab.harness.engine.steps import (
     ApplySettings,
     Deltas,
     Idle,
@@ -33,7 +33,7 @@ from harness.engine.steps import (
     Workload,
     trial_steps,
 )
-from harness.errors import (
+from napilab.harness.errors import (
     ExitCode,
     InputError,
     Interrupted,
@@ -41,15 +41,15 @@ from harness.errors import (
     RestoreIncomplete,
     StorageError,
 )
-from harness.hosts.session import HostSession
-from harness.hosts.settings import HostSettings, workdir
-from harness.profile.plan import Plan, check_online
-from harness.profile.profile import Trial, Variant
-from harness.store.manifest import HostFacts, TrialRecord
-from harness.store.store import Row, RunStore
-from runners.base import Value
-from runners.registry import TOOLS
-from runners.workloads.workload import Context, ToolResult
+from napilab.harness.hosts.session import HostSession
+from napilab.harness.hosts.settings import HostSettings, workdir
+from napilab.harness.profile.plan import Plan, check_online
+from napilab.harness.profile.profile import Trial, Variant
+from napilab.harness.store.manifest import HostFacts, TrialRecord
+from napilab.harness.store.store import Row, RunStore
+from napilab.runners.base import Value
+from napilab.runners.registry import TOOLS
+from napilab.runners.workloads.workload import Context, ToolResult
 
 
 @contextmanager

@@ -11,16 +11,16 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from harness.errors import NapilabError, RestoreIncomplete
-from harness.hosts import facts as host_facts
-from harness.hosts.settings import HostSettings
-from harness.knobs.change import Change
-from harness.profile.plan import Plan
-from harness.profile.profile import Trial, Variant
-from harness.store.manifest import HostFacts, RestoreRecord
-from harness.store.store import Row, RunStore
-from harness.transport.transport import Transport
-from runners.collectors import collector as collectors
+from napilab.harness.errors import NapilabError, RestoreIncomplete
+from napilab.harness.hosts import facts as host_facts
+from napilab.harness.hosts.settings import HostSettings
+from napilab.harness.knobs.change import Change
+from napilab.harness.profile.plan import Plan
+from napilab.harness.profile.profile import Trial, Variant
+from napilab.harness.store.manifest import HostFacts, RestoreRecord
+from napilab.harness.store.store import Row, RunStore
+from napilab.harness.transport.transport import Transport
+from napilab.runners.collectors import collector as collectors
 
 T = TypeVar("T")
 # What identifies a boot and a kernel: compared at the start and the end of a run.

@@ -10,9 +10,9 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from harness.engine.boots import kernel_journal, schedule
-from harness.engine.plan_summary import summary_json, summary_lines
-from harness.engine.steps import (
+from napilab.harness.engine.boots import kernel_journal, schedule
+from napilab.harness.engine.plan_summary import summary_json, summary_lines
+from napilab.harness.engine.steps import (
     ApplySettings,
     Deltas,
     Idle,
@@ -21,21 +21,21 @@ from harness.engine.steps import (
     Workload,
     trial_steps,
 )
-from harness.engine.workload_exec import SERVER_GRACE, compose
-from harness.hosts import setting_steps as host_steps
-from harness.hosts.settings import workdir
-from harness.knobs import registry
-from harness.knobs.backend import Backend
-from harness.knobs.kind import Item, PlanLookup, Setting
-from harness.knobs.kinds.kernel import CONTROLLER, KEY, BootBackend
-from harness.profile.kernel import KernelSpec
-from harness.profile.plan import Plan
-from harness.profile.profile import Trial, Variant
-from harness.redact import shown_argv
-from harness.transport.transport import command_line
-from runners.collectors.collector import snapshot_argv
-from runners.registry import TOOLS
-from runners.workloads.workload import Context
+from napilab.harness.engine.workload_exec import SERVER_GRACE, compose
+from napilab.harness.hosts import setting_steps as host_steps
+from napilab.harness.hosts.settings import workdir
+from napilab.harness.knobs import registry
+from napilab.harness.knobs.backend import Backend
+from napilab.harness.knobs.kind import Item, PlanLookup, Setting
+from napilab.harness.knobs.kinds.kernel import CONTROLLER, KEY, BootBackend
+from napilab.harness.profile.kernel import KernelSpec
+from napilab.harness.profile.plan import Plan
+from napilab.harness.profile.profile import Trial, Variant
+from napilab.harness.redact import shown_argv
+from napilab.harness.transport.transport import command_line
+from napilab.runners.collectors.collector import snapshot_argv
+from napilab.runners.registry import TOOLS
+from napilab.runners.workloads.workload import Context
 
 # Per-trial cost beyond the workload itself, for the estimate (measured on the SSH
 # testbed: settings, snapshots, readiness and restore, see benchmarks/overhead.py).
@@ -228,7 +228,7 @@ def plan_json(plan: Plan, *, summary_only: bool = False) -> dict[str, Any]:
 def _scripts() -> dict[str, str]:
     """napilab's fixed shell scripts, shown by name in the text plan (their text is
     printed once, at the end; `--json` keeps every argv whole)."""
-    from runners.collectors import collector
+    from napilab.runners.collectors import collector
 
     scripts = {"snapshot": collector.SNAPSHOT_SCRIPT, "journal": host_steps.CREATE_NEW[2],
                "journal-update": host_steps.ATOMIC_WRITE[2]}

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any
 
-from harness.profile.plan import Plan
-from harness.profile.profile import Variant
-from harness.transport import ssh_config
+from napilab.harness.profile.plan import Plan
+from napilab.harness.profile.profile import Variant
+from napilab.harness.transport import ssh_config
 
 Value = str | tuple[str, ...]  # a list (an argv, a wrapper) stays a list of words
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from harness.engine.progress import Progress
-from harness.errors import InputError
-from harness.store.manifest import HostFacts, Manifest
+from napilab.harness.engine.progress import Progress
+from napilab.harness.errors import InputError
+from napilab.harness.store.manifest import HostFacts, Manifest
 
 COMPARED = ("kernel_release", "kernel_version", "cmdline", "cpu_model", "nics",
             "tool_versions")

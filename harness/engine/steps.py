@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.profile.profile import Variant
+from napilab.harness.profile.profile import Variant
 
 
 @dataclass(frozen=True)

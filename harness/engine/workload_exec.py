@@ -9,11 +9,11 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from harness.errors import HostError
-from harness.profile.sections import ProcessSpec
-from harness.transport.transport import CommandResult, Process, Transport
-from runners.base import ToolFailed
-from runners.workloads.workload import (
+from napilab.harness.errors import HostError
+from napilab.harness.profile.sections import ProcessSpec
+from napilab.harness.transport.transport import CommandResult, Process, Transport
+from napilab.runners.base import ToolFailed
+from napilab.runners.workloads.workload import (
     ProcessOutput,
     Readiness,
     ServerCommand,

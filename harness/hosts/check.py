@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.hosts import facts as host_facts
-from harness.hosts import queues
-from harness.hosts.session import HostSession
-from harness.inventory.inventory import Host
-from harness.knobs import registry
-from harness.knobs.kinds import napi
-from harness.transport.transport import Transport
+from napilab.harness.hosts import facts as host_facts
+from napilab.harness.hosts import queues
+from napilab.harness.hosts.session import HostSession
+from napilab.harness.inventory.inventory import Host
+from napilab.harness.knobs import registry
+from napilab.harness.knobs.kinds import napi
+from napilab.harness.transport.transport import Transport
 
 TOOLS = ("tcp_rr", "udp_rr", "tcp_crr", "tcp_stream", "iperf3", "sockperf", "netperf",
          "netserver", "ping", "ynl", "python3", "ethtool", "taskset", "chrt", "ss", "timeout")

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from harness.knobs.backend import read_present
-from harness.profile import cpus
-from harness.store.manifest import TCG
-from harness.transport.transport import Transport
-from runners.collectors.collector import HostInfo
+from napilab.harness.knobs.backend import read_present
+from napilab.harness.profile import cpus
+from napilab.harness.store.manifest import TCG
+from napilab.harness.transport.transport import Transport
+from napilab.runners.collectors.collector import HostInfo
 
 FILES = {
     "boot_id": "/proc/sys/kernel/random/boot_id",

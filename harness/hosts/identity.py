@@ -22,8 +22,8 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import HostError
-from harness.transport.transport import Transport
+from napilab.harness.errors import HostError
+from napilab.harness.transport.transport import Transport
 
 MACHINE_ID = "/etc/machine-id"
 BOOT_ID = "/proc/sys/kernel/random/boot_id"

@@ -22,17 +22,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
-from harness.errors import HostError, NapilabError
-from harness.hosts import identity, lock
-from harness.hosts.session import HostSession
-from harness.hosts.settings import HostSettings, JournalError, journal_entries, tidy
-from harness.inventory.inventory import Host
-from harness.knobs import registry
-from harness.knobs.backend import read_present
-from harness.knobs.change import Change
-from harness.knobs.kinds.napi_threads import SchedBackend
-from harness.transport.connect import transport_for
-from harness.transport.transport import Transport
+from napilab.harness.errors import HostError, NapilabError
+from napilab.harness.hosts import identity, lock
+from napilab.harness.hosts.session import HostSession
+from napilab.harness.hosts.settings import HostSettings, JournalError, journal_entries, tidy
+from napilab.harness.inventory.inventory import Host
+from napilab.harness.knobs import registry
+from napilab.harness.knobs.backend import read_present
+from napilab.harness.knobs.change import Change
+from napilab.harness.knobs.kinds.napi_threads import SchedBackend
+from napilab.harness.transport.connect import transport_for
+from napilab.harness.transport.transport import Transport
 
 
 def replay(hosts: Iterable[Host], *, break_lock: bool = False,
@@ -72,7 +72,7 @@ def _revive(host: Host) -> Iterator[str]:
     boot = host.boot
     if boot is None or boot.method != "vm" or not boot.testbed or not boot.guest:
         return
-    from harness.lab.vmbed import VmTestbed
+    from napilab.harness.lab.vmbed import VmTestbed
 
     bed = VmTestbed(state_dir=boot.testbed)
     if bed.exists() and bed.revive(boot.guest, boot.timeout):

@@ -29,11 +29,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import HostError, NapilabError
-from harness.hosts import identity
-from harness.hosts.setting_steps import CREATE_NEW, JOURNAL_DIR
-from harness.hosts.settings import tidy
-from harness.transport.transport import Transport
+from napilab.harness.errors import HostError, NapilabError
+from napilab.harness.hosts import identity
+from napilab.harness.hosts.setting_steps import CREATE_NEW, JOURNAL_DIR
+from napilab.harness.hosts.settings import tidy
+from napilab.harness.transport.transport import Transport
 
 # Journals on the host with their modification times, one per line: "MTIME PATH".
 LIST_JOURNALS = ["find", JOURNAL_DIR, "-maxdepth", "1", "-name", "journal-*.json",

@@ -10,10 +10,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import NapilabError
-from harness.hosts.session import HostSession
-from harness.knobs.kinds import irq_affinity
-from harness.knobs.kinds.napi import NapiBackend
+from napilab.harness.errors import NapilabError
+from napilab.harness.hosts.session import HostSession
+from napilab.harness.knobs.kinds import irq_affinity
+from napilab.harness.knobs.kinds.napi import NapiBackend
 
 _QUEUE_IRQ = {"rx": r"(?:input|rx|TxRx|txrx|combined)[-._]?{n}$",
               "tx": r"(?:output|tx|TxRx|txrx|combined)[-._]?{n}$"}

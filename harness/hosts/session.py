@@ -10,10 +10,10 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from harness.inventory.inventory import Host
-from harness.knobs.backend import Backend
-from harness.transport import connect as connection
-from harness.transport.transport import Transport
+from napilab.harness.inventory.inventory import Host
+from napilab.harness.knobs.backend import Backend
+from napilab.harness.transport import connect as connection
+from napilab.harness.transport.transport import Transport
 
 B = TypeVar("B", bound=Backend)
 T = TypeVar("T")
@@ -40,7 +40,7 @@ class HostSession:
     def rebooted(self) -> None:
         """The host was booted: what its backends and its identity learnt is of the
         previous boot (tracefs, NAPI ids, the boot_id locks and journals record)."""
-        from harness.hosts import identity
+        from napilab.harness.hosts import identity
 
         with self._lock:
             self._backends.clear()

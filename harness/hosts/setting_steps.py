@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from harness.knobs import registry
-from harness.knobs.kind import Item, Lookup, Setting
+from napilab.harness.knobs import registry
+from napilab.harness.knobs.kind import Item, Lookup, Setting
 
 JOURNAL_DIR = "/var/tmp/napilab"
 # Writes stdin to a temp file and renames it over the journal: the journal is either

@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from harness.errors import HostError, NapilabError, RestoreIncomplete, SettingMismatch
-from harness.hosts import identity
-from harness.hosts.session import HostLookup, HostSession
-from harness.hosts.setting_steps import (
+from napilab.harness.errors import HostError, NapilabError, RestoreIncomplete, SettingMismatch
+from napilab.harness.hosts import identity
+from napilab.harness.hosts.session import HostLookup, HostSession
+from napilab.harness.hosts.setting_steps import (
     JOURNAL_DIR,
     RESTORE_STEPS,
     DropJournal,
@@ -39,11 +39,11 @@ from harness.hosts.setting_steps import (
     journal_path,
     new_items,
 )
-from harness.knobs import registry
-from harness.knobs.backend import Gone, Unavailable
-from harness.knobs.change import Change
-from harness.knobs.kind import Setting
-from harness.transport.transport import Transport
+from napilab.harness.knobs import registry
+from napilab.harness.knobs.backend import Gone, Unavailable
+from napilab.harness.knobs.change import Change
+from napilab.harness.knobs.kind import Setting
+from napilab.harness.transport.transport import Transport
 
 JOURNAL_SCHEMA = 3  # 3: the host's identity (machine, namespace, boot) and the controller's
 

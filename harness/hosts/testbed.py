@@ -34,7 +34,7 @@ from pathlib import Path
 
 import yaml
 
-from harness.errors import HostError, NapilabError
+from napilab.harness.errors import HostError, NapilabError
 
 DATA_IFACE = "data0"
 MGMT_IFACE = "mgmt0"

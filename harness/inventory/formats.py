@@ -25,9 +25,9 @@ import string
 import warnings
 from dataclasses import dataclass, field
 
-from harness.errors import Location
-from harness.profile.schema import Checker
-from harness.profile.yamlsrc import Node, Seq
+from napilab.harness.errors import Location
+from napilab.harness.profile.schema import Checker
+from napilab.harness.profile.yamlsrc import Node, Seq
 
 _SECTION = re.compile(r"^\[([^:\]\s]+)(?::(\w+))?\]\s*(?:#.*)?$")
 _GROUP_NAME = re.compile(r"^([^:\]\s]+)\s*(?:#.*)?$")

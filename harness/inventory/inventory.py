@@ -29,18 +29,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harness.errors import InputError
-from harness.inventory.ansible import GroupVars, ansible_hosts, read_yaml, relocate, resolve
-from harness.inventory.formats import (
+from napilab.harness.errors import InputError
+from napilab.harness.inventory.ansible import GroupVars, ansible_hosts, read_yaml, relocate, resolve
+from napilab.harness.inventory.formats import (
     Entities,
     from_list_json,
     is_list_json,
     looks_like_ini,
     parse_ini,
 )
-from harness.profile import keys
-from harness.profile.schema import Checker, Number, join
-from harness.profile.yamlsrc import Node, load_text, read_file
+from napilab.harness.profile import keys
+from napilab.harness.profile.schema import Checker, Number, join
+from napilab.harness.profile.yamlsrc import Node, load_text, read_file
 
 TRANSPORTS = ("ssh", "local")
 HOST_KEY_POLICIES = ("reject", "accept-new")

@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Self
 
-from harness.errors import CommandError, HostError
-from runners.collectors.collector import split_tail
+from napilab.harness.errors import CommandError, HostError
+from napilab.runners.collectors.collector import split_tail
 
 if TYPE_CHECKING:
-    from harness.transport.transport import Transport
+    from napilab.harness.transport.transport import Transport
 
 
 class Gone(HostError):

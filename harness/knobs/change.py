@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from harness.errors import HostError
-from harness.knobs import registry
-from harness.knobs.kind import Verdict
-from harness.knobs.values import spaces
+from napilab.harness.errors import HostError
+from napilab.harness.knobs import registry
+from napilab.harness.knobs.kind import Verdict
+from napilab.harness.knobs.values import spaces
 
 
 @dataclass(frozen=True)

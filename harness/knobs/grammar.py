@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from harness.errors import Written
-from harness.knobs import values
-from harness.profile.matrix import unresolved
-from harness.profile.schema import Checker, join
-from harness.profile.yamlsrc import Node
-from runners.base import PLACEHOLDER
+from napilab.harness.errors import Written
+from napilab.harness.knobs import values
+from napilab.harness.profile.matrix import unresolved
+from napilab.harness.profile.schema import Checker, join
+from napilab.harness.profile.yamlsrc import Node
+from napilab.runners.base import PLACEHOLDER
 
 
 def body(check: Checker, node: Node, key: str, path: str) -> Node | None:

@@ -23,14 +23,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
-from harness.errors import Written
-from harness.knobs.backend import Backend, FileBackend
-from harness.knobs.values import spaces
+from napilab.harness.errors import Written
+from napilab.harness.knobs.backend import Backend, FileBackend
+from napilab.harness.knobs.values import spaces
 
 if TYPE_CHECKING:
-    from harness.profile.schema import Checker
-    from harness.profile.yamlsrc import Node
-    from harness.transport.transport import Transport
+    from napilab.harness.profile.schema import Checker
+    from napilab.harness.profile.yamlsrc import Node
+    from napilab.harness.transport.transport import Transport
 
 T = TypeVar("T")
 B = TypeVar("B", bound=Backend)

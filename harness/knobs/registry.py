@@ -6,10 +6,10 @@ harness/knobs/kinds/ and one line here (docs/design.md)."""
 
 from __future__ import annotations
 
-from harness.errors import HostError
-from harness.knobs.backend import Backend
-from harness.knobs.kind import Kind
-from harness.knobs.kinds import (
+from napilab.harness.errors import HostError
+from napilab.harness.knobs.backend import Backend
+from napilab.harness.knobs.kind import Kind
+from napilab.harness.knobs.kinds import (
     cpufreq,
     ethtool,
     irq_affinity,

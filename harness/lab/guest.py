@@ -32,8 +32,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import HostError, NapilabError
-from harness.hosts.testbed import alive
+from napilab.harness.errors import HostError, NapilabError
+from napilab.harness.hosts.testbed import alive
 
 GUEST_DIR = "/run/napilab-guest"  # where the guest sees its read-only files
 MGMT_NET = "198.51.100.128/25"  # QEMU's user network: inside the QEMU process only

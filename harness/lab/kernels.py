@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import NapilabError
+from napilab.harness.errors import NapilabError
 
 DEFAULT_DIR = "/var/lib/napilab/kernels"
 META = {"generic": "linux-image-amd64", "rt": "linux-image-rt-amd64"}

@@ -33,10 +33,10 @@ from typing import Any
 
 import yaml
 
-from harness.errors import HostError, NapilabError
-from harness.hosts.testbed import run_here
-from harness.lab import kernels
-from harness.lab.guest import (
+from napilab.harness.errors import HostError, NapilabError
+from napilab.harness.hosts.testbed import run_here
+from napilab.harness.lab import kernels
+from napilab.harness.lab.guest import (
     SSHD_CONFIG,
     Guest,
     GuestSpec,

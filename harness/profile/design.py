@@ -12,15 +12,15 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from harness.profile.profile import Profile, Variant
-from harness.stats.family import (
+from napilab.harness.profile.profile import Profile, Variant
+from napilab.harness.stats.family import (
     DEFAULT_PRIMARY,
     POOLED_SOURCE,
     default_direction,
     is_primary,
     named_primary,
 )
-from harness.stats.power import Reach, reachability
+from napilab.harness.stats.power import Reach, reachability
 
 
 def _sources(variant: Variant) -> set[str]:

@@ -25,10 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.errors import Written
-from harness.profile.schema import Checker, join
-from harness.profile.setup import known_roles
-from harness.profile.yamlsrc import Node, Seq
+from napilab.harness.errors import Written
+from napilab.harness.profile.schema import Checker, join
+from napilab.harness.profile.setup import known_roles
+from napilab.harness.profile.yamlsrc import Node, Seq
 
 KERNEL_KEYS = ("image", "append")
 BOOT_MODES = ("per-kernel", "per-trial")

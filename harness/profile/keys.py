@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.errors import InputError, Location, Problem
-from harness.profile.yamlsrc import load_file, read_file
+from napilab.harness.errors import InputError, Location, Problem
+from napilab.harness.profile.yamlsrc import load_file, read_file
 
 # A profile's keys, each with the line an editor shows for it (the JSON Schema's
 # description, harness.authoring.json_schema); docs/profiles.md has each with an example.
@@ -122,7 +122,7 @@ def _refuse(path: str, where: Location | None, sentence: str) -> None:
 def load_profile_document(path: Path) -> Any:
     """The file's YAML; an inventory (napilab's, Ansible's YAML, INI or --list JSON)
     given as a profile is one sentence."""
-    from harness.inventory.formats import looks_like_ini
+    from napilab.harness.inventory.formats import looks_like_ini
 
     try:
         document = load_file(path)

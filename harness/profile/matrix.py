@@ -22,12 +22,12 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import Location
-from harness.profile.merge import clone
-from harness.profile.names import ALLOWED, unsafe
-from harness.profile.schema import Checker, join, suggest, type_name
-from harness.profile.yamlsrc import Node, Seq
-from runners.base import PLACEHOLDER, fill
+from napilab.harness.errors import Location
+from napilab.harness.profile.merge import clone
+from napilab.harness.profile.names import ALLOWED, unsafe
+from napilab.harness.profile.schema import Checker, join, suggest, type_name
+from napilab.harness.profile.yamlsrc import Node, Seq
+from napilab.runners.base import PLACEHOLDER, fill
 
 RESERVED = ("iface", "target", "bind", "duration", "workdir", "trial", "variant")
 MATRIX_KEYS = ("parameters", "name", "exclude", "variants")

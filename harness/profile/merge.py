@@ -10,9 +10,9 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from harness.errors import InputError, Location, Problem
-from harness.profile import keys
-from harness.profile.yamlsrc import Node, Seq
+from napilab.harness.errors import InputError, Location, Problem
+from napilab.harness.profile import keys
+from napilab.harness.profile.yamlsrc import Node, Seq
 
 
 def deep_merge(base: Any, overlay: Any) -> Any:

@@ -8,16 +8,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from harness.errors import InputError, NapilabError, Problem, Written
-from harness.inventory.inventory import Host, Inventory
-from harness.knobs import registry
-from harness.knobs.kind import Setting
-from harness.profile import cpus
-from harness.profile.kernel import KernelSpec
-from harness.profile.profile import Profile, Trial, Variant
-from harness.profile.schema import suggest
-from harness.profile.sections import CollectSpec, ProcessSpec
-from runners.base import PLACEHOLDER, fill
+from napilab.harness.errors import InputError, NapilabError, Problem, Written
+from napilab.harness.inventory.inventory import Host, Inventory
+from napilab.harness.knobs import registry
+from napilab.harness.knobs.kind import Setting
+from napilab.harness.profile import cpus
+from napilab.harness.profile.kernel import KernelSpec
+from napilab.harness.profile.profile import Profile, Trial, Variant
+from napilab.harness.profile.schema import suggest
+from napilab.harness.profile.sections import CollectSpec, ProcessSpec
+from napilab.runners.base import PLACEHOLDER, fill
 
 
 @dataclass(frozen=True)
@@ -190,8 +190,8 @@ def _check_commands(plan: Plan) -> list[Problem]:
     """Build every variant's workload commands now: a tool that finds its arguments
     wrong (a metric regex that does not compile, an empty argv) says so before any
     host is touched."""
-    from runners.registry import TOOLS
-    from runners.workloads.workload import Context
+    from napilab.runners.registry import TOOLS
+    from napilab.runners.workloads.workload import Context
 
     problems = []
     for variant in plan.profile.variants:

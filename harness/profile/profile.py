@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import Location
-from harness.knobs.kind import Setting
-from harness.knobs.values import KnobValueError, check_iface
-from harness.profile import keys
-from harness.profile.kernel import BOOT_MODES, KernelSpec, parse_kernel
-from harness.profile.matrix import (
+from napilab.harness.errors import Location
+from napilab.harness.knobs.kind import Setting
+from napilab.harness.knobs.values import KnobValueError, check_iface
+from napilab.harness.profile import keys
+from napilab.harness.profile.kernel import BOOT_MODES, KernelSpec, parse_kernel
+from napilab.harness.profile.matrix import (
     RESERVED,
     check_name,
     combinations,
@@ -35,11 +35,17 @@ from harness.profile.matrix import (
     substitute,
     unknown_placeholders,
 )
-from harness.profile.merge import clone, deep_merge, plain, resolve_extends, without_other_tool
-from harness.profile.names import unsafe
-from harness.profile.schema import Checker, Number, join, suggest
-from harness.profile.scope import Scope
-from harness.profile.sections import (
+from napilab.harness.profile.merge import (
+    clone,
+    deep_merge,
+    plain,
+    resolve_extends,
+    without_other_tool,
+)
+from napilab.harness.profile.names import unsafe
+from napilab.harness.profile.schema import Checker, Number, join, suggest
+from napilab.harness.profile.scope import Scope
+from napilab.harness.profile.sections import (
     CollectSpec,
     TableRow,
     WorkloadSpec,
@@ -47,8 +53,8 @@ from harness.profile.sections import (
     parse_table,
     parse_workload,
 )
-from harness.profile.setup import parse_setup
-from harness.profile.yamlsrc import Node
+from napilab.harness.profile.setup import parse_setup
+from napilab.harness.profile.yamlsrc import Node
 
 TOP_KEYS = keys.PROFILE_KEYS
 VARIANT_KEYS = ("description", "group", "setup", "workload", "collect", "kernel")

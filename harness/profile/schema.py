@@ -13,8 +13,8 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from harness.errors import InputError, Location, Problem
-from harness.profile.yamlsrc import Node, Seq
+from napilab.harness.errors import InputError, Location, Problem
+from napilab.harness.profile.yamlsrc import Node, Seq
 
 T = TypeVar("T")
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from harness.errors import Location, Problem, Written
-from harness.profile.yamlsrc import Node, Seq
+from napilab.harness.errors import Location, Problem, Written
+from napilab.harness.profile.yamlsrc import Node, Seq
 
 V = TypeVar("V")  # a harness.profile.profile.Variant (which imports this module)
 

@@ -11,17 +11,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness import redact
-from harness.errors import Written
-from harness.knobs import values
-from harness.profile import cpus
-from harness.profile.matrix import unresolved
-from harness.profile.schema import Checker, Number, join, suggest, type_name
-from harness.profile.yamlsrc import Node, Seq
-from runners.base import PLACEHOLDER
-from runners.collectors.collector import COLLECTORS
-from runners.registry import TOOLS
-from runners.workloads.workload import ArgSpec
+from napilab.harness import redact
+from napilab.harness.errors import Written
+from napilab.harness.knobs import values
+from napilab.harness.profile import cpus
+from napilab.harness.profile.matrix import unresolved
+from napilab.harness.profile.schema import Checker, Number, join, suggest, type_name
+from napilab.harness.profile.yamlsrc import Node, Seq
+from napilab.runners.base import PLACEHOLDER
+from napilab.runners.collectors.collector import COLLECTORS
+from napilab.runners.registry import TOOLS
+from napilab.runners.workloads.workload import ArgSpec
 
 # Collector-specific options and their kind: regex, names (a list of words), patterns
 # (name -> regex), functions (kernel function names), since (trial | boot: dmesg counts

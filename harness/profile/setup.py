@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from harness.knobs import registry
-from harness.knobs.kind import Setting
-from harness.profile.schema import Checker, join, suggest
-from harness.profile.yamlsrc import Node
+from napilab.harness.knobs import registry
+from napilab.harness.knobs.kind import Setting
+from napilab.harness.profile.schema import Checker, join, suggest
+from napilab.harness.profile.yamlsrc import Node
 
 
 def known_roles(check: Checker, node: Node, path: str, roles: Mapping[str, Any]

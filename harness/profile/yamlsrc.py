@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
-from harness.errors import InputError, Location, Problem
-from harness.redact import REDACTED
+from napilab.harness.errors import InputError, Location, Problem
+from napilab.harness.redact import REDACTED
 
 
 class Node(dict[str, Any]):

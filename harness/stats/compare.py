@@ -26,11 +26,16 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
-from harness.stats.family import Direction
-from harness.stats.nightly import NightNoise
-from harness.stats.power import Noise, minimal_detectable_effect, n_per_arm_needed, pooled_noise
-from harness.stats.shift import hodges_lehmann
-from harness.stats.stats import (
+from napilab.harness.stats.family import Direction
+from napilab.harness.stats.nightly import NightNoise
+from napilab.harness.stats.power import (
+    Noise,
+    minimal_detectable_effect,
+    n_per_arm_needed,
+    pooled_noise,
+)
+from napilab.harness.stats.shift import hodges_lehmann
+from napilab.harness.stats.stats import (
     Adjust,
     StatsError,
     Summary,
@@ -39,7 +44,7 @@ from harness.stats.stats import (
     clean,
     summarize,
 )
-from harness.stats.two_sample import (
+from napilab.harness.stats.two_sample import (
     RANK,
     WELCH,
     WELCH_RAW,

@@ -32,7 +32,7 @@ from enum import StrEnum
 import numpy as np
 import numpy.typing as npt
 
-from harness.stats.compare import (
+from napilab.harness.stats.compare import (
     ABSOLUTE,
     RATIO,
     RELATIVE,
@@ -42,8 +42,8 @@ from harness.stats.compare import (
     Nights,
     evidence,
 )
-from harness.stats.family import Direction
-from harness.stats.nightly import (
+from napilab.harness.stats.family import Direction
+from napilab.harness.stats.nightly import (
     NIGHTS_T,
     OUTLIER_MIN,
     anchor,
@@ -51,9 +51,9 @@ from harness.stats.nightly import (
     night_noise,
     repeat_needed,
 )
-from harness.stats.power import n_per_arm_needed
-from harness.stats.stats import Adjust, StatsError, Verdict, adjust_p, clean, summarize
-from harness.stats.two_sample import LogT, rank_p
+from napilab.harness.stats.power import n_per_arm_needed
+from napilab.harness.stats.stats import Adjust, StatsError, Verdict, adjust_p, clean, summarize
+from napilab.harness.stats.two_sample import LogT, rank_p
 
 
 class GateStatus(StrEnum):

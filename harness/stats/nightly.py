@@ -46,9 +46,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from harness.stats.changes import change_points
-from harness.stats.family import Direction
-from harness.stats.two_sample import LogT
+from napilab.harness.stats.changes import change_points
+from napilab.harness.stats.family import Direction
+from napilab.harness.stats.two_sample import LogT
 
 Array = npt.NDArray[np.float64]
 

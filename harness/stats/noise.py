@@ -14,8 +14,8 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats as sps
 
-from harness.stats.power import minimal_detectable_effect, pooled_noise
-from harness.stats.stats import StatsError, Summary, clean, summarize
+from napilab.harness.stats.power import minimal_detectable_effect, pooled_noise
+from napilab.harness.stats.stats import StatsError, Summary, clean, summarize
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from harness.stats.stats import StatsError
+from napilab.harness.stats.stats import StatsError
 
 Array = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from harness.stats.two_sample import RANK, RANK_TEST_MIN_N, choose_test, rank_floor
+from napilab.harness.stats.two_sample import RANK, RANK_TEST_MIN_N, choose_test, rank_floor
 
 if TYPE_CHECKING:
     import numpy as np

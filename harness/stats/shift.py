@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from harness.stats.two_sample import EXACT_MAX_N, u_counts
+from napilab.harness.stats.two_sample import EXACT_MAX_N, u_counts
 
 Array = npt.NDArray[np.float64]
 

@@ -30,8 +30,8 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats as sps
 
-from harness.errors import NapilabError
-from harness.stats.two_sample import rank_p
+from napilab.harness.errors import NapilabError
+from napilab.harness.stats.two_sample import rank_p
 
 Array = npt.NDArray[np.float64]
 

@@ -21,9 +21,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.knobs.change import Change
-from harness.profile.merge import deep_merge, located, plain
-from harness.store.manifest import HostFacts, Manifest
+from napilab.harness.knobs.change import Change
+from napilab.harness.profile.merge import deep_merge, located, plain
+from napilab.harness.store.manifest import HostFacts, Manifest
 
 HOST_FACTS = ("kernel_release", "kernel_version", "cmdline", "cpu_model", "online_cpus",
               "irqbalance", "user_hz")

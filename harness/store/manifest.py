@@ -20,8 +20,8 @@ from dataclasses import dataclass, field, fields
 from functools import cache
 from typing import Any, ClassVar, Self
 
-from harness.errors import InputError
-from harness.knobs.change import Change
+from napilab.harness.errors import InputError
+from napilab.harness.knobs.change import Change
 
 SCHEMA_VERSION = 2
 READS = (1, 2)  # the versions this napilab loads (1 through the migration)

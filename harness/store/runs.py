@@ -11,11 +11,11 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from harness import __version__, redact
-from harness.errors import InputError
-from harness.profile.plan import Plan
-from harness.store.manifest import InventoryRecord, Manifest, NapilabRecord, ProfileRecord
-from harness.store.store import RunStore
+from napilab.harness import __version__, redact
+from napilab.harness.errors import InputError
+from napilab.harness.profile.plan import Plan
+from napilab.harness.store.manifest import InventoryRecord, Manifest, NapilabRecord, ProfileRecord
+from napilab.harness.store.store import RunStore
 
 
 def git_sha() -> str | None:

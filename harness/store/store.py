@@ -44,9 +44,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from harness.errors import InputError, StorageError
-from harness.profile.names import unsafe
-from harness.store.manifest import Manifest
+from napilab.harness.errors import InputError, StorageError
+from napilab.harness.profile.names import unsafe
+from napilab.harness.store.manifest import Manifest
 
 COLUMNS = ("run_id", "trial", "variant", "rep", "role", "host", "source", "metric", "cpu",
            "value", "unit")

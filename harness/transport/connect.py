@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from harness.inventory.inventory import Host
-from harness.transport.local import LocalTransport
-from harness.transport.ssh import SSHTransport
-from harness.transport.transport import Transport
+from napilab.harness.inventory.inventory import Host
+from napilab.harness.transport.local import LocalTransport
+from napilab.harness.transport.ssh import SSHTransport
+from napilab.harness.transport.transport import Transport
 
 
 def transport_for(host: Host) -> Transport:

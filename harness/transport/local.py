@@ -12,10 +12,10 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import IO, cast
 
-from harness.errors import HostError
-from harness.inventory.inventory import Host
-from harness.redact import shown_argv
-from harness.transport.transport import CommandResult, command_line
+from napilab.harness.errors import HostError
+from napilab.harness.inventory.inventory import Host
+from napilab.harness.redact import shown_argv
+from napilab.harness.transport.transport import CommandResult, command_line
 
 
 class LocalProcess:

@@ -23,13 +23,18 @@ from typing import Any
 
 import paramiko
 
-from harness.errors import HostError
-from harness.inventory.inventory import Host
-from harness.redact import shown_argv
-from harness.transport import ssh_config as sshconfig
-from harness.transport.known_hosts import KnownHosts, RevokedHostKey, UnknownHostKey, key_name
-from harness.transport.ssh_shell import PersistentShell
-from harness.transport.transport import CommandResult, command_line
+from napilab.harness.errors import HostError
+from napilab.harness.inventory.inventory import Host
+from napilab.harness.redact import shown_argv
+from napilab.harness.transport import ssh_config as sshconfig
+from napilab.harness.transport.known_hosts import (
+    KnownHosts,
+    RevokedHostKey,
+    UnknownHostKey,
+    key_name,
+)
+from napilab.harness.transport.ssh_shell import PersistentShell
+from napilab.harness.transport.transport import CommandResult, command_line
 
 # Starts a server so that its PID is known before it runs: the constant script prints
 # the shell's PID and execs the real argv, passed as positional parameters (never

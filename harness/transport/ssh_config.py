@@ -18,8 +18,8 @@ from pathlib import Path
 
 import paramiko
 
-from harness.errors import InputError
-from harness.inventory.inventory import Host
+from napilab.harness.errors import InputError
+from napilab.harness.inventory.inventory import Host
 
 DEFAULT_CONFIG = "~/.ssh/config"
 CONNECT_TIMEOUT = 10.0  # seconds, when neither the inventory nor ssh_config says

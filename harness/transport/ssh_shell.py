@@ -19,7 +19,7 @@ import time
 
 import paramiko
 
-from harness.errors import HostError
+from napilab.harness.errors import HostError
 
 
 class _Stream:

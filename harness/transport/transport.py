@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from harness.errors import CommandError, InputError
-from harness.inventory.inventory import Host
+from napilab.harness.errors import CommandError, InputError
+from napilab.harness.inventory.inventory import Host
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 SIGNALS = ("TERM", "INT", "KILL", "HUP")

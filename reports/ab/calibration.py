@@ -16,13 +16,13 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-from harness.stats.compare import Comparison
-from harness.stats.noise import Calibration, calibrate
-from harness.stats.power import Noise, n_per_arm_needed
-from harness.stats.stats import StatsError
-from reports.ab.compare import RunData, table
-from reports.ab.model import Line, format_number, format_pct, p_text, verdict_text
-from reports.ab.table_json import comparison_doc, summary_doc
+from napilab.harness.stats.compare import Comparison
+from napilab.harness.stats.noise import Calibration, calibrate
+from napilab.harness.stats.power import Noise, n_per_arm_needed
+from napilab.harness.stats.stats import StatsError
+from napilab.reports.ab.compare import RunData, table
+from napilab.reports.ab.model import Line, format_number, format_pct, p_text, verdict_text
+from napilab.reports.ab.table_json import comparison_doc, summary_doc
 
 TARGET_CHANGE = 0.05  # the "n@5%" column: a change worth detecting in most tuning work
 

@@ -19,13 +19,13 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
-from harness.errors import StorageError
-from harness.stats import family as stats_family
-from harness.stats.pool import DEFAULT_PERCENTILES, pooled_percentiles
-from harness.store.manifest import Manifest
-from harness.store.store import LEGACY_SAMPLES, SAMPLES_DIR, load_manifest, load_samples
-from reports.ab.line_stats import with_stats
-from reports.ab.model import Cell, Line, Table, format_number
+from napilab.harness.errors import StorageError
+from napilab.harness.stats import family as stats_family
+from napilab.harness.stats.pool import DEFAULT_PERCENTILES, pooled_percentiles
+from napilab.harness.store.manifest import Manifest
+from napilab.harness.store.store import LEGACY_SAMPLES, SAMPLES_DIR, load_manifest, load_samples
+from napilab.reports.ab.line_stats import with_stats
+from napilab.reports.ab.model import Cell, Line, Table, format_number
 
 __all__ = ["DEFAULT_COLLECTOR_METRICS", "Cell", "Column", "Line", "RunData", "Spec", "Table",
            "build_table", "column", "format_number", "line_specs", "load_run", "table"]

@@ -18,8 +18,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.errors import InputError
-from reports.ab.compare import Column, RunData, Spec, Table, build_table, column, line_specs
+from napilab.harness.errors import InputError
+from napilab.reports.ab.compare import Column, RunData, Spec, Table, build_table, column, line_specs
 
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _.+-]{0,39}")
 DEFAULT_LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"

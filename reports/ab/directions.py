@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.stats.family import Direction, default_direction
+from napilab.harness.stats.family import Direction, default_direction
 
 __all__ = ["Judgement", "default_direction", "judge", "policy_for"]
 

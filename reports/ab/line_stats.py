@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from harness.stats.compare import (
+from napilab.harness.stats.compare import (
     ABSOLUTE,
     Comparison,
     MetricSamples,
@@ -25,12 +25,12 @@ from harness.stats.compare import (
     compare_metrics,
     explore,
 )
-from harness.stats.family import is_primary
-from harness.stats.noise import drift, noise_exceeds_effect
-from harness.stats.pool import pooled_change
-from harness.stats.stats import Adjust, StatsError, adjust_p, summarize
-from reports.ab.directions import judge
-from reports.ab.model import Cell, Line
+from napilab.harness.stats.family import is_primary
+from napilab.harness.stats.noise import drift, noise_exceeds_effect
+from napilab.harness.stats.pool import pooled_change
+from napilab.harness.stats.stats import Adjust, StatsError, adjust_p, summarize
+from napilab.reports.ab.directions import judge
+from napilab.reports.ab.model import Cell, Line
 
 SEED = 0  # fixed: a report rendered twice from the same data prints the same CIs
 

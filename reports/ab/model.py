@@ -13,10 +13,10 @@ import re
 import statistics
 from dataclasses import dataclass, field
 
-from harness.stats.compare import ABSOLUTE, RATIO, Comparison
-from harness.stats.noise import Drift, NoiseCheck
-from harness.stats.pool import PooledPercentile
-from harness.stats.stats import Summary
+from napilab.harness.stats.compare import ABSOLUTE, RATIO, Comparison
+from napilab.harness.stats.noise import Drift, NoiseCheck
+from napilab.harness.stats.pool import PooledPercentile
+from napilab.harness.stats.stats import Summary
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from harness.stats.compare import Comparison
-from harness.stats.stats import Summary
-from reports.ab.model import Cell, Line, Table
+from napilab.harness.stats.compare import Comparison
+from napilab.harness.stats.stats import Summary
+from napilab.reports.ab.model import Cell, Line, Table
 
 
 def summary_doc(summary: Summary | None) -> dict[str, Any] | None:

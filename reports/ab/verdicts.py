@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.stats.compare import ABSOLUTE
-from reports.ab.model import Line, Table, p_text
+from napilab.harness.stats.compare import ABSOLUTE
+from napilab.reports.ab.model import Line, Table, p_text
 
 ORDER = ("worse", "better", "~", "not-enough-data", "exploratory")
 

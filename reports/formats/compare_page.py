@@ -8,12 +8,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from reports.ab import verdicts
-from reports.ab.compare import RunData
-from reports.ab.cross_run import LabelledRun, column_name
-from reports.ab.model import Table
-from reports.formats import markdown as md
-from reports.formats import render, run_facts
+from napilab.reports.ab import verdicts
+from napilab.reports.ab.compare import RunData
+from napilab.reports.ab.cross_run import LabelledRun, column_name
+from napilab.reports.ab.model import Table
+from napilab.reports.formats import markdown as md
+from napilab.reports.formats import render, run_facts
 
 _ENV = render.environment()
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from reports.ab import verdicts
-from reports.ab.compare import RunData
-from reports.ab.model import Table, format_ci, format_p, format_pct, p_text, verdict_text
-from reports.formats import run_facts
+from napilab.reports.ab import verdicts
+from napilab.reports.ab.compare import RunData
+from napilab.reports.ab.model import Table, format_ci, format_p, format_pct, p_text, verdict_text
+from napilab.reports.formats import run_facts
 
 MAX_FINDINGS = 25
 

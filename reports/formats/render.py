@@ -18,12 +18,19 @@ from urllib.parse import quote
 
 import jinja2
 
-from harness.store.manifest import TCG, Manifest
-from harness.store.store import atomic_write
-from reports.ab.compare import RunData, Table, load_run, table
-from reports.ab.model import format_ci, format_number, format_p, format_pct, p_text
-from reports.formats import markdown, report_json, run_facts, samples_csv, sections, table_junit
-from reports.formats.text_table import text_table
+from napilab.harness.store.manifest import TCG, Manifest
+from napilab.harness.store.store import atomic_write
+from napilab.reports.ab.compare import RunData, Table, load_run, table
+from napilab.reports.ab.model import format_ci, format_number, format_p, format_pct, p_text
+from napilab.reports.formats import (
+    markdown,
+    report_json,
+    run_facts,
+    samples_csv,
+    sections,
+    table_junit,
+)
+from napilab.reports.formats.text_table import text_table
 
 FORMATS = ("html", "text", "md", "json", "junit", "csv")
 FILES = {"html": "report.html", "text": "report.txt", "md": "report.md",
@@ -45,7 +52,7 @@ def _when(t: object) -> str:
 
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("reports.formats", "templates"),
+        loader=jinja2.PackageLoader("napilab.reports.formats", "templates"),
         autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

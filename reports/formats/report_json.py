@@ -10,11 +10,11 @@ import math
 from dataclasses import asdict
 from typing import Any
 
-from reports.ab import verdicts
-from reports.ab.compare import RunData
-from reports.ab.model import Table
-from reports.ab.table_json import table_doc
-from reports.formats import run_facts
+from napilab.reports.ab import verdicts
+from napilab.reports.ab.compare import RunData
+from napilab.reports.ab.model import Table
+from napilab.reports.ab.table_json import table_doc
+from napilab.reports.formats import run_facts
 
 SCHEMA = "napilab.report/1"
 

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import redact
-from harness.errors import HostError
-from harness.knobs import registry
-from harness.knobs.change import Change
-from harness.profile import cpus
-from harness.store.manifest import TCG, Manifest
-from reports.ab.compare import RunData, column_of
-from reports.ab.model import Line, format_number
+from napilab.harness import redact
+from napilab.harness.errors import HostError
+from napilab.harness.knobs import registry
+from napilab.harness.knobs.change import Change
+from napilab.harness.profile import cpus
+from napilab.harness.store.manifest import TCG, Manifest
+from napilab.reports.ab.compare import RunData, column_of
+from napilab.reports.ab.model import Line, format_number
 
 TAIL_LINES = 12  # of a failing command's stderr shown in a report
 TAIL_CHARS = 1500

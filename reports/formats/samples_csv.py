@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.store.store import COLUMNS
-from reports.ab.compare import RunData
+from napilab.harness.store.store import COLUMNS
+from napilab.reports.ab.compare import RunData
 
 
 def samples_csv(run: RunData) -> str:

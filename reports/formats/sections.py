@@ -15,12 +15,12 @@ from typing import Any
 
 import yaml
 
-from harness import redact
-from reports.ab import verdicts
-from reports.ab.compare import RunData
-from reports.ab.model import Table
-from reports.formats import run_facts
-from reports.plots import plots
+from napilab.harness import redact
+from napilab.reports.ab import verdicts
+from napilab.reports.ab.compare import RunData
+from napilab.reports.ab.model import Table
+from napilab.reports.formats import run_facts
+from napilab.reports.plots import plots
 
 MAX_FINDINGS = 25  # significant comparisons listed in the summary; the table has them all
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from reports.ab.compare import RunData
-from reports.ab.model import Line, Table, format_ci, format_pct, p_text
-from reports.formats import run_facts
+from napilab.reports.ab.compare import RunData
+from napilab.reports.ab.model import Line, Table, format_ci, format_pct, p_text
+from napilab.reports.formats import run_facts
 
 # XML 1.0 has no way to write most control characters (a tool's ANSI colour codes, say):
 # ElementTree would write them anyway and the file would not parse.

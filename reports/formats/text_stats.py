@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import textwrap
 
-from harness.stats.compare import Comparison
-from reports.ab import verdicts
-from reports.ab.model import Table, format_ci, format_p, format_pct, verdict_text
+from napilab.harness.stats.compare import Comparison
+from napilab.reports.ab import verdicts
+from napilab.reports.ab.model import Table, format_ci, format_p, format_pct, verdict_text
 
 LEGEND = ("change: the test's own estimate, always inside its CI: the ratio of geometric "
           "means (Welch's t on logs, below 10 repetitions), the Hodges-Lehmann ratio "

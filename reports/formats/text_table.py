@@ -18,9 +18,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from reports.ab.model import Table
-from reports.formats import run_facts
-from reports.formats.text_stats import stats_block
+from napilab.reports.ab.model import Table
+from napilab.reports.formats import run_facts
+from napilab.reports.formats.text_stats import stats_block
 
 LABEL_MIN = 24  # a label is cut to no less than this before the columns split into blocks
 MIN_COLUMN = 8

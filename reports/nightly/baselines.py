@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.errors import InputError, StorageError
-from reports.ab.compare import Column, RunData, column, load_run
+from napilab.harness.errors import InputError, StorageError
+from napilab.reports.ab.compare import Column, RunData, column, load_run
 
 SERIES_MAX = 60  # nights of a series read for the anchor and the noise
 PIN_FILE = "baseline-pin.json"

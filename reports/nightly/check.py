@@ -30,19 +30,25 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness.errors import InputError
-from harness.stats.compare import RATIO, Comparison, Nights
-from harness.stats.family import is_primary
-from harness.stats.gate import GATE_CONFIDENCE, PASSING, GateSamples, gate_metrics, night_status
-from harness.store.confounders import Confounders, diff_manifests
-from reports.ab import cross_run
-from reports.ab.compare import Column, RunData, build_table, column
-from reports.ab.directions import Judgement, judge
-from reports.ab.line_stats import not_comparable
-from reports.ab.model import Line, format_ci, format_p, format_pct, p_text
-from reports.ab.table_json import comparison_doc
-from reports.nightly.baselines import CHECK_FILE, Reference, reference_column
-from reports.nightly.thresholds import Threshold, parse_thresholds
+from napilab.harness.errors import InputError
+from napilab.harness.stats.compare import RATIO, Comparison, Nights
+from napilab.harness.stats.family import is_primary
+from napilab.harness.stats.gate import (
+    GATE_CONFIDENCE,
+    PASSING,
+    GateSamples,
+    gate_metrics,
+    night_status,
+)
+from napilab.harness.store.confounders import Confounders, diff_manifests
+from napilab.reports.ab import cross_run
+from napilab.reports.ab.compare import Column, RunData, build_table, column
+from napilab.reports.ab.directions import Judgement, judge
+from napilab.reports.ab.line_stats import not_comparable
+from napilab.reports.ab.model import Line, format_ci, format_p, format_pct, p_text
+from napilab.reports.ab.table_json import comparison_doc
+from napilab.reports.nightly.baselines import CHECK_FILE, Reference, reference_column
+from napilab.reports.nightly.thresholds import Threshold, parse_thresholds
 
 __all__ = ["CHECK_FILE", "DEFAULT_MAX_REGRESSION_PCT", "GateCase", "GateReport", "gate",
            "parse_thresholds"]

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.stats.compare import RATIO
-from reports.ab.model import format_ci, format_pct, p_text
+from napilab.harness.stats.compare import RATIO
+from napilab.reports.ab.model import format_ci, format_pct, p_text
 
 ATOM = "http://www.w3.org/2005/Atom"
 MAX_ENTRIES = 100

@@ -29,14 +29,14 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from harness.errors import InputError, NapilabError
-from harness.stats.changes import ChangePoint, change_points
-from harness.stats.family import DEFAULT_PRIMARY, named_primary
-from harness.store.manifest import Manifest
-from harness.store.store import load_manifest, read_parquet_files, sample_files
-from reports.ab.model import format_number, with_unit
-from reports.formats.text_table import MAX_HEADER_LINES, MIN_COLUMN, narrowest, wrap_name
-from reports.nightly.check import CHECK_FILE
+from napilab.harness.errors import InputError, NapilabError
+from napilab.harness.stats.changes import ChangePoint, change_points
+from napilab.harness.stats.family import DEFAULT_PRIMARY, named_primary
+from napilab.harness.store.manifest import Manifest
+from napilab.harness.store.store import load_manifest, read_parquet_files, sample_files
+from napilab.reports.ab.model import format_number, with_unit
+from napilab.reports.formats.text_table import MAX_HEADER_LINES, MIN_COLUMN, narrowest, wrap_name
+from napilab.reports.nightly.check import CHECK_FILE
 
 DEFAULT_METRICS = 4  # metrics shown when none are asked for
 _PREFERRED = ("latency_p99", "latency_p50", "rtt_avg", "latency_mean", "throughput",

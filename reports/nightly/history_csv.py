@@ -8,7 +8,7 @@ import csv
 import datetime as dt
 import io
 
-from reports.nightly.history import History
+from napilab.reports.nightly.history import History
 
 COLUMNS = ("profile", "run_id", "started_utc", "status", "kernel", "metric", "unit",
            "variant", "median", "n")

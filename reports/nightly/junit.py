@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from reports.nightly.check import GateReport, case_message
+from napilab.reports.nightly.check import GateReport, case_message
 
 
 def junit_xml(report: GateReport) -> str:

@@ -27,14 +27,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import redact
-from harness.store.store import atomic_write
-from reports.ab.compare import load_run
-from reports.formats.render import environment, html, relurl
-from reports.nightly import feed
-from reports.nightly.history import RunInfo, find_runs
-from reports.nightly.trends import hosts_of, trend
-from reports.plots.plots import Omitted, Plot
+from napilab.harness import redact
+from napilab.harness.store.store import atomic_write
+from napilab.reports.ab.compare import load_run
+from napilab.reports.formats.render import environment, html, relurl
+from napilab.reports.nightly import feed
+from napilab.reports.nightly.history import RunInfo, find_runs
+from napilab.reports.nightly.trends import hosts_of, trend
+from napilab.reports.plots.plots import Omitted, Plot
 
 RAW_MODES = ("link", "copy", "none")
 

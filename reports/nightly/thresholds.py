@@ -14,8 +14,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from harness.errors import InputError
-from reports.ab.model import Line, format_number
+from napilab.harness.errors import InputError
+from napilab.reports.ab.model import Line, format_number
 
 _SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 _ABSOLUTE = re.compile(r"\+\s*(?P<value>[0-9]*\.?[0-9]+(?:e-?[0-9]+)?)\s*(?P<unit>[a-z/]*)",

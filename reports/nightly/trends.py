@@ -13,12 +13,12 @@ from collections.abc import Sequence
 import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 
-from harness.stats.changes import change_points
-from reports.ab.model import with_unit
-from reports.nightly.history import RunInfo, default_metrics, medians
-from reports.plots.latency import MAX_LINES
-from reports.plots.plots import Omitted, Plot
-from reports.plots.svg import RC, SvgRejected, color, figure_svg, label, numbers
+from napilab.harness.stats.changes import change_points
+from napilab.reports.ab.model import with_unit
+from napilab.reports.nightly.history import RunInfo, default_metrics, medians
+from napilab.reports.plots.latency import MAX_LINES
+from napilab.reports.plots.plots import Omitted, Plot
+from napilab.reports.plots.svg import RC, SvgRejected, color, figure_svg, label, numbers
 
 MAX_METRICS = 3
 

@@ -15,9 +15,9 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from reports.ab.compare import RunData
-from reports.ab.model import Table, format_number
-from reports.plots.svg import label, numbers
+from napilab.reports.ab.compare import RunData
+from napilab.reports.ab.model import Table, format_number
+from napilab.reports.plots.svg import label, numbers
 
 Drawn = tuple[Figure, str] | str
 

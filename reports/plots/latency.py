@@ -17,9 +17,9 @@ import pyarrow.parquet as pq
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from reports.ab.compare import POOLED_SOURCE, RunData
-from reports.ab.model import Table, with_unit
-from reports.plots.svg import color, label, log_numbers, numbers
+from napilab.reports.ab.compare import POOLED_SOURCE, RunData
+from napilab.reports.ab.model import Table, with_unit
+from napilab.reports.plots.svg import color, label, log_numbers, numbers
 
 Drawn = tuple[Figure, str] | str
 

@@ -15,12 +15,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from reports.ab.compare import RunData
-from reports.ab.model import Line, Table, with_unit
-from reports.plots import cpu as plots_cpu
-from reports.plots import latency as plots_latency
-from reports.plots import trial_order as plots_trial_order
-from reports.plots.svg import RC, SvgRejected, color, figure_svg, label, numbers
+from napilab.reports.ab.compare import RunData
+from napilab.reports.ab.model import Line, Table, with_unit
+from napilab.reports.plots import cpu as plots_cpu
+from napilab.reports.plots import latency as plots_latency
+from napilab.reports.plots import trial_order as plots_trial_order
+from napilab.reports.plots.svg import RC, SvgRejected, color, figure_svg, label, numbers
 
 Drawn = tuple[Figure, str] | str  # (figure, caption note) or why there is no figure
 PlotFunction = Callable[[RunData, Table], Drawn]

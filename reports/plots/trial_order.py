@@ -12,9 +12,9 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from reports.ab.compare import RunData
-from reports.ab.model import Cell, Line, Table, p_text, with_unit
-from reports.plots.svg import color, label, numbers
+from napilab.reports.ab.compare import RunData
+from napilab.reports.ab.model import Cell, Line, Table, p_text, with_unit
+from napilab.reports.plots.svg import color, label, numbers
 
 Drawn = tuple[Figure, str] | str
 

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from runners.base import ParseError, Value
-from runners.collectors import (
+from napilab.runners.base import ParseError, Value
+from napilab.runners.collectors import (
     dmesg,
     interrupts,
     kprobes,

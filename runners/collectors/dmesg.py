@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from runners.base import COUNT, ParseError, Value
+from napilab.runners.base import COUNT, ParseError, Value
 
 TOOL = "dmesg"
 _LINE = re.compile(r"^\[\s*(\d+\.\d+)\]\s?(.*)$")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from runners.base import COUNT, ParseError, Value, parse_int
+from napilab.runners.base import COUNT, ParseError, Value, parse_int
 
 TOOL = "interrupts"
 _CPU = re.compile(r"CPU(\d+)")

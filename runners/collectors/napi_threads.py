@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from runners.base import COUNT, MS, ParseError, Value, parse_int
+from napilab.runners.base import COUNT, MS, ParseError, Value, parse_int
 
 TOOL = "napi_threads"
 _STAT = re.compile(r"^(\d+) \((.*)\) (.*)$")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runners.base import COUNT, MS, ParseError, Value, parse_int
+from napilab.runners.base import COUNT, MS, ParseError, Value, parse_int
 
 TOOL = "proc_stat"
 FIELDS = ("user", "nice", "system", "idle", "iowait", "hardirq", "softirq", "steal", "guest",

@@ -14,7 +14,7 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
-from runners.base import COUNT, ParseError, Value
+from napilab.runners.base import COUNT, ParseError, Value
 
 TOOL = "softirqs"
 _CPU = re.compile(r"CPU(\d+)")

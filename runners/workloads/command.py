@@ -25,10 +25,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import InputError
-from runners.base import ParseError, ToolFailed, Value, fill, parse_float, ungroup
-from runners.workloads import testpmd, xdpsock
-from runners.workloads.workload import (
+from napilab.harness.errors import InputError
+from napilab.runners.base import ParseError, ToolFailed, Value, fill, parse_float, ungroup
+from napilab.runners.workloads import testpmd, xdpsock
+from napilab.runners.workloads.workload import (
     ArgSpec,
     ArgValue,
     Context,

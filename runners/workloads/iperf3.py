@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import InputError
-from runners.base import COUNT, PERCENT, US, ParseError, ToolFailed, Value
-from runners.workloads.workload import (
+from napilab.harness.errors import InputError
+from napilab.runners.base import COUNT, PERCENT, US, ParseError, ToolFailed, Value
+from napilab.runners.workloads.workload import (
     ArgSpec,
     ArgValue,
     Context,

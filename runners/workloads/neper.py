@@ -24,9 +24,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from harness.errors import InputError
-from runners.base import COUNT, US, ParseError, ToolFailed, Value, parse_float
-from runners.workloads.neper_options import (
+from napilab.harness.errors import InputError
+from napilab.runners.base import COUNT, US, ParseError, ToolFailed, Value, parse_float
+from napilab.runners.workloads.neper_options import (
     CLIENT,
     MIRROR,
     OPTIONS,
@@ -35,7 +35,7 @@ from runners.workloads.neper_options import (
     SERVER,
     SERVER_TOO,
 )
-from runners.workloads.workload import (
+from napilab.runners.workloads.workload import (
     ArgSpec,
     ArgValue,
     Context,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from runners.base import COUNT, US, ParseError, Value
+from napilab.runners.base import COUNT, US, ParseError, Value
 
 TOOL = "neper.all_samples"
 _NAN = {"nan", "-nan", "+nan"}

@@ -22,9 +22,9 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from harness.errors import InputError
-from runners.base import COUNT, PERCENT, US, ParseError, ToolFailed, Value, parse_float
-from runners.workloads.workload import (
+from napilab.harness.errors import InputError
+from napilab.runners.base import COUNT, PERCENT, US, ParseError, ToolFailed, Value, parse_float
+from napilab.runners.workloads.workload import (
     ArgSpec,
     ArgValue,
     Context,

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from runners.base import (
+from napilab.runners.base import (
     COUNT,
     MS,
     PERCENT,
@@ -26,7 +26,7 @@ from runners.base import (
     parse_float,
     parse_int,
 )
-from runners.workloads.workload import (
+from napilab.runners.workloads.workload import (
     ArgSpec,
     ArgValue,
     Context,

@@ -25,9 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from harness.errors import InputError
-from runners.base import COUNT, US, ParseError, ToolFailed, Value, parse_float, parse_int
-from runners.workloads.workload import (
+from napilab.harness.errors import InputError
+from napilab.runners.base import COUNT, US, ParseError, ToolFailed, Value, parse_float, parse_int
+from napilab.runners.workloads.workload import (
     ArgSpec,
     ArgValue,
     Context,

@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from runners.base import ParseError, Value, parse_int
+from napilab.runners.base import ParseError, Value, parse_int
 
 TOOL = "testpmd"
 _ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from runners.base import Value
+from napilab.runners.base import Value
 
 ArgValue = str | int | float | bool
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from runners.base import COUNT, ParseError, Value, parse_int, ungroup
+from napilab.runners.base import COUNT, ParseError, Value, parse_int, ungroup
 
 TOOL = "xdpsock"
 PPS, PACKETS = "packets/s", "packets"

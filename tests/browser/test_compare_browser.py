@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from reports.ab.compare import load_run
-from reports.ab.cross_run import LabelledRun, compare_labelled
-from reports.formats import compare_page
+from napilab.reports.ab.compare import load_run
+from napilab.reports.ab.cross_run import LabelledRun, compare_labelled
+from napilab.reports.formats import compare_page
 from tests.browser.conftest import Browser
 from tests.report_runs import neper_run
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from reports.ab.compare import load_run, table
-from reports.formats import run_facts
-from reports.formats.render import html
-from reports.plots import plots
+from napilab.reports.ab.compare import load_run, table
+from napilab.reports.formats import run_facts
+from napilab.reports.formats.render import html
+from napilab.reports.plots import plots
 from tests.browser.conftest import Browser
 from tests.report_runs import neper_run
 

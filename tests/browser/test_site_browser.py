@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.nightly.site import publish
+from napilab.reports.nightly.site import publish
 from tests.browser.conftest import Browser
 from tests.browser.test_report_browser import ACTIVE
 from tests.report_runs import STARTED, neper_run

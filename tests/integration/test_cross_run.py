@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.hosts import testbed as tb
+from napilab.harness.hosts import testbed as tb
 
 NAPILAB = str(Path(sys.executable).parent / "napilab")
 KNOB_PROFILE = """\

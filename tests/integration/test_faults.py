@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.hosts import testbed as tb
+from napilab.harness.hosts import testbed as tb
 from tests.conftest import NapilabRuns, comm, netns_pids, sysfs, workload_pings
 
 NAPILAB = str(Path(sys.executable).parent / "napilab")

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import HostError
-from harness.hosts import testbed as tb
-from harness.inventory.inventory import Host
-from harness.transport.connect import close, connect
+from napilab.harness.errors import HostError
+from napilab.harness.hosts import testbed as tb
+from napilab.harness.inventory.inventory import Host
+from napilab.harness.transport.connect import close, connect
 
 PORTS = tuple(range(2201, 2209))
 # A known_hosts as people keep them: comments, a hashed name, markers, another host.
@@ -144,8 +144,8 @@ def test_two_runs_at_once_record_every_key(testbed: tb.Testbed, sshds: list[Sshd
     known.write_text("# shared\n")
     script = textwrap.dedent(f"""\
         import sys
-        from harness.inventory.inventory import Host
-        from harness.transport.connect import close, connect
+        from napilab.harness.inventory.inventory import Host
+        from napilab.harness.transport.connect import close, connect
         ports = [int(p) for p in sys.argv[1:]]
         close(connect([Host(name=f"k{{p}}", address={testbed.nodes[0].mgmt_address!r},
                             port=p, user="root", key={str(testbed.state / 'id_ed25519')!r},

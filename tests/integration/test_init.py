@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main as cli
-from harness.hosts import testbed as tb
-from harness.profile.profile import load_profile
+from napilab.harness.cli import main as cli
+from napilab.harness.hosts import testbed as tb
+from napilab.harness.profile.profile import load_profile
 
 
 def test_init_from_hosts_check_validates_and_runs(

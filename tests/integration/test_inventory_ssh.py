@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import HostError
-from harness.hosts import testbed as tb
-from harness.inventory.inventory import load_inventory
-from harness.transport.connect import transport_for
+from napilab.harness.errors import HostError
+from napilab.harness.hosts import testbed as tb
+from napilab.harness.inventory.inventory import load_inventory
+from napilab.harness.transport.connect import transport_for
 
 
 def hostname_of(inventory: Path, host: str) -> str:

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import HostError
-from harness.hosts import testbed as tb
-from harness.hosts.session import HostSession
-from harness.hosts.settings import HostSettings
-from harness.inventory.inventory import Host, load_inventory
-from harness.knobs.kind import Setting
-from harness.transport.connect import transport_for
+from napilab.harness.errors import HostError
+from napilab.harness.hosts import testbed as tb
+from napilab.harness.hosts.session import HostSession
+from napilab.harness.hosts.settings import HostSettings
+from napilab.harness.inventory.inventory import Host, load_inventory
+from napilab.harness.knobs.kind import Setting
+from napilab.harness.transport.connect import transport_for
 
 
 @pytest.fixture()

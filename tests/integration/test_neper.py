@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.hosts import testbed as tb
+from napilab.harness.hosts import testbed as tb
 from tests.conftest import comm, netns_pids
 
 NAPILAB = str(Path(sys.executable).parent / "napilab")

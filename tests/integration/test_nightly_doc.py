@@ -15,7 +15,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from harness.hosts import testbed as tb
+from napilab.harness.hosts import testbed as tb
 from tests.unit.test_nightly_doc import script
 
 NAPILAB = str(Path(sys.executable).parent / "napilab")

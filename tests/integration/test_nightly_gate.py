@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.hosts import testbed as tb
+from napilab.harness.hosts import testbed as tb
 
 NAPILAB = str(Path(sys.executable).parent / "napilab")
 DEMO = Path(__file__).resolve().parents[2] / "profiles" / "demo.yaml"

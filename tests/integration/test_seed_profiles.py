@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.hosts import testbed as tb
-from harness.store.store import load_samples
+from napilab.harness.hosts import testbed as tb
+from napilab.harness.store.store import load_samples
 
 ROOT = Path(__file__).resolve().parents[2]
 NAPILAB = str(Path(sys.executable).parent / "napilab")

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.hosts import testbed as tb
-from harness.inventory.inventory import load_inventory
-from harness.transport.ssh import SSHTransport
+from napilab.harness.hosts import testbed as tb
+from napilab.harness.inventory.inventory import load_inventory
+from napilab.harness.transport.ssh import SSHTransport
 from tests.conftest import (
     NAPILAB,
     TESTBED_PREFIX,
@@ -259,7 +259,7 @@ def test_env_values_are_secrets_unless_shown(testbed: tb.Testbed, tmp_path: Path
     manifest = json.loads((run_dir / "manifest.json").read_text())
     env = manifest["profile"]["document"]["workload"]["client"]["env"]
     assert env == {"API_TOKEN": "<redacted>", "EF_POLL_USEC": 100000}
-    from harness.store.store import load_samples
+    from napilab.harness.store.store import load_samples
 
     values = load_samples(run_dir).set_index("metric")["value"]
     assert values["token_length"] == len(SECRET) and values["poll"] == 100000

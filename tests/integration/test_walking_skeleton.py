@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.hosts import testbed as tb
-from harness.store.store import load_samples
+from napilab.harness.hosts import testbed as tb
+from napilab.harness.store.store import load_samples
 from tests.conftest import sysfs
 
 PROFILE = """\
@@ -101,11 +101,11 @@ def test_two_variant_run_restores_and_reports(testbed: tb.Testbed, tmp_path: Pat
 
 SIGKILLED_APPLY = """
 import os, signal, sys
-from harness.transport.connect import transport_for
-from harness.inventory.inventory import load_inventory
-from harness.knobs.kind import Setting
-from harness.hosts.settings import HostSettings
-from harness.hosts.session import HostSession
+from napilab.harness.transport.connect import transport_for
+from napilab.harness.inventory.inventory import load_inventory
+from napilab.harness.knobs.kind import Setting
+from napilab.harness.hosts.settings import HostSettings
+from napilab.harness.hosts.session import HostSession
 host = load_inventory(sys.argv[1]).hosts["b"]
 settings = HostSettings(HostSession(transport_for(host)), "deadbeef")
 settings.apply([Setting("receiver", "netdev", "data0/gro_flush_timeout", "7777"),

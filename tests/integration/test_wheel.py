@@ -72,11 +72,15 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
 def test_the_wheel_is_self_contained(installed: Installed) -> None:
     found = subprocess.run(
         [str(installed.venv / "bin" / "python"), "-c",
-         "import harness, harness.authoring.shipped as s; print(harness.__file__); "
+         "import napilab, napilab.harness.authoring.shipped as s; print(napilab.__file__); "
          "print('\\n'.join(sorted(p.name for p in s.profiles_dir().glob('*.yaml'))))"],
         cwd=installed.home, capture_output=True, text=True, check=True).stdout.splitlines()
     assert found[0].startswith(str(installed.venv)), found[0]  # not the source tree
     assert found[1:] == sorted(p.name for p in (ROOT / "profiles").glob("*.yaml"))
+    # one top-level name in site-packages: no `harness`, `reports` or `runners` of napilab's
+    with zipfile.ZipFile(installed.wheel) as wheel:
+        tops = {n.split("/")[0] for n in wheel.namelist()}
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"napilab"}, tops
 
 
 def test_the_wheel_holds_the_docs_and_names_its_urls(installed: Installed) -> None:
@@ -85,9 +89,9 @@ def test_the_wheel_holds_the_docs_and_names_its_urls(installed: Installed) -> No
         metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
         headers = wheel.read(metadata).decode().partition("\n\n")[0].splitlines()
         for doc in (ROOT / "docs").glob("*.md"):
-            assert wheel.read(f"harness/docs/{doc.name}") == doc.read_bytes(), doc.name
-    assert sorted(n for n in names if n.startswith("harness/docs/")) == sorted(
-        f"harness/docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))
+            assert wheel.read(f"napilab/harness/docs/{doc.name}") == doc.read_bytes(), doc.name
+    assert sorted(n for n in names if n.startswith("napilab/harness/docs/")) == sorted(
+        f"napilab/harness/docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))
     urls = [h.removeprefix("Project-URL: ") for h in headers if h.startswith("Project-URL:")]
     assert [u.split(",")[0] for u in urls] == ["Homepage", "Documentation", "Source", "Issues"]
 
@@ -148,7 +152,7 @@ def test_demo_runs_from_the_wheel(installed: Installed) -> None:
     # (testbed, run, report from the installed package), not the ping flood's length
     shipped = subprocess.run(
         [str(installed.venv / "bin" / "python"), "-c",
-         "import harness.authoring.shipped as s; print(s.profile('demo.yaml'))"],
+         "import napilab.harness.authoring.shipped as s; print(s.profile('demo.yaml'))"],
         cwd=installed.home, capture_output=True, text=True, check=True).stdout.strip()
     assert shipped.startswith(str(installed.venv)), shipped
     short = installed.home / "demo-short.yaml"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.hosts import testbed as tb
-from harness.store.store import load_samples
+from napilab.harness.hosts import testbed as tb
+from napilab.harness.store.store import load_samples
 from tests.conftest import comm, netns_pids
 from tests.integration.test_faults import wait_no_workload
 

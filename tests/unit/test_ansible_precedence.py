@@ -24,11 +24,11 @@ from typing import Any
 
 import pytest
 
-from harness.cli.main import main
-from harness.errors import InputError
-from harness.inventory.formats import expand_range
-from harness.inventory.inventory import Host, load_inventory
-from harness.profile.yamlsrc import Node, Seq
+from napilab.harness.cli.main import main
+from napilab.harness.errors import InputError
+from napilab.harness.inventory.formats import expand_range
+from napilab.harness.inventory.inventory import Host, load_inventory
+from napilab.harness.profile.yamlsrc import Node, Seq
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED_000 = ROOT / "profiles" / "seed-000-threaded-busypoll.yaml"  # roles sut and peer
@@ -209,7 +209,7 @@ def plain(value: Any) -> Any:
 
 
 def napilab_vars(path: Path) -> dict[str, dict[str, Any]]:
-    from harness.inventory.inventory import ansible_variables
+    from napilab.harness.inventory.inventory import ansible_variables
 
     return {h: plain(v) for h, v in sorted(ansible_variables(path).items())}
 

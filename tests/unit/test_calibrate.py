@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.analysis import aa_plan
-from harness.inventory.inventory import load_inventory
-from harness.profile.plan import bind
-from harness.profile.profile import load_profile
-from harness.stats.noise import calibrate
-from harness.stats.power import Noise, n_per_arm_needed
-from reports.ab.calibration import calibrate_run, calibration_doc, calibration_text, n_for
-from reports.ab.compare import load_run
+from napilab.harness.cli.analysis import aa_plan
+from napilab.harness.inventory.inventory import load_inventory
+from napilab.harness.profile.plan import bind
+from napilab.harness.profile.profile import load_profile
+from napilab.harness.stats.noise import calibrate
+from napilab.harness.stats.power import Noise, n_per_arm_needed
+from napilab.reports.ab.calibration import calibrate_run, calibration_doc, calibration_text, n_for
+from napilab.reports.ab.compare import load_run
 from tests.synthetic_runs import lognormal, store_run
 
 PROFILE = """\

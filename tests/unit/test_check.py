@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main as cli
-from harness.errors import InputError
-from harness.stats.gate import GateSamples, GateStatus, gate_metrics
-from reports.ab.compare import load_run
-from reports.nightly.baselines import PIN_FILE, Reference, find_reference
-from reports.nightly.check import gate, parse_thresholds
-from reports.nightly.thresholds import Threshold
+from napilab.harness.cli import main as cli
+from napilab.harness.errors import InputError
+from napilab.harness.stats.gate import GateSamples, GateStatus, gate_metrics
+from napilab.reports.ab.compare import load_run
+from napilab.reports.nightly.baselines import PIN_FILE, Reference, find_reference
+from napilab.reports.nightly.check import gate, parse_thresholds
+from napilab.reports.nightly.thresholds import Threshold
 from tests.synthetic_runs import lognormal, store_run
 
 N = 10  # repetitions per variant

@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 import pytest
 
-from harness.cli import main as cli
+from napilab.harness.cli import main as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -125,7 +125,7 @@ def test_shell_completion_answers() -> None:
 
 def test_run_takes_no_formats_report_needs_one() -> None:
     """`run --format ''` writes no report (the fault tests use it); `report` needs one."""
-    from harness.cli.options import FormatList
+    from napilab.harness.cli.options import FormatList
 
     assert FormatList(("html", "text"), allow_empty=True).convert("", None, None) == []
     with pytest.raises(click.exceptions.BadParameter):

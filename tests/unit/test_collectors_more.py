@@ -7,10 +7,10 @@ import subprocess
 
 import pytest
 
-from harness.errors import HostError
-from harness.knobs.kinds.kprobe import KprobeBackend
-from runners.base import ParseError
-from runners.collectors import collector, dmesg, kprobes, napi_threads
+from napilab.harness.errors import HostError
+from napilab.harness.knobs.kinds.kprobe import KprobeBackend
+from napilab.runners.base import ParseError
+from napilab.runners.collectors import collector, dmesg, kprobes, napi_threads
 from tests.fakes import FakeHost, FakeTransport
 
 LOG_BEFORE = ("[    1.000000] boot\n"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import main
+from napilab.harness.cli.main import main
 from tests.report_runs import neper_run
 
 KERNEL = "6.18.0-synthetic"

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from harness.cli import main as cli
-from harness.store.confounders import diff_manifests
-from harness.store.manifest import Manifest
+from napilab.harness.cli import main as cli
+from napilab.harness.store.confounders import diff_manifests
+from napilab.harness.store.manifest import Manifest
 from tests.synthetic_runs import FACTS, lognormal, store_run
 
 

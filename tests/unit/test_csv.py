@@ -13,9 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.cli.main import main
-from harness.store.store import COLUMNS
-from reports.nightly.history import history
+from napilab.harness.cli.main import main
+from napilab.harness.store.store import COLUMNS
+from napilab.reports.nightly.history import history
 from tests.report_runs import NAME, STARTED, neper_run
 
 GOLDEN_RUN = Path(__file__).resolve().parents[2] / "tests" / "golden" / "reports" / "runs" / \

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import main
+from napilab.harness.cli.main import main
 from tests.synthetic_runs import lognormal, store_run
 
 

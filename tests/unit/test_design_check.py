@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main as cli
-from harness.profile.design import design_warnings, family_size
-from harness.profile.profile import load_profile
+from napilab.harness.cli import main as cli
+from napilab.harness.profile.design import design_warnings, family_size
+from napilab.harness.profile.profile import load_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 INVENTORY = str(ROOT / "profiles" / "inventory.example.yaml")

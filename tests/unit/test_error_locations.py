@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import main
+from napilab.harness.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED_000 = (ROOT / "profiles" / "seed-000-threaded-busypoll.yaml").read_text()

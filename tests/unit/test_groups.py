@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.engine.plan_render import plan_text
-from harness.errors import InputError
-from harness.inventory.inventory import load_inventory
-from harness.profile.plan import bind
-from harness.profile.profile import load_profile
-from reports.ab.compare import load_run, table
+from napilab.harness.engine.plan_render import plan_text
+from napilab.harness.errors import InputError
+from napilab.harness.inventory.inventory import load_inventory
+from napilab.harness.profile.plan import bind
+from napilab.harness.profile.profile import load_profile
+from napilab.reports.ab.compare import load_run, table
 from tests.report_runs import neper_run
 
 ROOT = Path(__file__).resolve().parents[2]

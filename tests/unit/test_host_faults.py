@@ -15,13 +15,13 @@ import subprocess
 
 import pytest
 
-from harness.errors import ExitCode, HostError
-from harness.hosts import identity, lock
-from harness.hosts.journal_replay import replay
-from harness.hosts.session import HostSession
-from harness.hosts.settings import HostSettings
-from harness.inventory.inventory import Host
-from harness.knobs.kind import Setting
+from napilab.harness.errors import ExitCode, HostError
+from napilab.harness.hosts import identity, lock
+from napilab.harness.hosts.journal_replay import replay
+from napilab.harness.hosts.session import HostSession
+from napilab.harness.hosts.settings import HostSettings
+from napilab.harness.inventory.inventory import Host
+from napilab.harness.knobs.kind import Setting
 from tests.fakes import FakeHost, FakeTransport
 
 X = "/sys/class/net/eth0/gro_flush_timeout"

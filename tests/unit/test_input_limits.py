@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import main
-from harness.errors import InputError, StorageError
-from harness.profile import profile as profile_mod
-from harness.profile import yamlsrc
-from harness.profile.profile import load_profile
-from harness.store.store import RunStore
+from napilab.harness.cli.main import main
+from napilab.harness.errors import InputError, StorageError
+from napilab.harness.profile import profile as profile_mod
+from napilab.harness.profile import yamlsrc
+from napilab.harness.profile.profile import load_profile
+from napilab.harness.store.store import RunStore
 
 BODY = """\
 hosts: {sender: {host: a}, receiver: {host: b}}

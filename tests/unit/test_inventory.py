@@ -7,9 +7,9 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from harness.errors import InputError
-from harness.inventory.inventory import load_inventory
-from harness.transport import ssh_config as sshconfig
+from napilab.harness.errors import InputError
+from napilab.harness.inventory.inventory import load_inventory
+from napilab.harness.transport import ssh_config as sshconfig
 
 ANSIBLE = """\
 all:
@@ -78,7 +78,7 @@ def test_ssh_config_alias_and_proxyjump() -> None:
         "Host sut\n  HostName 198.51.100.6\n  Port 2200\n  User admin\n"
         "  IdentityFile /keys/sut\n  ProxyJump ops@jump.example.org:2022\n"
         "Host jump.example.org\n  IdentityFile /keys/jump\n")
-    from harness.inventory.inventory import Host
+    from napilab.harness.inventory.inventory import Host
 
     endpoint = sshconfig.resolve(Host(name="sut", address="sut"), config)
     assert (endpoint.hostname, endpoint.port, endpoint.user, endpoint.key_files) == (
@@ -95,7 +95,7 @@ def test_ssh_config_alias_and_proxyjump() -> None:
 def test_connect_timeout_from_the_inventory_or_ssh_config(tmp_path: Path) -> None:
     """`connect_timeout` (seconds) is validated like other host keys; without it,
     ssh_config's ConnectTimeout applies, else 10 s; the inventory's wins."""
-    from harness.inventory.inventory import Host
+    from napilab.harness.inventory.inventory import Host
 
     inv = load_inventory(write(tmp_path, "hosts:\n  a: {address: sut, connect_timeout: 2.5}\n"
                                           "  b: {address: peer}\n"))

@@ -12,11 +12,11 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from harness.cli import main as cli
-from harness.errors import InputError
-from harness.inventory.formats import expand_range, looks_like_ini
-from harness.inventory.inventory import Host, load_inventory
-from harness.transport import ssh_config as sshconfig
+from napilab.harness.cli import main as cli
+from napilab.harness.errors import InputError
+from napilab.harness.inventory.formats import expand_range, looks_like_ini
+from napilab.harness.inventory.inventory import Host, load_inventory
+from napilab.harness.transport import ssh_config as sshconfig
 
 INI = """\
 # the lab

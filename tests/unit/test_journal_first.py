@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from harness.engine.fan_out import HostOps
-from harness.errors import HostError
-from harness.hosts.session import HostSession
-from harness.hosts.settings import HostSettings
-from harness.knobs.kind import Setting
+from napilab.harness.engine.fan_out import HostOps
+from napilab.harness.errors import HostError
+from napilab.harness.hosts.session import HostSession
+from napilab.harness.hosts.settings import HostSettings
+from napilab.harness.knobs.kind import Setting
 from tests.fakes import FakeHost, FakeTransport
 
 X = "/sys/class/net/eth0/gro_flush_timeout"
@@ -66,9 +66,9 @@ def test_a_cpu_a_host_has_not_online_is_refused_before_the_first_trial(tmp_path:
     start: an RPS CPU 63 in the second variant is refused then, quoted as written (it
     was refused only when that variant's first trial applied, as the mask
     8000000000000000)."""
-    from harness.inventory.inventory import load_inventory
-    from harness.profile.plan import bind, check_online
-    from harness.profile.profile import load_profile
+    from napilab.harness.inventory.inventory import load_inventory
+    from napilab.harness.profile.plan import bind, check_online
+    from napilab.harness.profile.profile import load_profile
 
     profile = tmp_path / "p.yaml"
     profile.write_text("""\

@@ -18,19 +18,19 @@ import jsonschema
 import pytest
 import yaml
 
-from harness.authoring import shipped
-from harness.authoring.json_schema import (
+from napilab.harness.authoring import shipped
+from napilab.harness.authoring.json_schema import (
     SCHEMAS,
     inventory_schema,
     kind_help,
     profile_schema,
     schema_text,
 )
-from harness.errors import InputError
-from harness.knobs import registry
-from harness.profile import keys
-from harness.profile.profile import load_profile
-from runners.registry import TOOLS
+from napilab.harness.errors import InputError
+from napilab.harness.knobs import registry
+from napilab.harness.profile import keys
+from napilab.harness.profile.profile import load_profile
+from napilab.runners.registry import TOOLS
 from tests.unit.test_malformed import CASES
 
 PROFILES = sorted(p for p in shipped.profiles_dir().glob("*.yaml") if "inventory" not in p.name)
@@ -144,7 +144,7 @@ def test_schema_and_validator_agree_on_injected_keys(path: Path, tmp_path: Path)
 
 
 def test_napilab_schema_prints_it(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    from harness.cli import main as cli
+    from napilab.harness.cli import main as cli
 
     for kind in SCHEMAS:
         with pytest.raises(SystemExit) as done:

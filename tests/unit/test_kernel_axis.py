@@ -12,16 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.engine.boots import OWN, schedule
-from harness.engine.plan_render import plan_text
-from harness.errors import InputError
-from harness.hosts.identity import HostIdentity
-from harness.inventory.inventory import Boot, Host, load_inventory
-from harness.knobs.kinds import kernel
-from harness.profile.plan import bind
-from harness.profile.profile import load_profile
-from harness.transport.transport import CommandResult
-from reports.ab.compare import load_run, table
+from napilab.harness.engine.boots import OWN, schedule
+from napilab.harness.engine.plan_render import plan_text
+from napilab.harness.errors import InputError
+from napilab.harness.hosts.identity import HostIdentity
+from napilab.harness.inventory.inventory import Boot, Host, load_inventory
+from napilab.harness.knobs.kinds import kernel
+from napilab.harness.profile.plan import bind
+from napilab.harness.profile.profile import load_profile
+from napilab.harness.transport.transport import CommandResult
+from napilab.reports.ab.compare import load_run, table
 from tests.synthetic_runs import store_run
 
 INVENTORY = """\
@@ -282,7 +282,7 @@ def test_report_columns_are_checked(tmp_path: Path) -> None:
 
 
 def test_tcg_guests_timings_are_flagged(tmp_path: Path) -> None:
-    from reports.formats import render, run_facts
+    from napilab.reports.formats import render, run_facts
     from tests.synthetic_runs import FACTS
 
     facts = {"a": {**FACTS, "virtualization": "QEMU TCG, emulated"},

@@ -9,18 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from harness.authoring.json_schema import profile_schema
-from harness.engine.plan_render import plan_json, plan_text
-from harness.errors import InputError, SettingMismatch
-from harness.hosts.session import HostSession
-from harness.hosts.settings import HostSettings
-from harness.inventory.inventory import load_inventory
-from harness.knobs import grammar, registry, values
-from harness.knobs.kind import Item, Kind, Lookup, Setting
-from harness.profile.plan import Plan, bind
-from harness.profile.profile import load_profile
-from harness.profile.schema import Checker
-from harness.profile.yamlsrc import Node
+from napilab.harness.authoring.json_schema import profile_schema
+from napilab.harness.engine.plan_render import plan_json, plan_text
+from napilab.harness.errors import InputError, SettingMismatch
+from napilab.harness.hosts.session import HostSession
+from napilab.harness.hosts.settings import HostSettings
+from napilab.harness.inventory.inventory import load_inventory
+from napilab.harness.knobs import grammar, registry, values
+from napilab.harness.knobs.kind import Item, Kind, Lookup, Setting
+from napilab.harness.profile.plan import Plan, bind
+from napilab.harness.profile.profile import load_profile
+from napilab.harness.profile.schema import Checker
+from napilab.harness.profile.yamlsrc import Node
 from tests.fakes import FakeHost, FakeTransport
 
 PROFILE = """\

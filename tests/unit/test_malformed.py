@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main as cli
-from harness.transport import connect
+from napilab.harness.cli import main as cli
+from napilab.harness.transport import connect
 
 BASE = """\
 name: corpus

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import InputError
-from harness.knobs.change import Change
-from harness.store.manifest import SCHEMA_VERSION, Manifest
-from harness.store.store import load_manifest
-from reports.ab.compare import load_run
-from reports.formats.render import render
+from napilab.harness.errors import InputError
+from napilab.harness.knobs.change import Change
+from napilab.harness.store.manifest import SCHEMA_VERSION, Manifest
+from napilab.harness.store.store import load_manifest
+from napilab.reports.ab.compare import load_run
+from napilab.reports.formats.render import render
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "reports"

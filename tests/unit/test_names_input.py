@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.inventory.inventory import load_inventory
+from napilab.harness.inventory.inventory import load_inventory
 from tests.unit.test_cli_input import GOOD, napilab, tripwire  # noqa: F401  (autouse: no transport)
 
 PROFILE = GOOD.replace("sender: {host: a}", "sender: {host: HOST}")

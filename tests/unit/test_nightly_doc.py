@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.engine.progress import JsonProgress
-from reports.ab.compare import load_run
-from reports.formats.render import html
+from napilab.harness.engine.progress import JsonProgress
+from napilab.reports.ab.compare import load_run
+from napilab.reports.formats.render import html
 from tests.synthetic_runs import lognormal, store_run
 
 ROOT = Path(__file__).resolve().parents[2]

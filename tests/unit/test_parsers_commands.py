@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from harness.errors import InputError
-from runners.registry import TOOLS
-from runners.workloads.workload import Context, Readiness, ServerCommand
+from napilab.harness.errors import InputError
+from napilab.runners.registry import TOOLS
+from napilab.runners.workloads.workload import Context, Readiness, ServerCommand
 
 CTX = Context(target="192.0.2.2", bind="192.0.2.1", duration=10, workdir="/run/napilab",
               trial="t003")
@@ -106,7 +106,7 @@ def test_neper_refuses_what_the_other_side_or_binary_cannot_take(
 
 
 def test_neper_option_table_covers_every_binary_and_cites_the_source() -> None:
-    from runners.workloads import neper_options as neper
+    from napilab.runners.workloads import neper_options as neper
     for binary, options in neper.OPTIONS.items():
         shorts = [o.short for o in options if o.short]
         assert len(shorts) == len(set(shorts)), binary
@@ -233,7 +233,7 @@ def test_every_tool_builds_a_command_with_no_arguments() -> None:
 def test_ungroup_is_the_one_thousands_separator_rule() -> None:
     """runners.base.ungroup, used by xdpsock (unsigned integers) and the command tool
     (signed, with decimals)."""
-    from runners.base import ungroup
+    from napilab.runners.base import ungroup
 
     assert [ungroup(t) for t in ("1,234,567", "-1,234.5", "+12,345", "1234", "0.5")] == [
         "1234567", "-1234.5", "+12345", "1234", "0.5"]

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runners.base import ParseError, Value
-from runners.registry import PARSERS
-from runners.workloads import command, netperf
+from napilab.runners.base import ParseError, Value
+from napilab.runners.registry import PARSERS
+from napilab.runners.workloads import command, netperf
 
 DATA = Path(__file__).parents[1] / "data"
 _HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large]

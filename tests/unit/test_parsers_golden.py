@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from runners.base import ParseError, ToolFailed
-from runners.registry import PARSERS, TOOLS, metrics_json
-from runners.workloads.workload import Context, ProcessOutput, ToolOutput
+from napilab.runners.base import ParseError, ToolFailed
+from napilab.runners.registry import PARSERS, TOOLS, metrics_json
+from napilab.runners.workloads.workload import Context, ProcessOutput, ToolOutput
 
 DATA = Path(__file__).parents[1] / "data"
 CTX = Context(target="192.0.2.2", bind="192.0.2.1", duration=10, workdir="/tmp/napilab",

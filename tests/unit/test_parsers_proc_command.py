@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from runners.base import ParseError, ToolFailed, Value
-from runners.collectors import softirqs, softnet_stat
-from runners.collectors.collector import HostInfo, SoftirqsCollector
-from runners.registry import PARSERS, TOOLS, metrics_json
-from runners.workloads import command
-from runners.workloads.workload import Context, ProcessOutput, ToolOutput
+from napilab.runners.base import ParseError, ToolFailed, Value
+from napilab.runners.collectors import softirqs, softnet_stat
+from napilab.runners.collectors.collector import HostInfo, SoftirqsCollector
+from napilab.runners.registry import PARSERS, TOOLS, metrics_json
+from napilab.runners.workloads import command
+from napilab.runners.workloads.workload import Context, ProcessOutput, ToolOutput
 
 DATA = Path(__file__).parents[1] / "data"
 KERNEL = "6.18.44-fc-v669"

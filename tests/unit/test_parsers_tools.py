@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runners.base import ParseError, ToolFailed
-from runners.registry import TOOLS
-from runners.workloads import iperf3, neper, neper_samples, netperf, sockperf
-from runners.workloads.workload import ProcessOutput, ToolOutput
+from napilab.runners.base import ParseError, ToolFailed
+from napilab.runners.registry import TOOLS
+from napilab.runners.workloads import iperf3, neper, neper_samples, netperf, sockperf
+from napilab.runners.workloads.workload import ProcessOutput, ToolOutput
 
 DATA = Path(__file__).parents[1] / "data"
 NEPER = DATA / "neper" / "1.1.0"

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.engine.plan_render import plan_json, plan_text
-from harness.inventory.inventory import load_inventory
-from harness.profile.plan import bind
-from harness.profile.profile import load_profile
+from napilab.harness.engine.plan_render import plan_json, plan_text
+from napilab.harness.inventory.inventory import load_inventory
+from napilab.harness.profile.plan import bind
+from napilab.harness.profile.profile import load_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = sorted((ROOT / "tests" / "golden" / "plan").glob("*.txt"))

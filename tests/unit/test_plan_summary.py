@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import main
-from harness.engine.plan_summary import Change, summarize
-from harness.inventory.inventory import load_inventory
-from harness.profile.plan import bind
-from harness.profile.profile import load_profile
+from napilab.harness.cli.main import main
+from napilab.harness.engine.plan_summary import Change, summarize
+from napilab.harness.inventory.inventory import load_inventory
+from napilab.harness.profile.plan import bind
+from napilab.harness.profile.profile import load_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED_000 = ROOT / "profiles" / "seed-000-threaded-busypoll.yaml"

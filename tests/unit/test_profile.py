@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import InputError
-from harness.inventory.inventory import load_inventory
-from harness.profile.plan import bind
-from harness.profile.profile import load_profile
+from napilab.harness.errors import InputError
+from napilab.harness.inventory.inventory import load_inventory
+from napilab.harness.profile.plan import bind
+from napilab.harness.profile.profile import load_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = """\

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from harness.engine.fan_out import IDENTITY, HostOps
-from harness.engine.progress import JsonProgress, Progress, QuietProgress, TerminalProgress
-from harness.hosts import facts
+from napilab.harness.engine.fan_out import IDENTITY, HostOps
+from napilab.harness.engine.progress import JsonProgress, Progress, QuietProgress, TerminalProgress
+from napilab.harness.hosts import facts
 from tests.fakes import FakeHost, FakeTransport
 
 

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import main
-from reports.ab.compare import load_run, table
-from reports.formats.render import FILES, render, report_files
+from napilab.harness.cli.main import main
+from napilab.reports.ab.compare import load_run, table
+from napilab.reports.formats.render import FILES, render, report_files
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "reports"

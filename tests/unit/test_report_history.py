@@ -14,10 +14,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from harness.cli.main import main
-from harness.errors import InputError
-from reports.ab.compare import load_run, table
-from reports.nightly.history import default_metrics, find_runs, history, history_doc, history_text
+from napilab.harness.cli.main import main
+from napilab.harness.errors import InputError
+from napilab.reports.ab.compare import load_run, table
+from napilab.reports.nightly.history import (
+    default_metrics,
+    find_runs,
+    history,
+    history_doc,
+    history_text,
+)
 from tests.report_runs import NAME, STARTED, neper_run
 
 DAY = 86400.0
@@ -128,7 +134,7 @@ def test_change_points_mark_a_level_shift_in_text_json_and_trend(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[
                                                                      str]) -> None:
     """16 nights, rtt_avg +20% from night 10 on: one change point, at night 10."""
-    from reports.nightly.trends import trend
+    from napilab.reports.nightly.trends import trend
     from tests.synthetic_runs import lognormal, store_run
 
     results = tmp_path / "results"
@@ -199,7 +205,7 @@ def test_a_one_run_trend_spans_hours_not_years(tmp_path: Path) -> None:
     """matplotlib widens a single date to +-2 years (2025-2029 on the axis)."""
     import datetime as dt
 
-    from reports.nightly.trends import MIN_SPAN, time_span, trend
+    from napilab.reports.nightly.trends import MIN_SPAN, time_span, trend
     from tests.synthetic_runs import lognormal, store_run
 
     store_run(tmp_path, {"ping.rtt_avg": {"x": lognormal(1, 5, 100)}}, profile="once",

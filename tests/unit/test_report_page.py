@@ -9,12 +9,12 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from reports.ab.compare import load_run, table
-from reports.ab.model import with_unit
-from reports.formats import run_facts
-from reports.formats.render import html, render
-from reports.plots import plots
-from reports.plots.trial_order import drifting_lines
+from napilab.reports.ab.compare import load_run, table
+from napilab.reports.ab.model import with_unit
+from napilab.reports.formats import run_facts
+from napilab.reports.formats.render import html, render
+from napilab.reports.plots import plots
+from napilab.reports.plots.trial_order import drifting_lines
 from tests.synthetic_runs import lognormal, store_run
 
 ROOT = Path(__file__).resolve().parents[2]

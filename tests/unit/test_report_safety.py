@@ -13,9 +13,9 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pytest
 
-from reports.ab.compare import load_run, table
-from reports.formats.render import relurl, render
-from reports.plots import svg
+from napilab.reports.ab.compare import load_run, table
+from napilab.reports.formats.render import relurl, render
+from napilab.reports.plots import svg
 from tests.report_runs import neper_run
 
 SCRIPT = "<script>alert(1)</script>"

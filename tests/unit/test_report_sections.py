@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reports.ab.compare import load_run, table
-from reports.formats import sections
-from reports.formats.render import environment, html
-from reports.plots import plots
+from napilab.reports.ab.compare import load_run, table
+from napilab.reports.formats import sections
+from napilab.reports.formats.render import environment, html
+from napilab.reports.plots import plots
 from tests.report_runs import neper_run
 from tests.synthetic_runs import lognormal, store_run
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import main
-from reports.nightly.site import publish
+from napilab.harness.cli.main import main
+from napilab.reports.nightly.site import publish
 from tests.report_runs import NAME, STARTED, neper_run
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from harness.stats.compare import MetricSamples, compare_metrics
-from harness.stats.pool import pooled_change, pooled_percentiles
-from harness.stats.stats import Adjust, Verdict, adjust_p
-from reports.ab.compare import load_run, table
-from reports.ab.directions import default_direction, judge
-from reports.ab.table_json import table_doc
-from reports.formats.render import html, text
+from napilab.harness.stats.compare import MetricSamples, compare_metrics
+from napilab.harness.stats.pool import pooled_change, pooled_percentiles
+from napilab.harness.stats.stats import Adjust, Verdict, adjust_p
+from napilab.reports.ab.compare import load_run, table
+from napilab.reports.ab.directions import default_direction, judge
+from napilab.reports.ab.table_json import table_doc
+from napilab.reports.formats.render import html, text
 from tests.synthetic_runs import lognormal, store_run
 
 BASE = [100.0, 101, 102, 103, 104, 105, 106, 107]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import main
+from napilab.harness.cli.main import main
 
 PROFILE = """\
 name: secret

@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from harness.errors import HostError, SettingMismatch
-from harness.hosts.session import HostSession
-from harness.hosts.settings import HostSettings
-from harness.knobs import values
-from harness.knobs.kind import Setting
-from harness.knobs.kinds import netdev
-from harness.profile import cpus
+from napilab.harness.errors import HostError, SettingMismatch
+from napilab.harness.hosts.session import HostSession
+from napilab.harness.hosts.settings import HostSettings
+from napilab.harness.knobs import values
+from napilab.harness.knobs.kind import Setting
+from napilab.harness.knobs.kinds import netdev
+from napilab.harness.profile import cpus
 from tests.fakes import FakeHost, FakeTransport
 
 NET = "/sys/class/net/eth0"
@@ -157,8 +157,8 @@ def test_sysctl_names_are_confined(name: str) -> None:
 
 
 def test_sudo_password_needed_is_explained() -> None:
-    from harness.errors import CommandError
-    from harness.transport.transport import CommandResult
+    from napilab.harness.errors import CommandError
+    from napilab.harness.transport.transport import CommandResult
 
     result = CommandResult("sut", ("sudo", "-n", "--", "env", "LC_ALL=C", "true"), 1, "",
                            "sudo: a password is required\n", 0.0, 0.0)

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.authoring import shipped
-from harness.cli.main import main
-from harness.inventory.inventory import load_inventory
-from harness.profile.profile import load_profile
+from napilab.harness.authoring import shipped
+from napilab.harness.cli.main import main
+from napilab.harness.inventory.inventory import load_inventory
+from napilab.harness.profile.profile import load_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((ROOT / "profiles").glob("*.yaml"), key=lambda p: p.stem)
@@ -200,7 +200,7 @@ def test_the_wheel_packages_every_doc_and_profile_and_names_its_urls() -> None:
     """pyproject.toml's package data for `harness` takes docs/ and profiles/ through
     the symlinks harness/docs and harness/profiles."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    patterns = project["tool"]["setuptools"]["package-data"]["harness"]
+    patterns = project["tool"]["setuptools"]["package-data"]["napilab.harness"]
     packaged = {p.relative_to(ROOT / "harness") for pattern in patterns
                 for p in (ROOT / "harness").glob(pattern)}
     assert {Path("docs") / p.name for p in DOCS} <= packaged

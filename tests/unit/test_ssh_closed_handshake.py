@@ -9,9 +9,9 @@ import threading
 
 import pytest
 
-from harness.errors import HostError
-from harness.inventory.inventory import Host
-from harness.transport.ssh import SSHTransport
+from napilab.harness.errors import HostError
+from napilab.harness.inventory.inventory import Host
+from napilab.harness.transport.ssh import SSHTransport
 
 
 def test_a_handshake_cut_short_is_a_host_error() -> None:

@@ -26,9 +26,9 @@ import contextlib, io, json, os, sys
 
 heavy, steps = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 loaded = lambda: [name for name in heavy if name in sys.modules]
-from harness.cli.main import main
+from napilab.harness.cli.main import main
 
-found = {"import harness.cli.main": [0, loaded()]}
+found = {"import napilab.harness.cli.main": [0, loaded()]}
 for step, argv, env in steps:
     os.environ.update(env)
     code = None
@@ -56,7 +56,7 @@ def test_help_completion_and_validate_import_no_heavy_library() -> None:
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.splitlines()[-1])
-    assert list(found) == ["import harness.cli.main", *(step for step, _, _ in steps)]
+    assert list(found) == ["import napilab.harness.cli.main", *(step for step, _, _ in steps)]
     for step, (code, modules) in found.items():
         assert code == 0, f"{step}: exit {code}\n{done.stderr}"
         assert modules == [], f"{step} imported {', '.join(modules)}"

@@ -20,21 +20,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from harness.errors import NapilabError
-from harness.stats.changes import change_points
-from harness.stats.compare import Comparison, MetricSamples, compare, compare_metrics
-from harness.stats.family import Direction
-from harness.stats.gate import GateResult, GateSamples, GateStatus, gate_metrics
-from harness.stats.noise import calibrate, drift, noise_exceeds_effect
-from harness.stats.pool import _weighted_percentiles, pooled_percentiles
-from harness.stats.power import (
+from napilab.harness.errors import NapilabError
+from napilab.harness.stats.changes import change_points
+from napilab.harness.stats.compare import Comparison, MetricSamples, compare, compare_metrics
+from napilab.harness.stats.family import Direction
+from napilab.harness.stats.gate import GateResult, GateSamples, GateStatus, gate_metrics
+from napilab.harness.stats.noise import calibrate, drift, noise_exceeds_effect
+from napilab.harness.stats.pool import _weighted_percentiles, pooled_percentiles
+from napilab.harness.stats.power import (
     Noise,
     min_n_per_arm,
     minimal_detectable_effect,
     n_per_arm_needed,
     reachability,
 )
-from harness.stats.stats import (
+from napilab.harness.stats.stats import (
     Adjust,
     Array,
     StatsError,
@@ -44,7 +44,7 @@ from harness.stats.stats import (
     median_ci,
     summarize,
 )
-from harness.stats.two_sample import RANK, WELCH, choose_test, resolution, welch_log_t
+from napilab.harness.stats.two_sample import RANK, WELCH, choose_test, resolution, welch_log_t
 
 SIGMA = 0.05  # log-normal noise of the acceptance simulations
 N = 10  # repetitions per arm

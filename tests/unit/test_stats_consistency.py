@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.stats.compare import ABSOLUTE, MetricSamples, compare, compare_metrics
-from harness.stats.gate import GateSamples, GateStatus, gate_metrics, night_status
-from harness.stats.shift import hodges_lehmann
-from harness.stats.stats import Verdict
-from harness.stats.two_sample import rank_p
+from napilab.harness.stats.compare import ABSOLUTE, MetricSamples, compare, compare_metrics
+from napilab.harness.stats.gate import GateSamples, GateStatus, gate_metrics, night_status
+from napilab.harness.stats.shift import hodges_lehmann
+from napilab.harness.stats.stats import Verdict
+from napilab.harness.stats.two_sample import rank_p
 
 values = st.lists(st.one_of(st.just(0.0), st.floats(0.5, 500.0)), min_size=3, max_size=12)
 arms = st.tuples(values, values, st.sampled_from(["lower", "higher"]))

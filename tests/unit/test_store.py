@@ -17,9 +17,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from harness.errors import StorageError
-from harness.store.manifest import Manifest
-from harness.store.store import Row, RunStore, atomic_write, load_samples, sample_files
+from napilab.harness.errors import StorageError
+from napilab.harness.store.manifest import Manifest
+from napilab.harness.store.store import Row, RunStore, atomic_write, load_samples, sample_files
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = next((ROOT / "tests" / "golden" / "reports" / "runs").glob("demo-*"))  # recorded run
@@ -172,7 +172,7 @@ def test_the_final_status_lands_on_a_disk_that_stays_full(
     failed save released the reserve, and the final write found no room)."""
     import errno
 
-    import harness.store.store as store_mod
+    import napilab.harness.store.store as store_mod
 
     store = new_store(tmp_path)
     store.manifest.status = "running"
@@ -196,7 +196,7 @@ def test_the_final_status_lands_on_a_disk_that_stays_full(
 def test_the_reserve_grows_with_the_manifest(tmp_path: Path) -> None:
     store = new_store(tmp_path)
     store.reserve()
-    from harness.store.manifest import TrialRecord
+    from napilab.harness.store.manifest import TrialRecord
 
     store.manifest.trials = [TrialRecord(i, f"{i:04d}", "variant", 1) for i in range(2000)]
     store.save_manifest(final=False)

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reports.ab.compare import load_run, table
-from reports.ab.model import as_ratio, format_ci, format_p, format_pct, p_text
-from reports.formats.render import render, text
-from reports.formats.text_stats import heading
-from reports.formats.text_table import layout, narrowest, text_table, wrap_name
+from napilab.reports.ab.compare import load_run, table
+from napilab.reports.ab.model import as_ratio, format_ci, format_p, format_pct, p_text
+from napilab.reports.formats.render import render, text
+from napilab.reports.formats.text_stats import heading
+from napilab.reports.formats.text_table import layout, narrowest, text_table, wrap_name
 from tests.synthetic_runs import lognormal, store_run
 
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 
-from harness.hosts import facts
-from harness.inventory.inventory import Host
-from harness.store.manifest import Manifest
-from harness.transport.transport import CommandResult
-from reports.formats import run_facts
+from napilab.harness.hosts import facts
+from napilab.harness.inventory.inventory import Host
+from napilab.harness.store.manifest import Manifest
+from napilab.harness.transport.transport import CommandResult
+from napilab.reports.formats import run_facts
 
 OUTPUTS = {
     "iperf3": "iperf 3.12 (cJSON 1.7.15)\nLinux vm 6.18.44-fc-v657 #1 SMP x86_64\n",

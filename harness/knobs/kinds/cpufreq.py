@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 
-from harness.authoring import json_parts as js
-from harness.knobs import grammar, values
-from harness.knobs.kind import Item, Kind, Lookup, Setting
-from harness.profile import cpus
-from harness.profile.schema import Checker, join
-from harness.profile.yamlsrc import Node
+from napilab.harness.authoring import json_parts as js
+from napilab.harness.knobs import grammar, values
+from napilab.harness.knobs.kind import Item, Kind, Lookup, Setting
+from napilab.harness.profile import cpus
+from napilab.harness.profile.schema import Checker, join
+from napilab.harness.profile.yamlsrc import Node
 
 _GOVERNOR = re.compile(r"[a-z][a-z0-9_]{0,31}")
 KEYS = ("cpus", "governor")

@@ -7,13 +7,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from harness.authoring import json_parts as js
-from harness.errors import HostError
-from harness.knobs import grammar
-from harness.knobs.backend import Backend, Command
-from harness.knobs.kind import Item, Kind, Lookup, Setting
-from harness.profile.schema import Checker, join
-from harness.profile.yamlsrc import Node
+from napilab.harness.authoring import json_parts as js
+from napilab.harness.errors import HostError
+from napilab.harness.knobs import grammar
+from napilab.harness.knobs.backend import Backend, Command
+from napilab.harness.knobs.kind import Item, Kind, Lookup, Setting
+from napilab.harness.profile.schema import Checker, join
+from napilab.harness.profile.yamlsrc import Node
 
 GROUPS = ("coalesce", "channels", "features")
 FLAGS = {"coalesce": "-c", "channels": "-l", "features": "-k"}

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import re
 
-from harness.authoring import json_parts as js
-from harness.errors import HostError
-from harness.knobs import grammar, values
-from harness.knobs.backend import read_files
-from harness.knobs.kind import Item, Kind, Lookup, Session, Setting
-from harness.profile.schema import Checker, join
-from harness.profile.yamlsrc import Node
+from napilab.harness.authoring import json_parts as js
+from napilab.harness.errors import HostError
+from napilab.harness.knobs import grammar, values
+from napilab.harness.knobs.backend import read_files
+from napilab.harness.knobs.kind import Item, Kind, Lookup, Session, Setting
+from napilab.harness.profile.schema import Checker, join
+from napilab.harness.profile.yamlsrc import Node
 
 KEYS = ("cpus", "match")
 # IRQ numbers of a NIC: its PCI function's msi_irqs (virtio-net: the parent device's).

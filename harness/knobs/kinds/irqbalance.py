@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.authoring import json_parts as js
-from harness.errors import HostError
-from harness.knobs.backend import Backend, Command
-from harness.knobs.kind import Item, Kind, Lookup, Setting, two_state_original
-from harness.profile.schema import Checker
-from harness.profile.yamlsrc import Node
+from napilab.harness.authoring import json_parts as js
+from napilab.harness.errors import HostError
+from napilab.harness.knobs.backend import Backend, Command
+from napilab.harness.knobs.kind import Item, Kind, Lookup, Setting, two_state_original
+from napilab.harness.profile.schema import Checker
+from napilab.harness.profile.yamlsrc import Node
 
 STATES = ("running", "stopped")
 

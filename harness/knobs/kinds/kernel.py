@@ -37,9 +37,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from harness.errors import HostError, NapilabError
-from harness.knobs.backend import Backend, Command, read_files, tail_argv
-from harness.knobs.kind import Item, Kind, Lookup, Setting, Verdict
+from napilab.harness.errors import HostError, NapilabError
+from napilab.harness.knobs.backend import Backend, Command, read_files, tail_argv
+from napilab.harness.knobs.kind import Item, Kind, Lookup, Setting, Verdict
 
 KEY = "running"
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
@@ -82,7 +82,7 @@ def describe(text: str) -> str:
 
 
 def split_banner(banner: str) -> tuple[str, str]:
-    from harness.lab.kernels import split_banner as split
+    from napilab.harness.lab.kernels import split_banner as split
 
     return split(banner)
 
@@ -130,13 +130,13 @@ class VmBoot(BootMethod):
     name = "vm"
 
     def _bed(self) -> Any:
-        from harness.lab.vmbed import VmTestbed
+        from napilab.harness.lab.vmbed import VmTestbed
 
         boot = self.backend.boot
         return VmTestbed(state_dir=boot.testbed)
 
     def resolve(self, image: str, append: Sequence[str]) -> dict[str, Any]:
-        from harness.lab import kernels
+        from napilab.harness.lab import kernels
 
         kernel = kernels.find(image)
         return {"image": str(kernel.image), "release": kernel.release,

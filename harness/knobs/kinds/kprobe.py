@@ -8,12 +8,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Self
 
-from harness.errors import HostError
-from harness.knobs.backend import Backend, Command, Unavailable
-from harness.knobs.kind import Item, Kind, Lookup, Setting, two_state_original
-from harness.profile.schema import Checker
-from harness.profile.yamlsrc import Node
-from runners.collectors.kprobes import event_name
+from napilab.harness.errors import HostError
+from napilab.harness.knobs.backend import Backend, Command, Unavailable
+from napilab.harness.knobs.kind import Item, Kind, Lookup, Setting, two_state_original
+from napilab.harness.profile.schema import Checker
+from napilab.harness.profile.yamlsrc import Node
+from napilab.runners.collectors.kprobes import event_name
 
 STATES = ("present", "absent")
 # tracefs is at /sys/kernel/tracing (4.1+) or under debugfs; scripts take it as data.

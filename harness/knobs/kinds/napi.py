@@ -13,15 +13,15 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any, Self
 
-from harness.authoring import json_parts as js
-from harness.errors import HostError, NapilabError
-from harness.knobs import grammar, values
-from harness.knobs.backend import Backend, Command, Gone, read_files
-from harness.knobs.kind import Item, Kind, Lookup, Session, Setting
-from harness.profile.schema import Checker, join, suggest
-from harness.profile.yamlsrc import Node
+from napilab.harness.authoring import json_parts as js
+from napilab.harness.errors import HostError, NapilabError
+from napilab.harness.knobs import grammar, values
+from napilab.harness.knobs.backend import Backend, Command, Gone, read_files
+from napilab.harness.knobs.kind import Item, Kind, Lookup, Session, Setting
+from napilab.harness.profile.schema import Checker, join, suggest
+from napilab.harness.profile.yamlsrc import Node
 
-NETDEV_NL = resources.files("harness.knobs.kinds").joinpath("hostscripts/netdev_nl.py")
+NETDEV_NL = resources.files("napilab.harness.knobs.kinds").joinpath("hostscripts/netdev_nl.py")
 
 
 # Spellings of the napi-threaded enum, matched lower-cased (YAML true reads "true").

@@ -8,13 +8,13 @@ import re
 from collections.abc import Sequence
 from typing import ClassVar
 
-from harness.authoring import json_parts as js
-from harness.errors import CommandError, HostError
-from harness.knobs import grammar, values
-from harness.knobs.backend import Backend, Command, Gone, reason
-from harness.knobs.kind import Item, Kind, Lookup, Session, Setting
-from harness.profile.schema import Checker, join
-from harness.profile.yamlsrc import Node
+from napilab.harness.authoring import json_parts as js
+from napilab.harness.errors import CommandError, HostError
+from napilab.harness.knobs import grammar, values
+from napilab.harness.knobs.backend import Backend, Command, Gone, reason
+from napilab.harness.knobs.kind import Item, Kind, Lookup, Session, Setting
+from napilab.harness.profile.schema import Checker, join
+from napilab.harness.profile.yamlsrc import Node
 
 POLICIES = ("fifo", "rr", "other", "batch", "idle")
 KEYS = ("cpus", "policy", "priority")

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from harness.authoring import json_parts as js
-from harness.errors import HostError
-from harness.knobs import grammar, values
-from harness.knobs.kind import Item, Kind, Lookup, Session, Setting
-from harness.profile import cpus
-from harness.profile.schema import Checker, join
-from harness.profile.yamlsrc import Node
+from napilab.harness.authoring import json_parts as js
+from napilab.harness.errors import HostError
+from napilab.harness.knobs import grammar, values
+from napilab.harness.knobs.kind import Item, Kind, Lookup, Session, Setting
+from napilab.harness.profile import cpus
+from napilab.harness.profile.schema import Checker, join
+from napilab.harness.profile.yamlsrc import Node
 
 PLAN_QUEUES = ["rx-*", "tx-*"]  # `napilab plan`: every queue of a direction
 QUEUE_KEYS = {"rps": ("cpus", "queues", "flow_cnt"), "xps": ("cpus", "queues")}

@@ -3,11 +3,11 @@ files under /proc/sys (multi-value sysctls are written tab-separated)."""
 
 from __future__ import annotations
 
-from harness.authoring import json_parts as js
-from harness.knobs import grammar, values
-from harness.knobs.kind import Item, Kind, Lookup, Setting
-from harness.profile.schema import Checker, join
-from harness.profile.yamlsrc import Node
+from napilab.harness.authoring import json_parts as js
+from napilab.harness.knobs import grammar, values
+from napilab.harness.knobs.kind import Item, Kind, Lookup, Setting
+from napilab.harness.profile.schema import Checker, join
+from napilab.harness.profile.yamlsrc import Node
 
 # What `napilab hosts check` shows for every host.
 PROBED = ("net.core.busy_poll", "net.core.busy_read", "net.core.skb_defer_max",

@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import HostError
-from harness.hosts.session import HostSession
-from harness.inventory.inventory import load_inventory
-from harness.lab import kernels
-from harness.lab.vmbed import VmTestbed
-from harness.transport.connect import transport_for
-from harness.transport.transport import CommandResult
+from napilab.harness.errors import HostError
+from napilab.harness.hosts.session import HostSession
+from napilab.harness.inventory.inventory import load_inventory
+from napilab.harness.lab import kernels
+from napilab.harness.lab.vmbed import VmTestbed
+from napilab.harness.transport.connect import transport_for
+from napilab.harness.transport.transport import CommandResult
 
 NAPILAB = str(Path(sys.executable).parent / "napilab")
 PREFIX = "napilabt"

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import subprocess
 
-from harness.hosts import check
-from harness.lab.vmbed import VmTestbed
+from napilab.harness.hosts import check
+from napilab.harness.lab.vmbed import VmTestbed
 from tests.integration.vm.conftest import NAPILAB, guest
 
 

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import HostError, SettingMismatch
-from harness.hosts.session import HostSession
-from harness.hosts.settings import HostSettings
-from harness.inventory.inventory import load_inventory
-from harness.knobs.kind import Setting
-from harness.knobs.kinds.napi import NETDEV_NL
-from harness.lab.vmbed import VmTestbed
-from harness.profile.plan import bind
-from harness.profile.profile import load_profile
+from napilab.harness.errors import HostError, SettingMismatch
+from napilab.harness.hosts.session import HostSession
+from napilab.harness.hosts.settings import HostSettings
+from napilab.harness.inventory.inventory import load_inventory
+from napilab.harness.knobs.kind import Setting
+from napilab.harness.knobs.kinds.napi import NETDEV_NL
+from napilab.harness.lab.vmbed import VmTestbed
+from napilab.harness.profile.plan import bind
+from napilab.harness.profile.profile import load_profile
 from tests.integration.vm.conftest import guest, session_on
 
 # The state a run may touch on guest b, read with the kernel's tools: restore must give

@@ -14,12 +14,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from harness.hosts.session import HostSession
-from harness.hosts.settings import HostSettings
-from harness.inventory.inventory import load_inventory
-from harness.lab.vmbed import VmTestbed
-from harness.profile.plan import bind
-from harness.profile.profile import load_profile
+from napilab.harness.hosts.session import HostSession
+from napilab.harness.hosts.settings import HostSettings
+from napilab.harness.inventory.inventory import load_inventory
+from napilab.harness.lab.vmbed import VmTestbed
+from napilab.harness.profile.plan import bind
+from napilab.harness.profile.profile import load_profile
 from tests.conftest import ROOT
 from tests.integration.vm.conftest import NAPILAB, guest, kill_run_when, leftovers, session_on
 from tests.integration.vm.test_vm_knobs import STATE

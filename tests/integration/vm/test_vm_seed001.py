@@ -23,7 +23,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from harness.lab.vmbed import VmTestbed
+from napilab.harness.lab.vmbed import VmTestbed
 from tests.conftest import ROOT
 from tests.integration.vm.conftest import (
     NAPILAB,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from harness.lab.vmbed import VmTestbed
+from napilab.harness.lab.vmbed import VmTestbed
 from tests.integration.vm.conftest import NAPILAB
 
 
