@@ -9,9 +9,11 @@ from typing import Any
 from napilab.runners.base import ParseError, Value
 from napilab.runners.collectors import (
     dmesg,
+    ethtool_stats,
     interrupts,
     kprobes,
     napi_threads,
+    netstat,
     proc_stat,
     softirqs,
     softnet_stat,
@@ -61,6 +63,8 @@ PARSERS: dict[str, Callable[[str], list[Value]]] = {
     "dmesg": lambda text: dmesg.values(dmesg.parse(text)),
     "napi_threads": lambda text: napi_threads.values(napi_threads.parse(text)),
     "kprobes": lambda text: kprobes.values(kprobes.parse(text)),
+    "netstat": lambda text: netstat.values(netstat.parse(text)),
+    "ethtool_stats": lambda text: ethtool_stats.values(ethtool_stats.parse(text)),
     "xdpsock": command.preset_parser("xdpsock"),
     "testpmd": command.preset_parser("testpmd"),
 }

@@ -42,6 +42,7 @@ from napilab.harness.knobs import registry, values
 from napilab.harness.knobs.kind import Kind
 from napilab.harness.profile import kernel, keys, matrix, names, profile, sections
 from napilab.harness.profile.schema import Number
+from napilab.runners.collectors import netstat
 from napilab.runners.collectors.collector import COLLECTORS
 from napilab.runners.registry import TOOLS
 from napilab.runners.workloads.workload import ArgSpec
@@ -146,7 +147,8 @@ def _collect() -> Schema:
                           "minProperties": 1},
              "functions": one_or_list(leaf({"type": "string",
                                             "pattern": _regex(sections._WORD)})),
-             "since": {"enum": list(sections.SINCE)}}
+             "since": {"enum": list(sections.SINCE)},
+             "fields": one_or_list(leaf({"type": "string", "pattern": _regex(netstat.NAME)}))}
     return obj({name: obj({"roles": one_or_list(leaf(STRING)), "cpus": CPU_LIST,
                            **{key: kinds[kind] for key, kind in
                               sections.COLLECTOR_OPTIONS.get(name, {}).items()}})

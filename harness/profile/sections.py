@@ -19,18 +19,20 @@ from napilab.harness.profile.matrix import unresolved
 from napilab.harness.profile.schema import Checker, Number, join, suggest, type_name
 from napilab.harness.profile.yamlsrc import Node, Seq
 from napilab.runners.base import PLACEHOLDER
+from napilab.runners.collectors import netstat
 from napilab.runners.collectors.collector import COLLECTORS
 from napilab.runners.registry import TOOLS
 from napilab.runners.workloads.workload import ArgSpec
 
 # Collector-specific options and their kind: regex, names (a list of words), patterns
 # (name -> regex), functions (kernel function names), since (trial | boot: dmesg counts
-# the lines of the trial, or every line since the host booted).
+# the lines of the trial, or every line since the host booted), fields (netstat's
+# `Protocol` or `Protocol.Field` names, protocols as the kernel spells them).
 COLLECTOR_OPTIONS: dict[str, dict[str, str]] = {
     "interrupts": {"irqs": "regex"}, "softirqs": {"names": "names"},
     "dmesg": {"patterns": "patterns", "since": "since"},
     "kprobes": {"functions": "functions"},
-    "napi_threads": {"match": "regex"},
+    "napi_threads": {"match": "regex"}, "netstat": {"names": "fields"},
 }
 WORKLOAD_KEYS = ("tool", "duration", "timeout", "client", "server", "idle", "warmup")
 WORKLOAD_NUMBERS = {"duration": Number(0.1, 86400), "timeout": Number(1, 172800),
@@ -198,7 +200,8 @@ def parse_collect(check: Checker, node: Node, path: str,
                             f"no such role {role!r}; roles are {sorted(roles)}"
                             f"{suggest(role, roles)}")
         cpu_list = cpu_text(check, options, "cpus", cpath)
-        extra = {key: _option(check, options, key, kind, join(cpath, key))
+        extra = {key: (_fields if kind == "fields" else _option)(check, options, key, kind,
+                                                                join(cpath, key))
                  for key, kind in COLLECTOR_OPTIONS.get(name, {}).items() if key in options}
         out.append(CollectSpec(name, tuple(r for r in chosen if r in roles),
                                cpus.parse_list(cpu_list) if cpu_list is not None else None,
@@ -243,6 +246,25 @@ def _option(check: Checker, node: Node, key: str, kind: str, path: str) -> Any:
         what = "kernel function names" if kind == "functions" else "names"
         check.error(where, path, f"expected a list of {what}, got {value!r}")
         return []
+    return list(words)
+
+
+def _fields(check: Checker, node: Node, key: str, kind: str, path: str) -> list[str]:
+    """netstat's `names`: each `Protocol` or `Protocol.Field`. Fields differ by kernel and
+    are not checked; a protocol is one of the files' (a misspelt one would select nothing,
+    as quietly as a field this kernel lacks)."""
+    value, where = node[key], node.where(key)
+    words = [value] if isinstance(value, str) else value
+    if not isinstance(words, list) or not words or not all(isinstance(w, str) for w in words):
+        check.error(where, path, f"expected a list of `Protocol` or `Protocol.Field` names, "
+                    f"got {value!r}")
+        return []
+    for word in words:
+        if not netstat.NAME.fullmatch(word):
+            protocol = word.partition(".")[0]
+            check.error(where, path, f"{word!r} is not `Protocol` or `Protocol.Field` with "
+                        f"a protocol of {list(netstat.PROTOCOLS)}"
+                        f"{suggest(protocol, netstat.PROTOCOLS)}")
     return list(words)
 
 

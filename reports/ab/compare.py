@@ -35,6 +35,8 @@ DEFAULT_COLLECTOR_METRICS = {
     "proc_stat": ("hardirq", "softirq"),
     "softnet_stat": ("processed", "dropped", "time_squeeze", "received_rps"),
     "interrupts": ("function_call_interrupts", "rescheduling_interrupts"),
+    # did busy polling run; did TCP lose segments or time out
+    "netstat": ("TcpExt.BusyPollRxPackets", "Tcp.RetransSegs", "TcpExt.TCPTimeouts"),
 }
 POOLED_SOURCE = stats_family.POOLED_SOURCE  # `source` of pooled per-transaction lines
 

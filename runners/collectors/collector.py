@@ -20,6 +20,7 @@ from napilab.runners.collectors import (
     interrupts,
     kprobes,
     napi_threads,
+    netstat,
     proc_stat,
     softirqs,
     softnet_stat,
@@ -152,6 +153,23 @@ class KprobesCollector:
         return kprobes.delta(before, after, list(options.get("functions") or []))
 
 
+class NetstatCollector:
+    """Both files of the kernel's SNMP counters as one snapshot, `Protocol.Field` each.
+    Options: `names: [TcpExt.BusyPollRxPackets, Tcp]` keeps those fields, or every field
+    of a protocol (default: all)."""
+
+    name = "netstat"
+    paths: tuple[str, ...] = ("/proc/net/netstat", "/proc/net/snmp")
+
+    def parse(self, files: Mapping[str, str], host: HostInfo) -> netstat.Netstat:
+        return netstat.merge(*(netstat.parse(files[path]) for path in self.paths))
+
+    def delta(self, before: netstat.Netstat, after: netstat.Netstat,
+              options: Mapping[str, Any], host: HostInfo) -> list[Value]:
+        names = options.get("names")
+        return netstat.delta(before, after, names=list(names) if names is not None else None)
+
+
 COLLECTORS: dict[str, Collector[Any]] = {
     "softnet_stat": SoftnetStatCollector(),
     "interrupts": InterruptsCollector(),
@@ -160,6 +178,7 @@ COLLECTORS: dict[str, Collector[Any]] = {
     "dmesg": DmesgCollector(),
     "napi_threads": NapiThreadsCollector(),
     "kprobes": KprobesCollector(),
+    "netstat": NetstatCollector(),
 }
 
 

@@ -163,6 +163,12 @@ CASES: dict[str, tuple[str, str]] = {
     "collect-kprobe-function": (case("  softnet_stat: {roles: [server]}",
                                      "  kprobes: {functions: ['skb free']}  # <-"),
                                 "expected a list of kernel function names"),
+    "collect-netstat-protocol": (case("  softnet_stat: {roles: [server]}",
+                                      "  netstat: {names: [tcpext.BusyPollRxPackets]}  # <-"),
+                                 "did you mean 'TcpExt'"),
+    "collect-netstat-names": (case("  softnet_stat: {roles: [server]}",
+                                   "  netstat: {names: {TcpExt: all}}  # <-"),
+                              "expected a list of `Protocol` or `Protocol.Field` names"),
     # variants, matrix and top-level values
     "variant-unknown-field": (case("  a: {}", "  a: {setpu: {}}  # <-"),
                               "variants.a.setpu: unknown key"),

@@ -1,0 +1,110 @@
+"""`ethtool -S IFACE`: a driver's own statistics, per queue where the driver counts so.
+
+ethtool prints `NIC statistics:` then one `     NAME: VALUE` line per statistic (five
+spaces, the driver's string of at most 31 characters, `%llu`; ethtool.c do_gstats),
+docs/formats.md section 11. A driver without statistics makes ethtool print `no stats
+available` on stderr and exit 94, with nothing on stdout: refused, as is a line of
+another shape, a value that is not an unsigned 64-bit integer, a name given twice
+(which value is which cannot be told) and an output whose last line has no newline.
+
+Per-queue statistics carry the queue in the driver's name, spelt three ways in the
+captures of tests/data/ethtool_stats; each becomes `<direction>_<name>.q<N>`, the name
+the driver gives its total of the same counter when it has one:
+  rx_queue_0_packets -> rx_packets.q0        veth, ifb, igc
+  rx0_packets, tx0_kicks -> rx_packets.q0, tx_kicks.q0   mlx5, virtio_net 6.10+
+  ch0_events -> ch_events.q0                 mlx5's channels (a queue pair and its IRQ)
+Every other statistic keeps the driver's name (`rx_prio0_bytes`, `rx_64_bytes_phy`,
+`peer_ifindex`, i40e's `tx-0.tx_packets`, for which no capture was at hand). All are
+counts; veth's `peer_ifindex` is the one GAUGES entry (an ifindex, not a counter).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from napilab.runners.base import COUNT, ParseError, Value
+
+TOOL = "ethtool_stats"
+HEADER = "NIC statistics:"
+GAUGES = frozenset({"peer_ifindex"})
+_U64 = 1 << 64
+_LINE = re.compile(r" {5}(?P<name>\S.*?): (?P<value>[0-9]+)\Z")
+# (direction or ch)(queue)(rest): the three per-queue spellings of the module docstring.
+_QUEUE = (re.compile(r"(?P<dir>rx|tx)_queue_(?P<queue>[0-9]+)_(?P<rest>\w+)\Z"),
+          re.compile(r"(?P<dir>rx|tx|ch)(?P<queue>[0-9]+)_(?P<rest>\w+)\Z"))
+
+
+@dataclass(frozen=True)
+class Stat:
+    name: str  # as the driver spells it: "rx_queue_0_xdp_packets"
+    metric: str  # "rx_xdp_packets.q0"
+    queue: int | None
+    value: int
+
+
+@dataclass(frozen=True)
+class EthtoolStats:
+    stats: tuple[Stat, ...]
+
+    def by_metric(self) -> Mapping[str, Stat]:
+        return {stat.metric: stat for stat in self.stats}
+
+
+def metric_of(name: str) -> tuple[str, int | None]:
+    """The driver's statistic name as napilab's metric, and its queue (None: not per
+    queue)."""
+    for pattern in _QUEUE:
+        match = pattern.fullmatch(name)
+        if match:
+            queue = int(match["queue"])
+            return f"{match['dir']}_{match['rest']}.q{queue}", queue
+    return name, None
+
+
+def parse(text: str) -> EthtoolStats:
+    lines = text.splitlines()
+    if not lines or lines[0] != HEADER:
+        raise ParseError(TOOL, f"the output does not start with {HEADER!r}", text[:200])
+    if not text.endswith("\n"):
+        raise ParseError(TOOL, "the last line has no newline: the output was cut", lines[-1])
+    stats: list[Stat] = []
+    seen: dict[str, str] = {}
+    for line in lines[1:]:
+        match = _LINE.fullmatch(line)
+        if match is None:
+            raise ParseError(TOOL, "not a `     name: value` line with an unsigned count",
+                             line)
+        name, value = match["name"], int(match["value"])
+        if value >= _U64:
+            raise ParseError(TOOL, f"{name}: {value} does not fit 64 bits", line)
+        metric, queue = metric_of(name)
+        if metric in seen:
+            raise ParseError(TOOL, f"{name!r} and {seen[metric]!r} are both {metric}"
+                             if seen[metric] != name else f"{name!r} appears twice", line)
+        seen[metric] = name
+        stats.append(Stat(name, metric, queue, value))
+    if not stats:
+        raise ParseError(TOOL, f"no statistics after {HEADER!r} (cut?)", text)
+    return EthtoolStats(tuple(stats))
+
+
+def values(snapshot: EthtoolStats) -> list[Value]:
+    return [Value(stat.metric, stat.value, COUNT) for stat in snapshot.stats]
+
+
+def delta(before: EthtoolStats, after: EthtoolStats) -> list[Value]:
+    """Each counter's increase and each gauge's value after. A statistic only one
+    snapshot has (the queue count changed) is left out, and so is one that went down:
+    drivers zero some counters when their queues are set up again (`ethtool -L`)."""
+    old = before.by_metric()
+    out: list[Value] = []
+    for stat in after.stats:
+        if stat.name in GAUGES:
+            out.append(Value(stat.metric, stat.value, COUNT))
+            continue
+        previous = old.get(stat.metric)
+        if previous is not None and stat.value >= previous.value:
+            out.append(Value(stat.metric, stat.value - previous.value, COUNT))
+    return out
