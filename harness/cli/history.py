@@ -62,11 +62,10 @@ def publish(results: str, site_dir: str, raw: str, base_url: str | None) -> None
       napilab publish results /srv/www/napilab --raw copy
       napilab publish results site --base-url https://lab.example/napilab/
     """
-    from napilab.reports.nightly.history import damaged_runs
     from napilab.reports.nightly.site import publish as build
 
     site = build(results, site_dir, raw=raw, base_url=base_url)
-    for _, why in damaged_runs(results):
+    for _, why in site.damaged:
         click.echo(f"napilab: warning: left out, damaged: {why}", err=True)
     rendered = (f"; {site.rendered} run(s) had no report.html: rendered into the site"
                 if site.rendered else "")

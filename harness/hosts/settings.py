@@ -97,15 +97,11 @@ class HostSettings:
         instances and NAPI threads are resolved in their turn: they appear only once
         earlier kinds (GRO, `threaded`) are in place.
         """
-        prepared = self._prepared is not None and self._prepared[0] == tuple(settings)
-        lookup = self._prepared[1] if self._prepared is not None and prepared \
-            else HostLookup(self.session)
-        self._prepared = None
-        if not prepared:
-            self._before_queues = {}
+        if self._prepared is None or self._prepared[0] != tuple(settings):
+            self.prepare(settings)  # restores and raises on failure
+        assert self._prepared is not None
+        lookup, self._prepared = self._prepared[1], None
         try:
-            if not prepared:
-                self._before_queues = self._read_followers(settings)
             for step in apply_steps(settings):  # a prepared Journal step has nothing new
                 match step:
                     case Journal(settings=phase):
@@ -124,10 +120,12 @@ class HostSettings:
 
     def prepare(self, settings: Sequence[Setting]) -> None:
         """The first step of `apply`, done on every host before any host writes
-        (harness.engine.fan_out): resolve, read and journal the settings whose items exist
-        up front. A host whose journal cannot be written (a full /var/tmp) fails here,
-        before a knob on any host has changed; on failure the journal is dropped."""
+        (harness.engine.fan_out; `apply` does it itself when it was not done for its
+        settings): resolve, read and journal the settings whose items exist up front. A
+        host whose journal cannot be written (a full /var/tmp) fails here, before a knob
+        on any host has changed; on failure the journal is dropped."""
         lookup = HostLookup(self.session)
+        self._before_queues = {}
         try:
             self._before_queues = self._read_followers(settings)
             steps = apply_steps(settings)

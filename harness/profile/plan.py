@@ -133,22 +133,25 @@ def _check_cpus(plan: Plan,
 
     def fits(role: str, text: str, at: Written | None, what: str) -> None:
         host = plan.host_of(role)
-        have = online.get(host.name) if online is not None else \
-            tuple(range(host.cpus)) if host.cpus is not None else None
+        have = _cpus_of(host, online)
         if not have or not text:
             return
+        known = set(have)
         try:
-            missing = [c for c in cpus.parse_list(text) if c not in set(have)]
+            missing = [c for c in cpus.parse_list(text) if c not in known]
         except cpus.CpuListError:
             return  # the profile's own check names it
-        if missing:
-            where, path = (at.location, at.key_path) if at else (plan.profile.roles[role].where,
-                                                                 what)
-            problems.append(Problem(where, path, f"CPU {missing[0]} does not exist on "
-                                    f"{host.name}, which has {len(have)} CPUs "
-                                    f"(0-{len(have) - 1})" if online is None else
-                                    f"CPU {missing[0]} ({text!r}) is not online on {host.name}"
-                                    f" (online: {cpus.format_list(list(have))})"))
+        if not missing:
+            return
+        where, path = (at.location, at.key_path) if at else (plan.profile.roles[role].where,
+                                                             what)
+        if online is None:
+            why = f"CPU {missing[0]} does not exist on {host.name}, which has {len(have)} " \
+                  f"CPUs (0-{len(have) - 1})"
+        else:
+            why = f"CPU {missing[0]} ({text!r}) is not online on {host.name} (online: " \
+                  f"{cpus.format_list(list(have))})"
+        problems.append(Problem(where, path, why))
 
     for variant in plan.profile.variants:
         for side in ("client", "server"):
@@ -163,6 +166,14 @@ def _check_cpus(plan: Plan,
                 fits(role, cpus.format_list(list(spec.cpus or ())), spec.cpus_at,
                      f"collect.{spec.name}.cpus")
     return problems
+
+
+def _cpus_of(host: Host, online: Mapping[str, tuple[int, ...] | None] | None
+             ) -> tuple[int, ...] | None:
+    """The CPUs a host has: online ones when read, else 0..N-1 of its inventory count."""
+    if online is not None:
+        return online.get(host.name)
+    return tuple(range(host.cpus)) if host.cpus is not None else None
 
 
 def _check_kernels(plan: Plan) -> list[Problem]:

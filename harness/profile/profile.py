@@ -218,9 +218,9 @@ def load_profile(path: str | Path) -> Profile:
     table = parse_table(check, report.get("table"), report.where("table"), "report.table", roles)
     _columns(check, report, [v.name for v in variants])
     profile_fields = _top_level(check, document)
-    if document.get("name") is None and unsafe(Path(path).stem):
-        check.error(document.location, "name", f"no `name:`, and the file's name "
-                    f"{unsafe(Path(path).stem)}: write one")
+    if document.get("name") is None and (why := unsafe(Path(path).stem)):
+        check.error(document.location, "name", f"no `name:`, and the file's name {why}: "
+                    "write one")
     _dedupe(check)
     check.raise_if_any()
     resolved = plain(document)
@@ -358,8 +358,8 @@ def _top_level(check: Checker, document: Node) -> dict[str, Any]:
     for key in ("name", "description"):
         check.get(document, key, "", str)
     name = document.get("name")
-    if isinstance(name, str) and unsafe(name):
-        check.error(document.where("name"), "name", f"profile name {unsafe(name)}")
+    if isinstance(name, str) and (why := unsafe(name)):
+        check.error(document.where("name"), "name", f"profile name {why}")
     return {
         "repeat": check.num(document, "repeat", "", TOP_NUMBERS["repeat"], default=1),
         "order": order,

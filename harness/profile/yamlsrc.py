@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -72,19 +74,22 @@ class _Loader(_BASE):  # type: ignore[valid-type,misc]
     depth = 0
 
 
-def _deeper(loader: _Loader, node: yaml.Node) -> None:
-    loader.depth += 1
-    if loader.depth > MAX_DEPTH:
+@contextmanager
+def _nested(loader: _Loader, node: yaml.Node) -> Iterator[None]:
+    """One level deeper while NODE's children are built; past MAX_DEPTH an InputError."""
+    if loader.depth >= MAX_DEPTH:
         raise InputError([Problem(_loc(loader.source_name, node.start_mark), "",
                                   f"nested more than {MAX_DEPTH} levels deep ({LIMITS})")])
+    loader.depth += 1
+    try:
+        yield
+    finally:
+        loader.depth -= 1
 
 
 def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> Node:
-    _deeper(loader, node)
-    try:
+    with _nested(loader, node):
         return _mapping(loader, node)
-    finally:
-        loader.depth -= 1
 
 
 def _mapping(loader: _Loader, node: yaml.MappingNode) -> Node:
@@ -107,11 +112,8 @@ def _mapping(loader: _Loader, node: yaml.MappingNode) -> Node:
 
 
 def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> Seq:
-    _deeper(loader, node)
-    try:
+    with _nested(loader, node):
         result = Seq(loader.construct_object(child, deep=True) for child in node.value)
-    finally:
-        loader.depth -= 1
     result.location = _loc(loader.source_name, node.start_mark)
     result.item_locations = [_loc(loader.source_name, c.start_mark) for c in node.value]
     return result

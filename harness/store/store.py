@@ -124,8 +124,8 @@ class RunStore:
                run_id: str | None = None) -> RunStore:
         """A new run directory, which appears (renamed from a hidden name) with its
         manifest in it."""
-        if unsafe(profile_name):  # validate refuses it first: never a path outside RESULTS
-            raise StorageError(f"profile name {unsafe(profile_name)}")
+        if why := unsafe(profile_name):  # validate refuses it first: never outside RESULTS
+            raise StorageError(f"profile name {why}")
         run_id = run_id or new_run_id()
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         directory = Path(results) / profile_name / f"{stamp}-{run_id}"

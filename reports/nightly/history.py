@@ -123,7 +123,7 @@ def _manifest(directory: Path) -> Manifest | None:
 
 def _load(directory: Path) -> Manifest | str:
     """The run's manifest, or why it cannot be read (damaged: truncated, not JSON, not a
-    manifest): such a run is left out of trends, and said (`damaged_runs`)."""
+    manifest): such a run is left out of trends, and said (`scan_runs`)."""
     try:
         return load_manifest(directory)
     except NapilabError as exc:
@@ -132,10 +132,7 @@ def _load(directory: Path) -> Manifest | str:
         return f"{directory / 'manifest.json'}: not a napilab manifest ({exc})"
 
 
-def _run_info(directory: Path) -> RunInfo | None:
-    manifest = _manifest(directory)
-    if manifest is None:
-        return None
+def _run_info(directory: Path, manifest: Manifest) -> RunInfo:
     profile = manifest.profile
     check = None
     with contextlib.suppress(OSError, ValueError):  # no check ran, or it was cut short
@@ -153,30 +150,31 @@ def _run_info(directory: Path) -> RunInfo | None:
 
 def find_runs(results: str | Path, profile: str | None = None) -> list[RunInfo]:
     """Runs under RESULTS/<profile>/ (every profile when None), oldest first."""
+    return scan_runs(results, profile)[0]
+
+
+Damaged = tuple[tuple[str, str], ...]  # (run directory, why its manifest cannot be read)
+
+
+def scan_runs(results: str | Path, profile: str | None = None
+              ) -> tuple[list[RunInfo], Damaged]:
+    """The runs under RESULTS/<profile>/ (every profile when None), oldest first, and
+    the runs whose manifest cannot be read, each manifest read once: `history` and
+    `publish` say the damaged ones instead of showing one run fewer."""
     results = Path(results)
     if not results.is_dir():
         raise InputError(f"{results}: no such results directory")
-    runs = [info for path in results.glob(_pattern(profile))
-            if (info := _run_info(path.parent))]
-    if profile:
-        runs = [r for r in runs if r.profile == profile]
-    return sorted(runs, key=lambda r: (r.started or 0.0, r.directory.name))
-
-
-def _pattern(profile: str | None) -> str:
-    return f"{profile}/*/manifest.json" if profile else "*/*/manifest.json"
-
-
-def damaged_runs(results: str | Path, profile: str | None = None
-                 ) -> tuple[tuple[str, str], ...]:
-    """(run directory, why) of every run under RESULTS (of PROFILE) whose manifest cannot
-    be read: `history` and `publish` say them instead of showing one run fewer."""
-    found = []
-    for path in sorted(Path(results).glob(_pattern(profile))):
+    pattern = f"{profile}/*/manifest.json" if profile else "*/*/manifest.json"
+    runs, damaged = [], []
+    for path in sorted(results.glob(pattern)):
         loaded = _load(path.parent)
         if isinstance(loaded, str):
-            found.append((str(path.parent), loaded))
-    return tuple(found)
+            damaged.append((str(path.parent), loaded))
+        else:
+            runs.append(_run_info(path.parent, loaded))
+    if profile:
+        runs = [r for r in runs if r.profile == profile]
+    return sorted(runs, key=lambda r: (r.started or 0.0, r.directory.name)), tuple(damaged)
 
 
 def medians(runs: Sequence[RunInfo], metrics: Sequence[str], host: str | None = None
@@ -225,7 +223,7 @@ class History:
     variants: tuple[str, ...]
     runs: tuple[RunInfo, ...]
     values: dict[tuple[str, str, str], tuple[float, int]]  # (run, key, variant) -> (median, n)
-    damaged: tuple[tuple[str, str], ...] = ()  # (run directory, why): left out, and said
+    damaged: Damaged = ()  # left out of the trend, and said
 
     def change_points(self) -> dict[str, dict[str, list[tuple[RunInfo, ChangePoint]]]]:
         """key -> variant -> (first run of the new level, change point), oldest first."""
@@ -249,7 +247,7 @@ def _keys(frame: pd.DataFrame) -> pd.Series:
 
 def history(results: str | Path, profile: str, metrics: Sequence[str] = (),
             host: str | None = None) -> History:
-    runs = find_runs(results, profile)
+    runs, damaged = scan_runs(results, profile)
     if not runs:
         known = sorted({r.profile for r in find_runs(results)})
         raise InputError(f"no run of profile {profile!r} under {results}; "
@@ -281,8 +279,7 @@ def history(results: str | Path, profile: str, metrics: Sequence[str] = (),
                   frame["n"].astype(int), strict=True)}
     present = {v for _, _, v in values}
     return History(profile, host, tuple((k[0], str(units.get(k[0], ""))) for k in keys),
-                   tuple(v for v in variants if v in present), tuple(runs), values,
-                   damaged_runs(results, profile))
+                   tuple(v for v in variants if v in present), tuple(runs), values, damaged)
 
 
 def _cell(value: tuple[float, int] | None) -> str:

@@ -32,7 +32,7 @@ from napilab.harness.store.store import atomic_write
 from napilab.reports.ab.compare import load_run
 from napilab.reports.formats.render import environment, html, relurl
 from napilab.reports.nightly import feed
-from napilab.reports.nightly.history import RunInfo, find_runs
+from napilab.reports.nightly.history import Damaged, RunInfo, scan_runs
 from napilab.reports.nightly.trends import hosts_of, trend
 from napilab.reports.plots.plots import Omitted, Plot
 
@@ -59,6 +59,7 @@ class Site:
     directory: Path
     profiles: list[ProfilePage]
     regressions: int  # feed entries
+    damaged: Damaged = ()  # runs whose manifest cannot be read: left out, and said
 
     @property
     def runs(self) -> int:
@@ -131,7 +132,7 @@ def publish(results: str | Path, site: str | Path, *, raw: str = "link",
     if raw not in RAW_MODES:
         raise ValueError(f"raw must be one of {RAW_MODES}, got {raw!r}")
     results, site = Path(results), Path(site)
-    runs = find_runs(results)
+    runs, damaged = scan_runs(results)
     by_profile: dict[str, list[RunInfo]] = {}
     for run in runs:
         by_profile.setdefault(run.profile, []).append(run)
@@ -164,7 +165,7 @@ def publish(results: str | Path, site: str | Path, *, raw: str = "link",
     atomic_write(site / "feed.xml", feed.atom(entries, title=f"napilab regressions: "
                                               f"{results.resolve().name}", feed_id=feed_id,
                                               updated=now, base_url=base_url))
-    out = Site(site, pages, len(entries))
+    out = Site(site, pages, len(entries), damaged)
     atomic_write(site / "index.html", index_html(out, now, results.resolve().name))
     return out
 
