@@ -15,7 +15,9 @@ Night-to-night noise (`night_noise`), from the series' night levels:
 - 2-3 nights: the sample variance of their levels (df = nights - 1);
 - 1 night: unknown; the night's own within variance / n stands in, flagged `known`
   False (the gate's answer then says so);
-never below the pooled within-night variance / n.
+never below the pooled within-night variance / n, each night's variance at least that of
+its rounding (values printed in steps of 1 us: ((step / 2) / median)^2 on logs), as
+Welch's t in harness.stats.two_sample has it.
 
 The reference level (`anchor`): the first ANCHOR nights of the accepted level, not the
 last few nights, so a slow drift cannot carry the reference along with it:
@@ -48,7 +50,7 @@ import numpy.typing as npt
 
 from napilab.harness.stats.changes import change_points
 from napilab.harness.stats.family import Direction
-from napilab.harness.stats.two_sample import LogT
+from napilab.harness.stats.two_sample import LogT, resolution
 
 Array = npt.NDArray[np.float64]
 
@@ -85,7 +87,9 @@ def night_noise(series: Sequence[Array], log: bool) -> NightNoise:
     m = levels(series, log)
     scaled = [np.log(v) if log else v for v in series]
     df_w = sum(v.size - 1 for v in scaled)
-    ss_w = sum(float(np.sum((v - v.mean()) ** 2)) for v in scaled)
+    step = resolution(np.concatenate(list(series))) if series else 0.0
+    ss_w = sum(_sum_of_squares(v, raw, step, log) for v, raw in zip(scaled, series,
+                                                                      strict=True))
     n_typ = float(np.median([v.size for v in scaled]))
     within = ss_w / df_w / n_typ if df_w > 0 else 0.0
     if m.size >= 4:
@@ -100,6 +104,15 @@ def night_noise(series: Sequence[Array], log: bool) -> NightNoise:
         return NightNoise(max(float(np.var(m, ddof=1)), within), m.size - 1.0, within,
                           int(m.size), True)
     return NightNoise(within, max(1.0, float(df_w)), within, int(m.size), False)
+
+
+def _sum_of_squares(scaled: Array, raw: Array, step: float, log: bool) -> float:
+    """A night's sum of squares about its mean, at least what its rounding to `step`
+    implies ((step / 2)^2 per degree of freedom, relative to the median on logs), as
+    two_sample.welch_log_t floors each arm: a night of 5,5,5,5,5 us in ping's 1 us steps
+    does have noise."""
+    floor = (step / 2 / (float(np.median(raw)) if log else 1.0)) ** 2
+    return max(float(np.sum((scaled - scaled.mean()) ** 2)), (scaled.size - 1) * floor)
 
 
 def anchor(series: Sequence[Array], log: bool, noise: NightNoise, threshold: float,

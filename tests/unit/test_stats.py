@@ -585,3 +585,21 @@ def test_change_points_skip_missing_nights_and_short_series() -> None:
     assert point.index == 9 and point.change == pytest.approx(0.5, abs=0.03)
     assert change_points([1.0, 2, 3]) == []
     assert change_points([5.0] * 10) == []
+
+
+def test_a_night_of_equal_rounded_values_still_has_noise() -> None:
+    """A clean-clone make test: the reference night was ping's rtt_avg 5,5,5,5,5 us (1 us
+    steps) and the shaped night 743,741,739,739,741; the series gate said "+0.00%, no
+    spread in any night and no known resolution" (exit 5). Each night's variance is at
+    least its rounding's, as Welch's t has it: a regression, with the change's own CI."""
+    for series in ((np.array([5.0] * 5),), (np.array([5.0] * 5), np.array([5.0] * 5))):
+        case = GateSamples(series[-1], np.array([743.0, 741, 739, 739, 741]), "lower", 5,
+                           series=series)
+        result = gate_metrics({"rtt_avg": case})["rtt_avg"]
+        assert result.status is GateStatus.REGRESSION, result
+        low, high = result.comparison.change_ci
+        assert low <= result.comparison.change <= high
+        assert result.comparison.change == pytest.approx(740.6 / 5 - 1, rel=0.01)
+    quiet = GateSamples(np.array([5.0] * 5), np.array([5.0, 5, 6, 5, 5]), "lower", 25,
+                        series=(np.array([5.0] * 5), np.array([5.0] * 5)))
+    assert gate_metrics({"rtt_avg": quiet})["rtt_avg"].status is not GateStatus.REGRESSION
