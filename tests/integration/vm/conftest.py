@@ -123,25 +123,11 @@ def leftovers(bed: VmTestbed) -> dict[str, list[str]]:
     return out
 
 
-_DIRTY: set[str] = set()  # guests a test left changed on purpose: booted before the next
-
-
-def boot_before_next_test(name: str) -> None:
-    """A test that changed guest `name` outside napilab (the letter's script makes its
-    own veth pair) leaves it so: the next test that asks for clean guests boots it first,
-    and a test that is the last one to use it costs no boot."""
-    _DIRTY.add(name)
-
-
 @pytest.fixture()
 def vm_clean(vm_bed: VmTestbed) -> Iterator[VmTestbed]:
     """The shared guests for one test: after it, a lock or journal left in a guest is
     replayed by `napilab restore` (which also starts a guest that is not running) and
     the test errors naming it, so the next test starts on clean guests."""
-    for name in sorted(_DIRTY):
-        subprocess.run([NAPILAB, "testbed", "boot", name, f"--state={vm_bed.state}"],
-                       check=True, timeout=900, capture_output=True)
-        _DIRTY.discard(name)
     yield vm_bed
     left = leftovers(vm_bed)
     status = vm_bed.status()
