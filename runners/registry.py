@@ -1,13 +1,15 @@
-"""Every workload tool and every parser napilab knows, by the name profiles and
-`napilab parse` use. Registered explicitly: adding a tool means adding a line here."""
+"""Every workload tool and every collector napilab knows, by the name profiles and
+`napilab parse` use. A tool or a collector is one class, which carries all napilab
+knows of it (docs/design.md, "Extending"); adding one is its class and a line here."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from napilab.runners.base import ParseError, Value
 from napilab.runners.collectors import (
+    collector,
     dmesg,
     ethtool_stats,
     interrupts,
@@ -18,6 +20,7 @@ from napilab.runners.collectors import (
     softirqs,
     softnet_stat,
 )
+from napilab.runners.collectors.collector import Collector
 from napilab.runners.workloads import (
     command,
     iperf3,
@@ -29,48 +32,83 @@ from napilab.runners.workloads import (
 )
 from napilab.runners.workloads.workload import WorkloadTool
 
-
-def _neper_all_samples(text: str) -> list[Value]:
-    # Imported here: neper_samples is numpy through and through, and the CLI imports
-    # this registry for `napilab parse`'s choices on every start (benchmarks/startup.py).
-    from napilab.runners.workloads import neper_samples
-
-    return neper_samples.values(neper_samples.parse(text))
+T = TypeVar("T", WorkloadTool, Collector[Any])
 
 
-TOOLS: dict[str, WorkloadTool] = {
-    "ping": ping.PingTool(),
-    **{f"neper.{binary}": neper.NeperTool(binary) for binary in neper_options.BINARIES},
-    "iperf3": iperf3.Iperf3Tool(),
-    **{f"sockperf.{mode}": sockperf.SockperfTool(mode) for mode in sockperf.MODES},
-    **{f"netperf.{test}": netperf.NetperfTool(test) for test in netperf.TESTS},
-    "command": command.CommandTool(),
-}
+def _by_name(*items: T) -> dict[str, T]:
+    out: dict[str, T] = {}
+    for item in items:
+        name = item.name
+        assert name not in out, f"two of {name!r}"
+        out[name] = item
+    return out
 
-# `napilab parse TOOL FILE`: text -> values. Collectors give absolute per-CPU values.
+
+TOOLS: dict[str, WorkloadTool] = _by_name(
+    ping.PingTool(),
+    *(neper.NeperTool(binary) for binary in neper_options.BINARIES),
+    iperf3.Iperf3Tool(),
+    *(sockperf.SockperfTool(mode) for mode in sockperf.MODES),
+    *(netperf.NetperfTool(test) for test in netperf.TESTS),
+    command.CommandTool(),
+)
+
+# In this order: the snapshot script's sections follow it.
+COLLECTORS: dict[str, Collector[Any]] = _by_name(
+    softnet_stat.SoftnetStatCollector(),
+    interrupts.InterruptsCollector(),
+    proc_stat.ProcStatCollector(),
+    softirqs.SoftirqsCollector(),
+    dmesg.DmesgCollector(),
+    napi_threads.NapiThreadsCollector(),
+    kprobes.KprobesCollector(),
+    netstat.NetstatCollector(),
+)
+
+
+# `napilab parse NAME FILE`: text -> values (collectors give absolute per-CPU values);
+# a workload tool's name parses its output too (`napilab parse neper.tcp_rr FILE`).
 PARSERS: dict[str, Callable[[str], list[Value]]] = {
-    "ping": lambda text: ping.values(ping.parse(text)),
-    "softnet_stat": lambda text: softnet_stat.values(softnet_stat.parse(text)),
-    "interrupts": lambda text: interrupts.values(interrupts.parse(text)),
-    "proc_stat": lambda text: proc_stat.values(proc_stat.parse(text)),
-    "softirqs": lambda text: softirqs.values(softirqs.parse(text)),
-    "neper": lambda text: neper.values(neper.parse(text)),
-    "neper.all_samples": _neper_all_samples,
-    "iperf3": lambda text: iperf3.values(iperf3.parse(text)),
-    "sockperf": lambda text: sockperf.values(sockperf.parse(text)),
-    "sockperf.full_log": lambda text: sockperf.full_log_values(sockperf.parse_full_log(text)),
-    "netperf": lambda text: netperf.values(netperf.parse(text)),
-    "dmesg": lambda text: dmesg.values(dmesg.parse(text)),
-    "napi_threads": lambda text: napi_threads.values(napi_threads.parse(text)),
-    "kprobes": lambda text: kprobes.values(kprobes.parse(text)),
-    "netstat": lambda text: netstat.values(netstat.parse(text)),
-    "ethtool_stats": lambda text: ethtool_stats.values(ethtool_stats.parse(text)),
-    "xdpsock": command.preset_parser("xdpsock"),
-    "testpmd": command.preset_parser("testpmd"),
-}
-# A workload tool's name parses its output too (`napilab parse neper.tcp_rr FILE`).
+    name: parser for parsers in (*(t.parsers for t in TOOLS.values()),
+                                 *(c.parsers for c in COLLECTORS.values()))
+    for name, parser in parsers.items()}
+# a parser that is not a collector yet: `ethtool -S` per queue
+PARSERS["ethtool_stats"] = lambda text: ethtool_stats.values(ethtool_stats.parse(text))
 PARSERS |= {name: PARSERS[name.split(".")[0]] for name in TOOLS
             if name not in PARSERS and name.split(".")[0] in PARSERS}
+
+
+def snapshot_script() -> str:
+    """The one script every snapshot with an `@section` runs: a fixed text, the sections
+    of every registered collector."""
+    return collector.snapshot_script(COLLECTORS.values())
+
+
+def snapshot_argv(names: Iterable[str]) -> list[str]:
+    """The one command that reads what the named collectors need (and uptime)."""
+    return collector.snapshot_argv([COLLECTORS[name] for name in names], snapshot_script())
+
+
+def headline(source: str) -> tuple[str, ...]:
+    """A workload source's headline metrics (`neper` for neper.tcp_rr), or a
+    collector's: what the A/B table shows, and for a workload what is judged, when a
+    profile names nothing."""
+    tool = next((t for name, t in TOOLS.items() if name.split(".")[0] == source), None)
+    if tool is not None:
+        return tuple(tool.headline)
+    collector = COLLECTORS.get(source)
+    return tuple(collector.headline) if collector is not None else ()
+
+
+def programs() -> tuple[str, ...]:
+    """Every program a workload tool runs, in the registry's order."""
+    return tuple(dict.fromkeys(p for tool in TOOLS.values() for side in ("client", "server")
+                               for p in tool.programs(side)))
+
+
+def version_argv() -> dict[str, tuple[str, ...] | None]:
+    """program -> the argv printing its version (None: none; its sha256 stands for it)."""
+    return {p: argv for tool in TOOLS.values() for p, argv in tool.versions.items()}
 
 
 def metrics_json(tool: str, values: Iterable[Value]) -> dict[str, Any]:

@@ -93,6 +93,13 @@ def hold_session_lock() -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
+    # `make test &` from a script (or nohup) starts pytest with SIGINT ignored, and every
+    # napilab it starts inherits that: the Ctrl-C tests (tests/integration/test_faults.py,
+    # test_resume.py, test_shared_hosts.py) then see runs that cannot be interrupted.
+    # A terminal's Ctrl-C is what they test: Python's own handler here, which an exec
+    # resets to the default for the processes the tests start.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if not shutil.which("ip"):
         return
     if os.geteuid() == 0 and "PYTEST_XDIST_WORKER" not in os.environ:

@@ -43,8 +43,7 @@ from napilab.harness.knobs.kind import Kind
 from napilab.harness.profile import kernel, keys, matrix, names, profile, sections
 from napilab.harness.profile.schema import Number
 from napilab.runners.collectors import netstat
-from napilab.runners.collectors.collector import COLLECTORS
-from napilab.runners.registry import TOOLS
+from napilab.runners.registry import COLLECTORS, TOOLS
 from napilab.runners.workloads.workload import ArgSpec
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -151,8 +150,8 @@ def _collect() -> Schema:
              "fields": one_or_list(leaf({"type": "string", "pattern": _regex(netstat.NAME)}))}
     return obj({name: obj({"roles": one_or_list(leaf(STRING)), "cpus": CPU_LIST,
                            **{key: kinds[kind] for key, kind in
-                              sections.COLLECTOR_OPTIONS.get(name, {}).items()}})
-                for name in COLLECTORS})
+                              collector.options.items()}})
+                for name, collector in COLLECTORS.items()})
 
 
 def _matrix() -> Schema:

@@ -20,6 +20,7 @@ from napilab.harness.profile.profile import Trial, Variant
 from napilab.harness.store.manifest import HostFacts, RestoreRecord
 from napilab.harness.store.store import Row, RunStore
 from napilab.harness.transport.transport import Transport
+from napilab.runners import registry
 from napilab.runners.collectors import collector as collectors
 
 T = TypeVar("T")
@@ -139,12 +140,12 @@ class HostOps:
 
         def read(host: str) -> dict[str, Any]:
             names = wanted[host]
-            result = self.transports[host].run(collectors.snapshot_argv(names), check=False)
+            result = self.transports[host].run(registry.snapshot_argv(names), check=False)
             self.store.write_raw(trial.id, host, f"snapshot-{when}.out", result.stdout)
             files = collectors.split_tail(result.stdout)
             parsed: dict[str, Any] = {"_uptime": collectors.uptime_seconds(files)}
             for name in names:
-                collector = collectors.COLLECTORS[name]
+                collector = registry.COLLECTORS[name]
                 if all(p in files for p in collector.paths):
                     parsed[name] = collector.parse(files, self.host_info[host])
             return parsed
@@ -160,7 +161,7 @@ class HostOps:
             for role, cspec in specs:
                 if cspec.name not in before[host] or cspec.name not in after[host]:
                     continue
-                collector = collectors.COLLECTORS[cspec.name]
+                collector = registry.COLLECTORS[cspec.name]
                 values = collector.delta(before[host][cspec.name], after[host][cspec.name],
                                          cspec.options, self.host_info[host])
                 values += collectors.totals(values, cspec.cpus)

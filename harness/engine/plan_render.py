@@ -33,8 +33,7 @@ from napilab.harness.profile.plan import Plan
 from napilab.harness.profile.profile import Trial, Variant
 from napilab.harness.redact import shown_argv
 from napilab.harness.transport.transport import command_line
-from napilab.runners.collectors.collector import snapshot_argv
-from napilab.runners.registry import TOOLS
+from napilab.runners.registry import TOOLS, snapshot_argv, snapshot_script
 from napilab.runners.workloads.workload import Context
 
 # Per-trial cost beyond the workload itself, for the estimate (measured on the SSH
@@ -228,9 +227,7 @@ def plan_json(plan: Plan, *, summary_only: bool = False) -> dict[str, Any]:
 def _scripts() -> dict[str, str]:
     """napilab's fixed shell scripts, shown by name in the text plan (their text is
     printed once, at the end; `--json` keeps every argv whole)."""
-    from napilab.runners.collectors import collector
-
-    scripts = {"snapshot": collector.SNAPSHOT_SCRIPT, "journal": host_steps.CREATE_NEW[2],
+    scripts = {"snapshot": snapshot_script(), "journal": host_steps.CREATE_NEW[2],
                "journal-update": host_steps.ATOMIC_WRITE[2]}
     for kind in registry.kinds():
         scripts.update(kind.backend.scripts)

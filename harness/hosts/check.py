@@ -13,9 +13,14 @@ from napilab.harness.inventory.inventory import Host
 from napilab.harness.knobs import registry
 from napilab.harness.knobs.kinds import napi
 from napilab.harness.transport.transport import Transport
+from napilab.runners.registry import programs as registry_programs
 
-TOOLS = ("tcp_rr", "udp_rr", "tcp_crr", "tcp_stream", "iperf3", "sockperf", "netperf",
-         "netserver", "ping", "ynl", "python3", "ethtool", "taskset", "chrt", "ss", "timeout")
+# what napilab itself runs, after every workload tool's programs (runners.registry)
+OWN = ("ynl", "python3", "ethtool", "taskset", "chrt", "ss", "timeout")
+
+
+def tools() -> tuple[str, ...]:
+    return (*registry_programs(), *OWN)
 # One exec each; names are positional parameters, never part of the script.
 _WHICH = ["sh", "-c", 'for t do if command -v "$t" >/dev/null 2>&1; then echo "$t yes"; '
           'else echo "$t no"; fi; done', "napilab-which"]
@@ -26,7 +31,9 @@ _MODES = ["sh", "-c", 'for f do if [ -e "$f" ]; then stat -c "%n %A" "$f"; '
 def check_host(host: Host, session: HostSession) -> dict[str, Any]:
     transport = session.transport
     facts = host_facts.gather(transport, [host.iface] if host.iface else [])
-    tools = dict(line.split() for line in transport.run([*_WHICH, *TOOLS]).stdout.splitlines())
+    names = tools()
+    found_tools = dict(line.split() for line in
+                       transport.run([*_WHICH, *names]).stdout.splitlines())
     paths = [p for kind in registry.kinds() for p in kind.check_paths(host.iface)]
     knobs: dict[str, str] = {}
     for line in transport.run([*_MODES, *paths]).stdout.splitlines():
@@ -47,7 +54,7 @@ def check_host(host: Host, session: HostSession) -> dict[str, Any]:
         "online_cpus": facts.get("online_cpus"), "irqbalance": facts.get("irqbalance"),
         "user_hz": facts.get("user_hz"), "iface": host.iface,
         "nic": facts.get("nics", {}).get(host.iface or "", {}),
-        "tools": {t: tools.get(t) == "yes" for t in TOOLS},
+        "tools": {t: found_tools.get(t) == "yes" for t in names},
         "knobs": knobs, "per_napi_netlink": per_napi,
         "channels": channels, "queues": [q.to_json() for q in found], "queue_notes": notes,
         "virtualization": facts.get("virtualization"),

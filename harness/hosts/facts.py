@@ -11,6 +11,7 @@ from napilab.harness.knobs.backend import read_present
 from napilab.harness.profile import cpus
 from napilab.harness.store.manifest import TCG
 from napilab.harness.transport.transport import Transport
+from napilab.runners import registry
 from napilab.runners.collectors.collector import HostInfo
 
 FILES = {
@@ -25,47 +26,38 @@ FILES = {
 }
 
 
+def version_argv() -> dict[str, tuple[str, ...] | None]:
+    """program -> the argv whose first line is its version (iperf 3.12 (cJSON 1.7.15);
+    sockperf, version 3.7-no.git; Netperf version 2.7.0; ping from iputils 20221126;
+    ethtool version 6.1): each tool's class says how to ask (runners.registry); ethtool
+    is napilab's own."""
+    return {**registry.version_argv(), "ethtool": ("ethtool", "--version")}
 
-# The first line each prints (iperf 3.12 (cJSON 1.7.15); sockperf, version 3.7-no.git;
-# Netperf version 2.7.0; ping from iputils 20221126; ethtool version 6.1).
-VERSION_ARGV = {
-    "iperf3": ["iperf3", "--version"],
-    "sockperf": ["sockperf", "--version"],
-    "netperf": ["netperf", "-V"],
-    "netserver": ["netserver", "-V"],
-    "ping": ["ping", "-V"],
-    "ethtool": ["ethtool", "--version"],
-}
-NEPER = ("tcp_rr", "udp_rr", "tcp_crr", "tcp_stream", "udp_stream")
-# neper has no version flag: the binary on PATH and its sha256 stand for it.
+
+# A program with no version flag (neper): the binary on PATH and its sha256 stand for it.
 _SHA256 = ["sh", "-c", 'p=$(command -v "$1") || exit 127; sha256sum -- "$p"', "napilab-sha"]
 
 
 def workload_binaries(tool: str, side: str) -> tuple[str, ...]:
     """The programs a workload tool runs on its `side` (client or server) whose version
     napilab can read; the `command` tool runs anything, so nothing is known of it."""
-    family, _, binary = tool.partition(".")
-    if family == "neper":
-        return (binary,)
-    if family == "netperf":
-        return ("netperf",) if side == "client" else ("netserver",)
-    if family in ("iperf3", "sockperf"):
-        return (family,)
-    return ("ping",) if family == "ping" and side == "client" else ()
+    return registry.TOOLS[tool].programs(side)
 
 
 def tool_versions(transport: Transport, binaries: Iterable[str]) -> dict[str, str]:
     """{binary: version line}, `absent` for a program the host does not have, and for
     neper `PATH sha256:HEX`; ethtool is always read (napilab runs it on every host)."""
     out = {}
+    known = version_argv()
     for binary in sorted({*binaries, "ethtool"}):
-        if binary in NEPER:
+        argv = known[binary]
+        if argv is None:
             result = transport.run([*_SHA256, binary], check=False)
             digest, _, path = result.stdout.strip().partition("  ")
             out[binary] = (f"{path} sha256:{digest}" if result.exit_code == 0 and path
                            else _failed(result.exit_code, result.stderr))
             continue
-        result = transport.run(VERSION_ARGV[binary], check=False)
+        result = transport.run(list(argv), check=False)
         lines = [ln.strip() for ln in (result.stdout or result.stderr).splitlines()
                  if ln.strip()]
         out[binary] = lines[0][:200] if result.exit_code == 0 and lines else _failed(

@@ -14,13 +14,14 @@ from dataclasses import asdict
 
 from napilab.harness.profile.profile import Profile, Variant
 from napilab.harness.stats.family import (
-    DEFAULT_PRIMARY,
     POOLED_SOURCE,
+    Workload,
     default_direction,
     is_primary,
     named_primary,
 )
 from napilab.harness.stats.power import Reach, reachability
+from napilab.runners.registry import headline
 
 
 def _sources(variant: Variant) -> set[str]:
@@ -34,14 +35,15 @@ def _produced(source: str, variant: Variant) -> bool:
 def primary_lines(profile: Profile) -> list[tuple[str, str]]:
     """(source, metric) of each primary line of the A/B table."""
     policies = {name: asdict(policy) for name, policy in profile.metrics.items()}
-    workload = profile.variants[0].workload.source
+    source = profile.variants[0].workload.source
+    workload = Workload(source, headline(source))
     if profile.table:
         return [(row.source, row.metric) for row in profile.table
                 if is_primary(row.source, row.metric, policies, workload)]
     named = named_primary(policies)
     if named:
         return [_split(n, profile.variants[0]) for n in sorted(named)]
-    return [(workload, m) for m in DEFAULT_PRIMARY.get(workload, ())]
+    return [(source, m) for m in workload.headline]
 
 
 def _split(name: str, variant: Variant) -> tuple[str, str]:

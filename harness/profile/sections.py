@@ -20,20 +20,13 @@ from napilab.harness.profile.schema import Checker, Number, join, suggest, type_
 from napilab.harness.profile.yamlsrc import Node, Seq
 from napilab.runners.base import PLACEHOLDER
 from napilab.runners.collectors import netstat
-from napilab.runners.collectors.collector import COLLECTORS
-from napilab.runners.registry import TOOLS
+from napilab.runners.registry import COLLECTORS, TOOLS
 from napilab.runners.workloads.workload import ArgSpec
 
 # Collector-specific options and their kind: regex, names (a list of words), patterns
 # (name -> regex), functions (kernel function names), since (trial | boot: dmesg counts
 # the lines of the trial, or every line since the host booted), fields (netstat's
 # `Protocol` or `Protocol.Field` names, protocols as the kernel spells them).
-COLLECTOR_OPTIONS: dict[str, dict[str, str]] = {
-    "interrupts": {"irqs": "regex"}, "softirqs": {"names": "names"},
-    "dmesg": {"patterns": "patterns", "since": "since"},
-    "kprobes": {"functions": "functions"},
-    "napi_threads": {"match": "regex"}, "netstat": {"names": "fields"},
-}
 WORKLOAD_KEYS = ("tool", "duration", "timeout", "client", "server", "idle", "warmup")
 WORKLOAD_NUMBERS = {"duration": Number(0.1, 86400), "timeout": Number(1, 172800),
                     "idle": Number(0, 3600), "warmup": Number(0, 3600)}
@@ -192,7 +185,7 @@ def parse_collect(check: Checker, node: Node, path: str,
         options = check.mapping(raw, node.where(name), cpath)
         if options is None:
             continue
-        check.keys(options, cpath, (*COLLECT_KEYS, *COLLECTOR_OPTIONS.get(name, {})))
+        check.keys(options, cpath, (*COLLECT_KEYS, *COLLECTORS[name].options))
         chosen = check.string_list(options, "roles", cpath) or list(roles)
         for role in chosen:
             if role not in roles:
@@ -202,7 +195,7 @@ def parse_collect(check: Checker, node: Node, path: str,
         cpu_list = cpu_text(check, options, "cpus", cpath)
         extra = {key: (_fields if kind == "fields" else _option)(check, options, key, kind,
                                                                 join(cpath, key))
-                 for key, kind in COLLECTOR_OPTIONS.get(name, {}).items() if key in options}
+                 for key, kind in COLLECTORS[name].options.items() if key in options}
         out.append(CollectSpec(name, tuple(r for r in chosen if r in roles),
                                cpus.parse_list(cpu_list) if cpu_list is not None else None,
                                extra, Written(options.where("cpus"), join(cpath, "cpus"))

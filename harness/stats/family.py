@@ -3,7 +3,8 @@
 Pure. The family is the metrics that matter, not every table row: a line is *primary*
 when the profile's `metrics:` names it (key `metric` or `source.metric`, unless it says
 `primary: false`); when `metrics:` names none, the workload's headline latency
-percentiles and its rate (DEFAULT_PRIMARY). Pooled per-transaction percentile lines
+percentiles and its rate (the tool's `headline`, recorded in the manifest: `Workload`).
+Pooled per-transaction percentile lines
 (source `pooled`) are primary only when named `pooled.<metric>`: they re-test the same
 repetitions as the tool's own percentiles. Every other line is descriptive: change and CI
 shown, marked exploratory, never a verdict that claims family-wise control.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -29,14 +31,16 @@ class Direction(StrEnum):
 
 
 POOLED_SOURCE = "pooled"
-# The workload's headline latency percentiles and its rate, by workload source.
-DEFAULT_PRIMARY: dict[str, tuple[str, ...]] = {
-    "ping": ("rtt_avg", "received_per_second"),
-    "neper": ("latency_p50", "latency_p99", "throughput"),
-    "sockperf": ("latency_p50", "latency_p99", "message_rate"),
-    "netperf": ("latency_p50", "latency_p99", "transaction_rate"),
-    "iperf3": ("throughput",),
-}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A run's workload as the family sees it: the `source` of its rows (`neper` for
+    neper.tcp_rr) and its tool's headline metrics (runners.registry; the manifest keeps
+    them with the run)."""
+
+    source: str
+    headline: tuple[str, ...] = ()
 
 # Time units: per-transaction latency (us) and CPU time from /proc/stat (ms) are both
 # "less is better". Seconds are left out: `snapshot.interval` is the measured window.
@@ -72,11 +76,11 @@ def named_primary(policies: Mapping[str, Any]) -> set[str]:
 
 
 def is_primary(source: str, metric: str, policies: Mapping[str, Any],
-               workload_source: str | None) -> bool:
+               workload: Workload | None) -> bool:
     """Is this line in the family? (module doc)"""
     named = named_primary(policies)
     if named:
         if source == POOLED_SOURCE:
             return f"{source}.{metric}" in named
         return f"{source}.{metric}" in named or metric in named
-    return source == workload_source and metric in DEFAULT_PRIMARY.get(source, ())
+    return workload is not None and source == workload.source and metric in workload.headline

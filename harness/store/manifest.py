@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Self
 
 from napilab.harness.errors import InputError
 from napilab.harness.knobs.change import Change
+from napilab.harness.stats.family import Workload
 
 SCHEMA_VERSION = 2
 READS = (1, 2)  # the versions this napilab loads (1 through the migration)
@@ -239,7 +240,7 @@ class Manifest:
 
     OPTIONAL: ClassVar[tuple[str, ...]] = (
         "groups", "comparisons", "status", "incomplete", "started", "ended", "host_facts",
-        "hosts_changed", "resume_host_changes", "resumed", "argv_resume")
+        "hosts_changed", "resume_host_changes", "resumed", "argv_resume", "headlines")
 
     run_id: str = ""
     profile: ProfileRecord = field(default_factory=ProfileRecord)
@@ -250,6 +251,10 @@ class Manifest:
     # 0.1 and runs before comparison groups, every variant against the baseline
     metrics: dict[str, dict[str, Any]] = field(default_factory=dict)  # profile `metrics:`
     workload_source: str = ""
+    # source -> the metrics its tool or collector calls its headline (runners.registry),
+    # as napilab knew them when the run was made: what reports judge and show when the
+    # profile names nothing. Runs before it was recorded read today's (from_json).
+    headlines: dict[str, list[str]] | None = None
     inventory: InventoryRecord = field(default_factory=InventoryRecord)
     napilab: NapilabRecord = field(default_factory=NapilabRecord)
     argv: list[str] = field(default_factory=list)
@@ -271,6 +276,16 @@ class Manifest:
 
     def trial(self, index: int) -> TrialRecord:
         return self.trials[index - 1]
+
+    def headline(self, source: str) -> tuple[str, ...]:
+        return tuple((self.headlines or {}).get(source, ()))
+
+    @property
+    def workload(self) -> Workload | None:
+        """The workload as harness.stats.family judges it (None: no workload source)."""
+        if not self.workload_source:
+            return None
+        return Workload(self.workload_source, self.headline(self.workload_source))
 
     def to_json(self) -> JSON:
         out = {"schema_version": self.schema_version, "run_id": self.run_id,
@@ -297,6 +312,8 @@ class Manifest:
                        "schema_version"):
             known.pop(nested, None)
         facts = _mapping(doc.get("host_facts"), "host_facts")
+        if known.get("headlines") is None:
+            known["headlines"] = headlines([str(doc.get("workload_source") or "")])
         return cls(**known, extra=extra,
                    profile=ProfileRecord.from_json(doc.get("profile") or {}),
                    inventory=InventoryRecord.from_json(doc.get("inventory") or {}),
@@ -304,3 +321,13 @@ class Manifest:
                    trials=[TrialRecord.from_json(t) for t in doc.get("trials") or []],
                    host_facts={str(h): HostFacts.from_json(f) for h, f in facts.items()}
                    if "host_facts" in doc else None)
+
+
+def headlines(workloads: list[str]) -> dict[str, list[str]]:
+    """The headline metrics of these workload sources and of every collector, from the
+    tools' and collectors' classes (imported here: a report that reads a recorded run
+    never needs the tools otherwise)."""
+    from napilab.runners import registry
+
+    sources = [*dict.fromkeys(w for w in workloads if w), *registry.COLLECTORS]
+    return {s: list(registry.headline(s)) for s in sources if registry.headline(s)}

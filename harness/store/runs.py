@@ -14,7 +14,13 @@ from pathlib import Path
 from napilab.harness import __version__, redact
 from napilab.harness.errors import InputError
 from napilab.harness.profile.plan import Plan
-from napilab.harness.store.manifest import InventoryRecord, Manifest, NapilabRecord, ProfileRecord
+from napilab.harness.store.manifest import (
+    InventoryRecord,
+    Manifest,
+    NapilabRecord,
+    ProfileRecord,
+    headlines,
+)
 from napilab.harness.store.store import RunStore
 
 
@@ -48,6 +54,7 @@ def new_manifest(plan: Plan) -> Manifest:
         comparisons=[list(pair) for pair in profile.comparisons],
         metrics={name: asdict(policy) for name, policy in profile.metrics.items()},
         workload_source=profile.variants[0].workload.source,
+        headlines=headlines([v.workload.source for v in profile.variants]),
         inventory=InventoryRecord(plan.inventory.path, inventory_digest(plan),
                                   {n: h.public() for n, h in plan.hosts.items()}),
         napilab=NapilabRecord(__version__, git_sha()),

@@ -21,23 +21,17 @@ import pandas as pd
 
 from napilab.harness.errors import StorageError
 from napilab.harness.stats import family as stats_family
+from napilab.harness.stats.family import Workload
 from napilab.harness.stats.pool import DEFAULT_PERCENTILES, pooled_percentiles
 from napilab.harness.store.manifest import Manifest
 from napilab.harness.store.store import LEGACY_SAMPLES, SAMPLES_DIR, load_manifest, load_samples
 from napilab.reports.ab.line_stats import with_stats
 from napilab.reports.ab.model import Cell, Line, Table, format_number
 
-__all__ = ["DEFAULT_COLLECTOR_METRICS", "Cell", "Column", "Line", "RunData", "Spec", "Table",
+__all__ = ["Cell", "Column", "Line", "RunData", "Spec", "Table",
            "build_table", "column", "format_number", "line_specs", "load_run", "table"]
 
 # Default lines when a profile has no report.table: the collectors' headline counters.
-DEFAULT_COLLECTOR_METRICS = {
-    "proc_stat": ("hardirq", "softirq"),
-    "softnet_stat": ("processed", "dropped", "time_squeeze", "received_rps"),
-    "interrupts": ("function_call_interrupts", "rescheduling_interrupts"),
-    # did busy polling run; did TCP lose segments or time out
-    "netstat": ("TcpExt.BusyPollRxPackets", "Tcp.RetransSegs", "TcpExt.TCPTimeouts"),
-}
 POOLED_SOURCE = stats_family.POOLED_SOURCE  # `source` of pooled per-transaction lines
 
 
@@ -73,6 +67,10 @@ class RunData:
     @property
     def workload_source(self) -> str | None:
         return self.manifest.workload_source or None
+
+    @property
+    def workload(self) -> Workload | None:
+        return self.manifest.workload
 
     @property
     def policies(self) -> dict[str, Any]:
@@ -164,18 +162,18 @@ def table(run: RunData) -> Table:
         first = columns[0].name
         pairs = tuple((first, c.name) for c in columns[1:])
         return build_table(line_specs(run), columns, pairs, run.policies, first,
-                           workload=run.workload_source)
+                           workload=run.workload)
     columns = [column(run, v) for v in run.variants]
     return build_table(line_specs(run), columns, run.comparisons, run.policies, run.baseline,
-                       workload=run.workload_source)
+                       workload=run.workload)
 
 
 def build_table(specs: Sequence[Spec], columns: Sequence[Column],
                 pairs: Sequence[tuple[str, str]], policies: Mapping[str, Any],
-                baseline: str, *, stats: bool = True, workload: str | None = None) -> Table:
+                baseline: str, *, stats: bool = True, workload: Workload | None = None) -> Table:
     """The table of `specs` over `columns`; with `stats`, each pair compared (the primary
-    lines as a Holm family, see harness.stats.family; `workload` is the workload's
-    source, whose headline metrics are primary when the profile names none)."""
+    lines as a Holm family, see harness.stats.family; `workload`'s headline metrics are
+    primary when the profile names none)."""
     indexed = [_ColumnIndex.of(col.frame) for col in columns]
     lines = [_line(columns, indexed, spec) for spec in specs] + pooled_lines(columns)
     family = 0
@@ -199,7 +197,7 @@ def line_specs(run: RunData) -> list[Spec]:
     if len(frame):
         for key, _ in frame.groupby(["source", "metric", "role"], sort=False):
             source, metric, role = (str(k) for k in key)
-            wanted = source == workload or metric in DEFAULT_COLLECTOR_METRICS.get(source, ())
+            wanted = source == workload or metric in run.manifest.headline(source)
             if wanted:
                 specs.append(Spec(f"{metric} ({role})" if source == workload else
                                   f"{source} {metric} ({role})", source, metric, role))

@@ -108,8 +108,7 @@ def compare_labelled(runs: Sequence[LabelledRun], variants: Sequence[str] = ()) 
     plain = [r.run for r in runs]
     return build_table(specs(*plain), cols, pairs, policies(*plain),
                        column_name(runs[0].label, chosen[0], chosen),
-                       workload=next((r.workload_source for r in plain if r.workload_source),
-                                     None))
+                       workload=next((r.workload for r in plain if r.workload), None))
 
 
 # --- two runs, A the baseline (the nightly gate) -----------------------------------------

@@ -25,7 +25,7 @@ from napilab.harness.stats.compare import (
     compare_metrics,
     explore,
 )
-from napilab.harness.stats.family import is_primary
+from napilab.harness.stats.family import Workload, is_primary
 from napilab.harness.stats.noise import drift, noise_exceeds_effect
 from napilab.harness.stats.pool import pooled_change
 from napilab.harness.stats.stats import Adjust, StatsError, adjust_p, summarize
@@ -110,7 +110,7 @@ def _pooled(line: Line, base: str, other: str, found: Comparison) -> Comparison:
 
 
 def with_stats(lines: Sequence[Line], pairs: Sequence[tuple[str, str]],
-               policies: Mapping[str, Any], *, workload: str | None = None) -> tuple[
+               policies: Mapping[str, Any], *, workload: Workload | None = None) -> tuple[
                    list[Line], int]:
     """Lines with summaries, directions, the family's Holm-adjusted comparisons and the
     exploratory rows' descriptive ones; and the family size."""

@@ -32,7 +32,7 @@ from typing import Any
 
 from napilab.harness.errors import InputError
 from napilab.harness.stats.compare import RATIO, Comparison, Nights
-from napilab.harness.stats.family import is_primary
+from napilab.harness.stats.family import Workload, is_primary
 from napilab.harness.stats.gate import (
     GATE_CONFIDENCE,
     PASSING,
@@ -186,7 +186,7 @@ def _series(line: Line, ref: Reference, variant: str
     return tuple(nights), tuple(dirs)
 
 
-def _gated(raw: Sequence[Line], policies: Mapping[str, Any], workload: str | None,
+def _gated(raw: Sequence[Line], policies: Mapping[str, Any], workload: Workload | None,
            thresholds: Mapping[str, Threshold], default_pct: float
            ) -> list[tuple[Line, Judgement, Threshold, str]]:
     gated = []
@@ -222,7 +222,7 @@ def gate(reference: Reference, candidate: RunData,
     # the candidate's profile states today's thresholds (the same as the reference's
     # unless --intended profile let a changed profile through)
     policies = {**base.policies, **candidate.policies}
-    workload = candidate.workload_source or base.workload_source
+    workload = candidate.workload or base.workload
     raw = build_table(cross_run.specs(base, candidate), cols, pairs, policies, "A",
                       stats=False).lines
     known = {key for ln in raw for key in (ln.key, ln.metric)}

@@ -31,7 +31,7 @@ import pandas as pd
 
 from napilab.harness.errors import InputError, NapilabError
 from napilab.harness.stats.changes import ChangePoint, change_points
-from napilab.harness.stats.family import DEFAULT_PRIMARY, named_primary
+from napilab.harness.stats.family import named_primary
 from napilab.harness.store.manifest import Manifest
 from napilab.harness.store.store import load_manifest, read_parquet_files, sample_files
 from napilab.reports.ab.model import format_number, with_unit
@@ -78,7 +78,7 @@ def _primary(manifest: Manifest, table: Sequence[str]) -> list[str]:
     primary = named_primary(manifest.metrics or {})
     named = [name for name in manifest.metrics or {} if name in primary]
     if not named:
-        return [f"{source}.{m}" for m in DEFAULT_PRIMARY.get(source, ())]
+        return [f"{source}.{m}" for m in manifest.headline(source)]
     out = []
     for name in named:
         if "." in name:

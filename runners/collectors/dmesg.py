@@ -10,10 +10,12 @@ one per WARN header, not per stack frame.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from napilab.runners.base import COUNT, ParseError, Value
+from napilab.runners.collectors.collector import HostInfo
 
 TOOL = "dmesg"
 _LINE = re.compile(r"^\[\s*(\d+\.\d+)\]\s?(.*)$")
@@ -56,3 +58,26 @@ def delta(before: KernelLog, after: KernelLog, patterns: Mapping[str, str]) -> l
 
 def values(log: KernelLog) -> list[Value]:
     return [Value("lines", len(log.lines), COUNT)]
+
+
+class DmesgCollector:
+    """Options: `patterns: {name: regex}`, each name a metric; `since: boot` counts every
+    line since the host booted (a fresh boot per trial, as seed 001's letter counts),
+    else (`trial`) the lines logged during the trial."""
+
+    name = "dmesg"
+    paths: tuple[str, ...] = ("@dmesg",)
+    options: Mapping[str, str] = {"patterns": "patterns", "since": "since"}
+    headline: tuple[str, ...] = ()
+    sections: Mapping[str, str] = {"@dmesg": 'echo "==> @dmesg <=="; dmesg'}
+    parsers: Mapping[str, Callable[[str], list[Value]]] = {
+        "dmesg": lambda text: values(parse(text))}
+
+    def parse(self, files: Mapping[str, str], host: HostInfo) -> KernelLog:
+        return parse(files[self.paths[0]])
+
+    def delta(self, before: KernelLog, after: KernelLog,
+              options: Mapping[str, Any], host: HostInfo) -> list[Value]:
+        if options.get("since") == "boot":
+            return counts(after, options.get("patterns") or {})
+        return delta(before, after, options.get("patterns") or {})

@@ -14,9 +14,12 @@ the same on x86 (`CAL`) and arm64 (`IPI1`). Device IRQs are named `irq_<N>`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from napilab.runners.base import COUNT, ParseError, Value, parse_int
+from napilab.runners.collectors.collector import HostInfo
 
 TOOL = "interrupts"
 _CPU = re.compile(r"CPU(\d+)")
@@ -135,3 +138,20 @@ def delta(before: Interrupts, after: Interrupts, *, irq_pattern: str | None = No
                 continue
         out.extend(diffs)
     return out
+
+
+class InterruptsCollector:
+    name = "interrupts"
+    paths: tuple[str, ...] = ("/proc/interrupts",)
+    options: Mapping[str, str] = {"irqs": "regex"}
+    headline: tuple[str, ...] = ("function_call_interrupts", "rescheduling_interrupts")
+    sections: Mapping[str, str] = {}
+    parsers: Mapping[str, Callable[[str], list[Value]]] = {
+        "interrupts": lambda text: values(parse(text))}
+
+    def parse(self, files: Mapping[str, str], host: HostInfo) -> Interrupts:
+        return parse(files[self.paths[0]])
+
+    def delta(self, before: Interrupts, after: Interrupts,
+              options: Mapping[str, Any], host: HostInfo) -> list[Value]:
+        return delta(before, after, irq_pattern=options.get("irqs"))

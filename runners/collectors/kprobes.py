@@ -13,9 +13,12 @@ kprobe_profile lines: `  EVENT_NAME   HITS   MISSES` (whitespace-aligned).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from napilab.runners.base import COUNT, ParseError, Value, parse_int
+from napilab.runners.collectors.collector import HostInfo
 
 TOOL = "kprobes"
 PREFIX = "napilab_"
@@ -64,3 +67,26 @@ def delta(before: KprobeProfile, after: KprobeProfile, functions: list[str]) -> 
 
 def values(profile: KprobeProfile) -> list[Value]:
     return [Value(name, hits, COUNT) for name, hits in profile.hits.items()]
+
+
+class KprobesCollector:
+    """Options: `functions: [name, ...]`; the engine creates their kprobe events."""
+
+    name = "kprobes"
+    paths: tuple[str, ...] = ("@kprobe_profile",)
+    options: Mapping[str, str] = {"functions": "functions"}
+    headline: tuple[str, ...] = ()
+    # tracefs where it is mounted, else under debugfs; no header when neither has it
+    sections: Mapping[str, str] = {"@kprobe_profile": """\
+for f in /sys/kernel/tracing /sys/kernel/debug/tracing; do
+  if [ -r "$f/kprobe_profile" ]; then echo "==> @kprobe_profile <=="
+    cat "$f/kprobe_profile"; break; fi; done"""}
+    parsers: Mapping[str, Callable[[str], list[Value]]] = {
+        "kprobes": lambda text: values(parse(text))}
+
+    def parse(self, files: Mapping[str, str], host: HostInfo) -> KprobeProfile:
+        return parse(files[self.paths[0]])
+
+    def delta(self, before: KprobeProfile, after: KprobeProfile,
+              options: Mapping[str, Any], host: HostInfo) -> list[Value]:
+        return delta(before, after, list(options.get("functions") or []))

@@ -10,9 +10,12 @@ numbered as in proc(5); times are in USER_HZ ticks.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from napilab.runners.base import COUNT, MS, ParseError, Value, parse_int
+from napilab.runners.collectors.collector import HostInfo
 
 TOOL = "napi_threads"
 _STAT = re.compile(r"^(\d+) \((.*)\) (.*)$")
@@ -84,3 +87,27 @@ def delta(before: NapiThreads, after: NapiThreads, *, user_hz: int = 100,
     if not out:  # no such thread: it cost nothing (a cost from 0 is a change, not n/a)
         out = [Value("cpu_time", 0.0, MS)]
     return out + values(after, pattern=pattern)
+
+
+class NapiThreadsCollector:
+    """Options: `match: REGEX` on the thread name (default: every napi/ and
+    backlog_napi/ thread)."""
+
+    name = "napi_threads"
+    paths: tuple[str, ...] = ("@napi_threads",)
+    options: Mapping[str, str] = {"match": "regex"}
+    headline: tuple[str, ...] = ()
+    # the snapshot script's section: each thread's stat line
+    sections: Mapping[str, str] = {"@napi_threads": """echo "==> @napi_threads <=="
+  for p in /proc/[0-9]*; do read -r c < "$p/comm" 2>/dev/null || continue
+    case "$c" in napi/*|backlog_napi/*) cat "$p/stat" 2>/dev/null;; esac; done"""}
+    parsers: Mapping[str, Callable[[str], list[Value]]] = {
+        "napi_threads": lambda text: values(parse(text))}
+
+    def parse(self, files: Mapping[str, str], host: HostInfo) -> NapiThreads:
+        return parse(files[self.paths[0]])
+
+    def delta(self, before: NapiThreads, after: NapiThreads,
+              options: Mapping[str, Any], host: HostInfo) -> list[Value]:
+        return delta(before, after, user_hz=host.user_hz,
+                     pattern=options.get("match"))

@@ -35,10 +35,12 @@ line has no newline (cut inside its last number).
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from napilab.runners.base import COUNT, MS, ParseError, Value
+from napilab.runners.collectors.collector import HostInfo
 
 TOOL = "netstat"
 # The protocols of both files, in file order; a profile's `names` may name only these.
@@ -160,3 +162,27 @@ def delta(before: Netstat, after: Netstat, *, names: Collection[str] | None = No
         if old is not None and number >= old:
             out.append(Value(metric, number - old, unit(metric)))
     return out
+
+
+class NetstatCollector:
+    """Both files of the kernel's SNMP counters as one snapshot, `Protocol.Field` each.
+    Options: `names: [TcpExt.BusyPollRxPackets, Tcp]` keeps those fields, or every field
+    of a protocol (default: all)."""
+
+    name = "netstat"
+    paths: tuple[str, ...] = ("/proc/net/netstat", "/proc/net/snmp")
+    options: Mapping[str, str] = {"names": "fields"}
+    # did busy polling run; did TCP lose segments or time out
+    headline: tuple[str, ...] = ("TcpExt.BusyPollRxPackets", "Tcp.RetransSegs",
+                                 "TcpExt.TCPTimeouts")
+    sections: Mapping[str, str] = {}
+    parsers: Mapping[str, Callable[[str], list[Value]]] = {
+        "netstat": lambda text: values(parse(text))}
+
+    def parse(self, files: Mapping[str, str], host: HostInfo) -> Netstat:
+        return merge(*(parse(files[path]) for path in self.paths))
+
+    def delta(self, before: Netstat, after: Netstat,
+              options: Mapping[str, Any], host: HostInfo) -> list[Value]:
+        names = options.get("names")
+        return delta(before, after, names=list(names) if names is not None else None)

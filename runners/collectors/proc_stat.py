@@ -13,9 +13,12 @@ on kernels built without CONFIG_IRQ_TIME_ACCOUNTING.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from napilab.runners.base import COUNT, MS, ParseError, Value, parse_int
+from napilab.runners.collectors.collector import HostInfo
 
 TOOL = "proc_stat"
 FIELDS = ("user", "nice", "system", "idle", "iowait", "hardirq", "softirq", "steal", "guest",
@@ -120,3 +123,20 @@ def delta(before: ProcStat, after: ProcStat, *, user_hz: int = 100) -> list[Valu
     if before.ctxt is not None and after.ctxt is not None:
         out.append(Value("ctxt", after.ctxt - before.ctxt, COUNT))
     return out
+
+
+class ProcStatCollector:
+    name = "proc_stat"
+    paths: tuple[str, ...] = ("/proc/stat",)
+    options: Mapping[str, str] = {}
+    headline: tuple[str, ...] = ("hardirq", "softirq")
+    sections: Mapping[str, str] = {}
+    parsers: Mapping[str, Callable[[str], list[Value]]] = {
+        "proc_stat": lambda text: values(parse(text))}
+
+    def parse(self, files: Mapping[str, str], host: HostInfo) -> ProcStat:
+        return parse(files[self.paths[0]])
+
+    def delta(self, before: ProcStat, after: ProcStat,
+              options: Mapping[str, Any], host: HostInfo) -> list[Value]:
+        return delta(before, after, user_hz=host.user_hz)

@@ -11,10 +11,12 @@ HRTIMER RCU (IRQ_POLL was BLOCK_IOPOLL before 4.5); metrics are the names lowerc
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from napilab.runners.base import COUNT, ParseError, Value
+from napilab.runners.collectors.collector import HostInfo
 
 TOOL = "softirqs"
 _CPU = re.compile(r"CPU(\d+)")
@@ -80,3 +82,25 @@ def delta(before: Softirqs, after: Softirqs, *, names: Collection[str] | None = 
             out.append(Value(name.lower(), (n - old[i]) % _U32, COUNT, cpu))
     return out
 
+
+class SoftirqsCollector:
+    """Options: `names: [NET_RX, NET_TX]` keeps those softirqs (default: all). Only
+    online CPUs are reported when the host's online list is known: the file also has
+    columns for possible-but-offline CPUs, which never move."""
+
+    name = "softirqs"
+    paths: tuple[str, ...] = ("/proc/softirqs",)
+    options: Mapping[str, str] = {"names": "names"}
+    headline: tuple[str, ...] = ()
+    sections: Mapping[str, str] = {}
+    parsers: Mapping[str, Callable[[str], list[Value]]] = {
+        "softirqs": lambda text: values(parse(text))}
+
+    def parse(self, files: Mapping[str, str], host: HostInfo) -> Softirqs:
+        return parse(files[self.paths[0]])
+
+    def delta(self, before: Softirqs, after: Softirqs,
+              options: Mapping[str, Any], host: HostInfo) -> list[Value]:
+        names = options.get("names")
+        return delta(before, after, names=list(names) if names is not None else None,
+                     cpus=host.online_cpus)

@@ -16,9 +16,12 @@ without the CPU id column the row index is mapped through the online CPU list.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from napilab.runners.base import COUNT, ParseError, Value, parse_int
+from napilab.runners.collectors.collector import HostInfo
 
 TOOL = "softnet_stat"
 
@@ -106,3 +109,21 @@ def delta(before: SoftnetStat, after: SoftnetStat) -> list[Value]:
                 out.append(Value(name, (number - old.counters[name]) % _U32, COUNT, row.cpu))
         out.extend(Value(name, number, COUNT, row.cpu) for name, number in row.gauges.items())
     return out
+
+
+class SoftnetStatCollector:
+    name = "softnet_stat"
+    paths: tuple[str, ...] = ("/proc/net/softnet_stat",)
+    options: Mapping[str, str] = {}
+    headline: tuple[str, ...] = ("processed", "dropped", "time_squeeze", "received_rps")
+    sections: Mapping[str, str] = {}
+    parsers: Mapping[str, Callable[[str], list[Value]]] = {
+        "softnet_stat": lambda text: values(parse(text))}
+
+    def parse(self, files: Mapping[str, str], host: HostInfo) -> SoftnetStat:
+        online = list(host.online_cpus) if host.online_cpus is not None else None
+        return parse(files[self.paths[0]], online)
+
+    def delta(self, before: SoftnetStat, after: SoftnetStat,
+              options: Mapping[str, Any], host: HostInfo) -> list[Value]:
+        return delta(before, after)

@@ -32,6 +32,7 @@ from napilab.runners.workloads.workload import (
     ArgSpec,
     ArgValue,
     Context,
+    Parser,
     Readiness,
     ServerCommand,
     ToolCommands,
@@ -199,11 +200,6 @@ def values(measured: Sequence[Measured]) -> list[Value]:
     return [Value(m.name, m.value, m.unit) for m in measured]
 
 
-def preset_parser(preset: str) -> Callable[[str], list[Value]]:
-    """`napilab parse xdpsock FILE`: a preset's parser."""
-    return PRESETS[preset]
-
-
 class CommandTool:
     """Client `argv`; optional server `server_argv` with readiness (`ready_port` and/or
     `ready_pattern`), stopped with `stop_signal` unless `exits_by_itself`.
@@ -213,6 +209,10 @@ class CommandTool:
     """
 
     name = "command"
+    headline: tuple[str, ...] = ()  # its metrics are the profile's: `metrics:` names them
+    # its presets' parsers: `napilab parse xdpsock FILE`
+    parsers: Mapping[str, Parser] = dict(PRESETS)
+    versions: Mapping[str, tuple[str, ...] | None] = {}
     client_args: Mapping[str, ArgSpec] = {
         "argv": ArgSpec((list, str), "the command: a list, or a shell-quoted string"),
         "metrics": ArgSpec((dict, str), "name -> {regex|json_path, unit, ...}, or a preset"),
@@ -288,6 +288,9 @@ class CommandTool:
         except ParseError as error:
             raise ToolFailed(TOOL, error.reason, client.stderr) from None
         return ToolResult(client=values(measured))
+
+    def programs(self, side: str) -> tuple[str, ...]:
+        return ()  # it runs anything: nothing is known of it
 
 
 def _argv(raw: object, key: str, ctx: Context) -> list[str]:

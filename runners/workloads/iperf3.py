@@ -31,6 +31,7 @@ from napilab.runners.workloads.workload import (
     ArgSpec,
     ArgValue,
     Context,
+    Parser,
     ProcessOutput,
     Readiness,
     ServerCommand,
@@ -217,6 +218,9 @@ class Iperf3Tool:
     for UDP tests too."""
 
     name = "iperf3"
+    headline: tuple[str, ...] = ("throughput",)
+    parsers: Mapping[str, Parser] = {"iperf3": lambda text: values(parse(text))}
+    versions: Mapping[str, tuple[str, ...] | None] = {"iperf3": ("iperf3", "--version")}
     client_args: Mapping[str, ArgSpec] = {
         "p": ArgSpec(int, f"server port, default {PORT} (both sides)"),
         "u": ArgSpec(bool, "UDP"),
@@ -270,6 +274,9 @@ class Iperf3Tool:
                              output.client.stderr)
         server = _side(output.server, "server") if output.server is not None else None
         return ToolResult(client=client, server=values(server) if server else [])
+
+    def programs(self, side: str) -> tuple[str, ...]:
+        return ("iperf3",)
 
 
 def _side(process: ProcessOutput, side: str) -> Iperf3Result:

@@ -39,6 +39,7 @@ from napilab.runners.workloads.workload import (
     ArgSpec,
     ArgValue,
     Context,
+    Parser,
     ProcessOutput,
     Readiness,
     ServerCommand,
@@ -188,9 +189,15 @@ class NeperTool:
     control port listens, exits by itself after one test. Client: `BIN -c -H TARGET -l SECS
     --nolog [flags]`. Which client flag the server also gets is the OPTIONS table."""
 
+    headline: tuple[str, ...] = ("latency_p50", "latency_p99", "throughput")
+    parsers: Mapping[str, Parser] = {"neper": lambda text: values(parse(text)),
+                                     "neper.all_samples": lambda text: _all_samples(text)}
+
     def __init__(self, binary: str) -> None:
         self.binary = binary
         self.name = f"neper.{binary}"
+        # neper has no version flag: the binary on PATH and its sha256 stand for it
+        self.versions: Mapping[str, tuple[str, ...] | None] = {binary: None}
         self.options = {option.long: option for option in OPTIONS[binary]}
         self._long = {o.short: o.long for o in OPTIONS[binary] if o.short}
         self.client_args: Mapping[str, ArgSpec] = self._specs(exclude=SERVER)
@@ -291,6 +298,9 @@ class NeperTool:
         server = self._side(output.server, "server") if output.server is not None else None
         return ToolResult(client=values(client), server=values(server) if server else [])
 
+    def programs(self, side: str) -> tuple[str, ...]:
+        return (self.binary,)
+
     def _side(self, process: ProcessOutput, side: str) -> NeperResult:
         if process.exit_code == 127:
             raise ToolFailed(self.name, f"neper's {self.binary} is not installed on the host",
@@ -303,6 +313,14 @@ class NeperTool:
         except ParseError as error:
             raise ToolFailed(self.name, f"{side}: {error.reason}",
                              process.stderr or process.stdout) from None
+
+
+def _all_samples(text: str) -> list[Value]:
+    # Imported here: neper_samples is numpy through and through, and the CLI reads the
+    # parsers' names for `napilab parse`'s choices on every start (benchmarks/startup.py).
+    from napilab.runners.workloads import neper_samples
+
+    return neper_samples.values(neper_samples.parse(text))
 
 
 def _whole_seconds(duration: float) -> str:

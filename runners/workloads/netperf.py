@@ -28,6 +28,7 @@ from napilab.runners.workloads.workload import (
     ArgSpec,
     ArgValue,
     Context,
+    Parser,
     Readiness,
     ServerCommand,
     ToolCommands,
@@ -264,6 +265,11 @@ class NetperfTool:
         "6": GLOBAL_OPTIONS["6"],
     }
 
+    headline: tuple[str, ...] = ("latency_p50", "latency_p99", "transaction_rate")
+    parsers: Mapping[str, Parser] = {"netperf": lambda text: values(parse(text))}
+    versions: Mapping[str, tuple[str, ...] | None] = {"netperf": ("netperf", "-V"),
+                                                       "netserver": ("netserver", "-V")}
+
     def __init__(self, test: str) -> None:
         self.test = test
         self.name = f"netperf.{test}"
@@ -309,6 +315,9 @@ class NetperfTool:
         except ParseError as error:
             raise ToolFailed(self.name, error.reason, client.stderr or client.stdout) from None
         return ToolResult(client=rows)
+
+    def programs(self, side: str) -> tuple[str, ...]:
+        return ("netperf",) if side == "client" else ("netserver",)
 
 
 TESTS = ("TCP_RR", "UDP_RR", "TCP_CRR", "TCP_STREAM", "TCP_MAERTS", "UDP_STREAM")

@@ -30,6 +30,7 @@ from napilab.runners.workloads.workload import (
     ArgSpec,
     ArgValue,
     Context,
+    Parser,
     ToolCommands,
     ToolOutput,
     ToolResult,
@@ -172,6 +173,9 @@ class PingTool:
     """
 
     name = "ping"
+    headline: tuple[str, ...] = ("rtt_avg", "received_per_second")
+    parsers: Mapping[str, Parser] = {"ping": lambda text: values(parse(text))}
+    versions: Mapping[str, tuple[str, ...] | None] = {"ping": ("ping", "-V")}
     client_args: Mapping[str, ArgSpec] = {
         "interval": ArgSpec((int, float), "seconds between requests (-i); flood (-f) when unset"),
         "preload": ArgSpec(int, "requests sent before waiting for replies (-l)"),
@@ -205,3 +209,6 @@ class PingTool:
         if summary.received == 0:
             raise ToolFailed(TOOL, f"no reply to {summary.transmitted} requests", client.stderr)
         return ToolResult(client=values(summary))
+
+    def programs(self, side: str) -> tuple[str, ...]:
+        return ("ping",) if side == "client" else ()

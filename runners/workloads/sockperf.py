@@ -31,6 +31,7 @@ from napilab.runners.workloads.workload import (
     ArgSpec,
     ArgValue,
     Context,
+    Parser,
     Readiness,
     ServerCommand,
     ToolCommands,
@@ -311,6 +312,12 @@ class SockperfTool:
         "threads-num": ArgSpec(int, "server threads"),
     }
 
+    headline: tuple[str, ...] = ("latency_p50", "latency_p99", "message_rate")
+    parsers: Mapping[str, Parser] = {
+        "sockperf": lambda text: values(parse(text)),
+        "sockperf.full_log": lambda text: full_log_values(parse_full_log(text))}
+    versions: Mapping[str, tuple[str, ...] | None] = {"sockperf": ("sockperf", "--version")}
+
     def __init__(self, mode: str) -> None:
         self.mode = mode
         self.name = f"sockperf.{mode}"
@@ -386,6 +393,9 @@ class SockperfTool:
             except ParseError:
                 server = []
         return ToolResult(client=values(result), server=server, latencies_us=latencies)
+
+    def programs(self, side: str) -> tuple[str, ...]:
+        return ("sockperf",)
 
 
 MODES = ("ping-pong", "under-load", "throughput")

@@ -8,7 +8,7 @@ readiness, starting, stopping and reaping, fetching files.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -94,10 +94,28 @@ class ToolResult:
     latencies_us: Any = None  # numpy.ndarray of float64, or None
 
 
+Parser = Callable[[str], list[Value]]
+
+
 class WorkloadTool(Protocol):
+    """Everything napilab knows of a tool is here; `runners.registry` lists the tools.
+
+    `headline`: the metrics judged (and shown) when a profile names none: the tool's
+    latency percentiles and its rate, recorded in the manifest (reports read them there).
+    `parsers`: the names `napilab parse NAME FILE` reads this tool's output by.
+    `programs(side)`: what the client or server side runs, for `hosts check` and for
+    the versions the manifest records; `versions`: the argv that prints a program's
+    version (None: it has none, its path and sha256 stand for it).
+    """
+
     name: str
     client_args: Mapping[str, ArgSpec]
     server_args: Mapping[str, ArgSpec]
+    headline: tuple[str, ...]
+    parsers: Mapping[str, Parser]
+    versions: Mapping[str, tuple[str, ...] | None]
+
+    def programs(self, side: str) -> tuple[str, ...]: ...
 
     def commands(self, client_args: Mapping[str, ArgValue], server_args: Mapping[str, ArgValue],
                  ctx: Context) -> ToolCommands: ...

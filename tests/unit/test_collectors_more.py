@@ -9,6 +9,7 @@ import pytest
 
 from napilab.harness.errors import HostError
 from napilab.harness.knobs.kinds.kprobe import KprobeBackend
+from napilab.runners import registry
 from napilab.runners.base import ParseError
 from napilab.runners.collectors import collector, dmesg, kprobes, napi_threads
 from tests.fakes import FakeHost, FakeTransport
@@ -78,11 +79,11 @@ def test_kprobe_backend_without_kprobe_events_reports_absent() -> None:
 
 
 def test_snapshot_script_sections_split() -> None:
-    argv = collector.snapshot_argv(["softnet_stat", "napi_threads", "kprobes"])
+    argv = registry.snapshot_argv(["softnet_stat", "napi_threads", "kprobes"])
     assert argv[:2] == ["sh", "-c"]
     out = subprocess.run(argv, capture_output=True, text=True, check=False).stdout
     files = collector.split_tail(out)
     assert "/proc/net/softnet_stat" in files and "@napi_threads" in files
     assert collector.uptime_seconds(files) > 0
-    only_files = collector.snapshot_argv(["softnet_stat", "proc_stat"])
+    only_files = registry.snapshot_argv(["softnet_stat", "proc_stat"])
     assert only_files[:4] == ["tail", "-v", "-n", "+1"]

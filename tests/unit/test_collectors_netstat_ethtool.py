@@ -12,9 +12,11 @@ import pytest
 
 from napilab.harness.profile.profile import load_profile
 from napilab.reports.ab.compare import load_run, table
+from napilab.runners import registry
 from napilab.runners.base import ParseError, Value
 from napilab.runners.collectors import collector, ethtool_stats, netstat
-from napilab.runners.collectors.collector import HostInfo, NetstatCollector
+from napilab.runners.collectors.collector import HostInfo
+from napilab.runners.collectors.netstat import NetstatCollector
 from tests.synthetic_runs import store_run
 
 DATA = Path(__file__).parents[1] / "data"
@@ -121,7 +123,7 @@ def test_netstat_one_protocol_in_both_files_is_refused() -> None:
 
 
 def test_netstat_collector_reads_this_machine_in_one_snapshot() -> None:
-    argv = collector.snapshot_argv(["netstat"])
+    argv = registry.snapshot_argv(["netstat"])
     assert argv == ["tail", "-v", "-n", "+1", "--", "/proc/uptime", "/proc/net/netstat",
                     "/proc/net/snmp"]
     snaps = []

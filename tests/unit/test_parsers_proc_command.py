@@ -9,7 +9,8 @@ import pytest
 
 from napilab.runners.base import ParseError, ToolFailed, Value
 from napilab.runners.collectors import softirqs, softnet_stat
-from napilab.runners.collectors.collector import HostInfo, SoftirqsCollector
+from napilab.runners.collectors.collector import HostInfo
+from napilab.runners.collectors.softirqs import SoftirqsCollector
 from napilab.runners.registry import PARSERS, TOOLS, metrics_json
 from napilab.runners.workloads import command
 from napilab.runners.workloads.workload import Context, ProcessOutput, ToolOutput

@@ -41,7 +41,7 @@ class VersionHost:
             code, out = (0, f"{SHA}  /usr/local/bin/{binary}\n") if binary in \
                 self.installed else (127, "")
         else:
-            assert list(argv) == facts.VERSION_ARGV[argv[0]], argv
+            assert tuple(argv) == facts.version_argv()[argv[0]], argv
             code, out = (0, self.installed[argv[0]]) if argv[0] in self.installed else (127, "")
         return CommandResult("h", tuple(argv), code, out, "" if code == 0 else
                              f"sh: {argv[0]}: not found", time.time(), 0.0)
