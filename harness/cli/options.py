@@ -43,9 +43,8 @@ class LazyChoice(SuggestingChoice):
 
     @property
     def choices(self) -> tuple[str, ...]:
-        if self._names is not None:
-            self._choices, self._names = tuple(self._names()), None
-        return self._choices
+        # read each time, not once: the registry is the truth (a test adds to it)
+        return tuple(self._names()) if self._names is not None else self._choices
 
     @choices.setter
     def choices(self, value: Iterable[str]) -> None:
