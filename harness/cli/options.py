@@ -32,23 +32,23 @@ class SuggestingChoice(click.Choice[str]):
 
 
 class LazyChoice(SuggestingChoice):
-    """A SuggestingChoice whose choices are read from `names()` when first needed (a
-    value converted or completed, the command's help shown), not when the CLI is
+    """A SuggestingChoice whose choices are read from `names()` each time they are needed
+    (a value converted or completed, the command's help shown), not when the CLI is
     imported: `napilab parse`'s come from runners.registry, which imports every parser,
-    and `napilab --help` and completion of the command names need none of them."""
+    and `napilab --help` and completion of the command names need none of them. Read
+    each time, not once: the registry is the truth (a test adds a tool to it)."""
 
     def __init__(self, names: Callable[[], Iterable[str]]) -> None:
+        self._names = names
         super().__init__(())
-        self._names: Callable[[], Iterable[str]] | None = names
 
     @property
     def choices(self) -> tuple[str, ...]:
-        # read each time, not once: the registry is the truth (a test adds to it)
-        return tuple(self._names()) if self._names is not None else self._choices
+        return tuple(self._names())
 
     @choices.setter
     def choices(self, value: Iterable[str]) -> None:
-        self._choices = tuple(value)
+        pass  # click.Choice's __init__ sets them; names() is what they are
 
 
 class FormatList(click.ParamType[list[str]]):

@@ -20,7 +20,10 @@ OWN = ("ynl", "python3", "ethtool", "taskset", "chrt", "ss", "timeout")
 
 
 def tools() -> tuple[str, ...]:
+    """What `hosts check` looks for, read from the registry when asked."""
     return (*registry_programs(), *OWN)
+
+
 # One exec each; names are positional parameters, never part of the script.
 _WHICH = ["sh", "-c", 'for t do if command -v "$t" >/dev/null 2>&1; then echo "$t yes"; '
           'else echo "$t no"; fi; done', "napilab-which"]

@@ -23,10 +23,6 @@ from napilab.runners.collectors import netstat
 from napilab.runners.registry import COLLECTORS, TOOLS
 from napilab.runners.workloads.workload import ArgSpec
 
-# Collector-specific options and their kind: regex, names (a list of words), patterns
-# (name -> regex), functions (kernel function names), since (trial | boot: dmesg counts
-# the lines of the trial, or every line since the host booted), fields (netstat's
-# `Protocol` or `Protocol.Field` names, protocols as the kernel spells them).
 WORKLOAD_KEYS = ("tool", "duration", "timeout", "client", "server", "idle", "warmup")
 WORKLOAD_NUMBERS = {"duration": Number(0.1, 86400), "timeout": Number(1, 172800),
                     "idle": Number(0, 3600), "warmup": Number(0, 3600)}
@@ -204,6 +200,10 @@ def parse_collect(check: Checker, node: Node, path: str,
 
 
 def _option(check: Checker, node: Node, key: str, kind: str, path: str) -> Any:
+    """A collector's option (its class names the kind): regex, names (a list of words),
+    patterns (name -> regex), functions (kernel function names), since (trial | boot:
+    dmesg counts the lines of the trial, or every line since the host booted); netstat's
+    `fields` are _fields'."""
     value, where = node[key], node.where(key)
 
     def regex(text: Any, at: str) -> bool:

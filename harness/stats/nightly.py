@@ -50,7 +50,7 @@ import numpy.typing as npt
 
 from napilab.harness.stats.changes import change_points
 from napilab.harness.stats.family import Direction
-from napilab.harness.stats.two_sample import LogT, resolution
+from napilab.harness.stats.two_sample import LogT, resolution, rounding_variance
 
 Array = npt.NDArray[np.float64]
 
@@ -111,7 +111,7 @@ def _sum_of_squares(scaled: Array, raw: Array, step: float, log: bool) -> float:
     implies ((step / 2)^2 per degree of freedom, relative to the median on logs), as
     two_sample.welch_log_t floors each arm: a night of 5,5,5,5,5 us in ping's 1 us steps
     does have noise."""
-    floor = (step / 2 / (float(np.median(raw)) if log else 1.0)) ** 2
+    floor = rounding_variance(raw, step, log=log)
     return max(float(np.sum((scaled - scaled.mean()) ** 2)), (scaled.size - 1) * floor)
 
 

@@ -113,6 +113,14 @@ class LogT:
         return math.expm1(self.diff) if self.log else self.diff
 
 
+def rounding_variance(values: Array, step: float, *, log: bool) -> float:
+    """The variance that rounding `values` to `step` alone implies: (step / 2)^2, relative
+    to their median on logs: the floor under a sample variance of few rounded values."""
+    import numpy as np
+
+    return (step / 2 / (float(np.median(values)) if log else 1.0)) ** 2
+
+
 def welch_log_t(x: Array, y: Array, *, log: bool = True) -> LogT | None:
     """Welch's t on log values (x baseline, y variant, both positive, n >= 2 each); with
     `log` False on the raw values (an absolute change: WELCH_RAW).
@@ -127,7 +135,7 @@ def welch_log_t(x: Array, y: Array, *, log: bool = True) -> LogT | None:
 
     lx, ly = (np.log(x), np.log(y)) if log else (x, y)
     step = resolution(np.concatenate([x, y]))
-    floors = [(step / 2 / (float(np.median(a)) if log else 1.0)) ** 2 for a in (x, y)]
+    floors = [rounding_variance(a, step, log=log) for a in (x, y)]
     v1 = max(float(np.var(lx, ddof=1)), floors[0])
     v2 = max(float(np.var(ly, ddof=1)), floors[1])
     n1, n2 = lx.size, ly.size

@@ -330,4 +330,5 @@ def headlines(workloads: list[str]) -> dict[str, list[str]]:
     from napilab.runners import registry
 
     sources = [*dict.fromkeys(w for w in workloads if w), *registry.COLLECTORS]
-    return {s: list(registry.headline(s)) for s in sources if registry.headline(s)}
+    found = {s: list(registry.headline(s)) for s in sources}
+    return {s: metrics for s, metrics in found.items() if metrics}

@@ -31,7 +31,6 @@ from napilab.reports.ab.model import Cell, Line, Table, format_number
 __all__ = ["Cell", "Column", "Line", "RunData", "Spec", "Table",
            "build_table", "column", "format_number", "line_specs", "load_run", "table"]
 
-# Default lines when a profile has no report.table: the collectors' headline counters.
 POOLED_SOURCE = stats_family.POOLED_SOURCE  # `source` of pooled per-transaction lines
 
 
