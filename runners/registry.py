@@ -100,6 +100,19 @@ def headline(source: str) -> tuple[str, ...]:
     return tuple(collector.headline) if collector is not None else ()
 
 
+def operations(source: str) -> dict[str, list[str]]:
+    """A workload source's operations: name (transaction, message, packet, MB) -> the
+    metrics that count it, over every tool of that source (neper.tcp_rr and
+    neper.tcp_stream count different ones)."""
+    out: dict[str, list[str]] = {}
+    for name, tool in TOOLS.items():
+        if name.split(".")[0] == source:
+            for op, metrics in tool.operations.items():
+                found = out.setdefault(op, [])
+                found += [m for m in metrics if m not in found]
+    return out
+
+
 def programs() -> tuple[str, ...]:
     """Every program a workload tool runs, in the registry's order."""
     return tuple(dict.fromkeys(p for tool in TOOLS.values() for side in ("client", "server")

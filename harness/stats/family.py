@@ -53,8 +53,9 @@ _HIGHER_PATTERN = re.compile(r"throughput|transactions|received|_per_second$|(^|
                              r"|bandwidth|(^|_)[mkg]?pps($|_)|(^|_)[mkg]?bps($|_)")
 # A rate unit: packets/s, bits/s, trans/s, msg/s, 1/s, Mbit/s, pps, Mpps, bps
 _RATE_UNIT = re.compile(r"/s$|^[mkg]?pps$|^[mkg]?bps$", re.IGNORECASE)
-# proc_stat reports CPU time per state; all of it is cost except idle time.
-_CPU_TIME_SOURCES = ("proc_stat", "softirqs")
+# proc_stat reports CPU time per state; all of it is cost except idle time. `cpu` is
+# the CPU cost derived from it (busy cores, CPU-us per operation: reports.ab.cpu_cost).
+_CPU_TIME_SOURCES = ("proc_stat", "softirqs", "cpu")
 
 
 def default_direction(source: str, metric: str, unit: str = "") -> Direction | None:

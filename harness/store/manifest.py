@@ -240,7 +240,8 @@ class Manifest:
 
     OPTIONAL: ClassVar[tuple[str, ...]] = (
         "groups", "comparisons", "status", "incomplete", "started", "ended", "host_facts",
-        "hosts_changed", "resume_host_changes", "resumed", "argv_resume", "headlines")
+        "hosts_changed", "resume_host_changes", "resumed", "argv_resume", "headlines",
+        "operations")
 
     run_id: str = ""
     profile: ProfileRecord = field(default_factory=ProfileRecord)
@@ -255,6 +256,10 @@ class Manifest:
     # as napilab knew them when the run was made: what reports judge and show when the
     # profile names nothing. Runs before it was recorded read today's (from_json).
     headlines: dict[str, list[str]] | None = None
+    # workload source -> operation (transaction, message, packet, MB) -> the metric that
+    # counts it, first found first (the tool's `operations`): CPU cost per operation
+    # (reports.ab.cpu_cost). Runs before it was recorded read today's (from_json).
+    operations: dict[str, dict[str, list[str]]] | None = None
     inventory: InventoryRecord = field(default_factory=InventoryRecord)
     napilab: NapilabRecord = field(default_factory=NapilabRecord)
     argv: list[str] = field(default_factory=list)
@@ -279,6 +284,9 @@ class Manifest:
 
     def headline(self, source: str) -> tuple[str, ...]:
         return tuple((self.headlines or {}).get(source, ()))
+
+    def operation(self, source: str) -> dict[str, list[str]]:
+        return dict((self.operations or {}).get(source, {}))
 
     @property
     def workload(self) -> Workload | None:
@@ -314,6 +322,8 @@ class Manifest:
         facts = _mapping(doc.get("host_facts"), "host_facts")
         if known.get("headlines") is None:
             known["headlines"] = headlines([str(doc.get("workload_source") or "")])
+        if known.get("operations") is None:
+            known["operations"] = operations([str(doc.get("workload_source") or "")])
         return cls(**known, extra=extra,
                    profile=ProfileRecord.from_json(doc.get("profile") or {}),
                    inventory=InventoryRecord.from_json(doc.get("inventory") or {}),
@@ -321,6 +331,14 @@ class Manifest:
                    trials=[TrialRecord.from_json(t) for t in doc.get("trials") or []],
                    host_facts={str(h): HostFacts.from_json(f) for h, f in facts.items()}
                    if "host_facts" in doc else None)
+
+
+def operations(workloads: list[str]) -> dict[str, dict[str, list[str]]]:
+    """The operations (name -> metric counting it) of these workload sources' tools."""
+    from napilab.runners import registry
+
+    found = {s: registry.operations(s) for s in dict.fromkeys(w for w in workloads if w)}
+    return {s: ops for s, ops in found.items() if ops}
 
 
 def headlines(workloads: list[str]) -> dict[str, list[str]]:

@@ -20,6 +20,7 @@ from napilab.harness.store.manifest import (
     NapilabRecord,
     ProfileRecord,
     headlines,
+    operations,
 )
 from napilab.harness.store.store import RunStore
 
@@ -55,6 +56,7 @@ def new_manifest(plan: Plan) -> Manifest:
         metrics={name: asdict(policy) for name, policy in profile.metrics.items()},
         workload_source=profile.variants[0].workload.source,
         headlines=headlines([v.workload.source for v in profile.variants]),
+        operations=operations([v.workload.source for v in profile.variants]),
         inventory=InventoryRecord(plan.inventory.path, inventory_digest(plan),
                                   {n: h.public() for n, h in plan.hosts.items()}),
         napilab=NapilabRecord(__version__, git_sha()),

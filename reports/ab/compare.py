@@ -25,6 +25,8 @@ from napilab.harness.stats.family import Workload
 from napilab.harness.stats.pool import DEFAULT_PERCENTILES, pooled_percentiles
 from napilab.harness.store.manifest import Manifest
 from napilab.harness.store.store import LEGACY_SAMPLES, SAMPLES_DIR, load_manifest, load_samples
+from napilab.reports.ab import cpu_cost, tradeoff
+from napilab.reports.ab.cpu_cost import with_cpu_cost
 from napilab.reports.ab.line_stats import with_stats
 from napilab.reports.ab.model import Cell, Line, Table, format_number
 
@@ -90,7 +92,7 @@ def load_run(directory: str | Path) -> RunData:
     StorageError naming the file (never a traceback or a silent all-`-` report)."""
     directory = Path(directory)
     manifest = load_manifest(directory)
-    samples = load_samples(directory)
+    samples = with_cpu_cost(load_samples(directory), manifest)
     done = sum(1 for t in manifest.trials if t.status == "ok")
     if done and not len(samples):
         raise StorageError(f"{directory}: {done} trial(s) completed but no samples are "
@@ -155,21 +157,26 @@ def joined_column(run: RunData, name: str, members: Sequence[str]) -> Column:
 
 
 def table(run: RunData) -> Table:
+    document = run.manifest.profile.document
     joined = report_columns(run.manifest)
     if joined:
         columns = [joined_column(run, name, members) for name, members in joined]
         first = columns[0].name
         pairs = tuple((first, c.name) for c in columns[1:])
+        budgets = {name: tradeoff.budgets(document, list(members))
+                   for name, members in joined}
         return build_table(line_specs(run), columns, pairs, run.policies, first,
-                           workload=run.workload)
+                           workload=run.workload,
+                           budgets={n: next(iter(b.values())) for n, b in budgets.items() if b})
     columns = [column(run, v) for v in run.variants]
     return build_table(line_specs(run), columns, run.comparisons, run.policies, run.baseline,
-                       workload=run.workload)
+                       workload=run.workload, budgets=tradeoff.budgets(document, run.variants))
 
 
 def build_table(specs: Sequence[Spec], columns: Sequence[Column],
                 pairs: Sequence[tuple[str, str]], policies: Mapping[str, Any],
-                baseline: str, *, stats: bool = True, workload: Workload | None = None) -> Table:
+                baseline: str, *, stats: bool = True, workload: Workload | None = None,
+                budgets: Mapping[str, dict[str, float]] | None = None) -> Table:
     """The table of `specs` over `columns`; with `stats`, each pair compared (the primary
     lines as a Holm family, see harness.stats.family; `workload`'s headline metrics are
     primary when the profile names none)."""
@@ -178,7 +185,8 @@ def build_table(specs: Sequence[Spec], columns: Sequence[Column],
     family = 0
     if stats:
         lines, family = with_stats(lines, pairs, policies, workload=workload)
-    return Table([c.name for c in columns], baseline, lines, tuple(pairs), "holm", family)
+    return Table([c.name for c in columns], baseline, lines, tuple(pairs), "holm", family,
+                 dict(budgets or {}))
 
 
 def _totals(frame: pd.DataFrame) -> pd.DataFrame:
@@ -186,10 +194,54 @@ def _totals(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def line_specs(run: RunData) -> list[Spec]:
+    """The profile's `report.table`, else the workload's rows and the collectors'
+    headlines; then the CPU cost lines (reports.ab.cpu_cost) the table does not name."""
     rows = run.manifest.profile.document.get("report", {}).get("table")
     if rows:
-        return [Spec(r.get("label") or f"{r['source']} {r['metric']}", r["source"],
-                     r["metric"], r.get("role")) for r in rows]
+        specs = [Spec(r.get("label") or f"{r['source']} {r['metric']}", r["source"],
+                      r["metric"], r.get("role")) for r in rows]
+    else:
+        specs = _default_specs(run)
+    return specs + cost_specs(run.samples, specs)
+
+
+# The CPU cost lines in the order a reader weighs them; a state below STATE_FLOOR cores
+# in every trial is left out (nice, iowait and steal mostly are). Labels fit the 26
+# columns of the text report's statistics, with the role when several roles have them.
+COST_LABELS = {"busy_cores": "busy cores", "busy_cores_workload": "busy: workload CPUs",
+               "busy_cores_irq": "busy: IRQ/NAPI CPUs", "busy_cores_other": "busy: other CPUs",
+               "napi_thread_cores": "NAPI kthread cores",
+               **{f"cores_{s}": f"cores in {s}" for s in cpu_cost.STATES}}
+STATE_FLOOR = 0.005
+
+
+def cost_specs(samples: pd.DataFrame, taken: Sequence[Spec]) -> list[Spec]:
+    frame = _totals(samples)
+    if not len(frame):
+        return []
+    frame = frame[frame["source"] == cpu_cost.SOURCE]
+    named = {(s.source, s.metric, s.role) for s in taken}
+    found: dict[tuple[str, str], bool] = {}
+    for metric, role, value in zip(frame["metric"], frame["role"], frame["value"],
+                                   strict=True):
+        key = (str(metric), str(role))
+        found[key] = found.get(key, False) or abs(value) >= STATE_FLOOR
+    several = len({role for _, role in found}) > 1
+    order = [*COST_LABELS, *sorted({m for m, _ in found if m.startswith("cpu_us_per_")})]
+    specs = []
+    for metric in order:
+        for (m, role), nonzero in found.items():
+            if m != metric or (cpu_cost.SOURCE, m, role) in named:
+                continue
+            if m.startswith("cores_") and not nonzero:
+                continue
+            label = COST_LABELS.get(m) or "CPU-us/" + m.removeprefix("cpu_us_per_")
+            specs.append(Spec(f"{label} ({role})" if several else label, cpu_cost.SOURCE, m,
+                              role))
+    return specs
+
+
+def _default_specs(run: RunData) -> list[Spec]:
     frame = _totals(run.samples)
     workload = run.manifest.workload_source
     specs: list[Spec] = []

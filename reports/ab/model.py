@@ -70,6 +70,9 @@ class Table:
     pairs: tuple[tuple[str, str], ...] = ()  # (baseline column, compared column)
     adjust: str = "holm"
     family: int = 0  # number of comparisons the p-values were adjusted over
+    # column -> role ("" for all roles) -> the cores budget the profile states
+    # (variants.NAME.cores; reports.ab.tradeoff)
+    budgets: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def compared(self) -> list[str]:
@@ -91,7 +94,9 @@ def format_number(value: float | None, unit: str = "") -> str:
     return f"{value:.3g}"
 
 
-UNITLESS = ("", "count")  # a count needs no unit: "NET_RX softirqs", not "... (count)"
+# a count needs no unit: "NET_RX softirqs", not "... (count)"; nor do cores, which the
+# CPU cost lines name ("busy cores")
+UNITLESS = ("", "count", "cores")
 
 
 def with_unit(name: str, unit: str) -> str:
@@ -138,6 +143,11 @@ def as_ratio(change: float | None, ci: tuple[float, float] | None = None) -> boo
                for v in [change, *bounds])
 
 
+
+
+def format_signed(value: float, unit: str = "") -> str:
+    """An absolute change: +0.98 cores, -190 ms, +3 (a count needs no unit)."""
+    return _signed(value, unit)
 
 
 def _signed(value: float, unit: str) -> str:

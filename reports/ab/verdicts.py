@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from napilab.harness.stats.compare import ABSOLUTE
+from napilab.reports.ab import tradeoff
 from napilab.reports.ab.model import Line, Table, p_text
 
 ORDER = ("worse", "better", "~", "not-enough-data", "exploratory")
@@ -36,7 +37,7 @@ def summary(tab: Table) -> Summary:
                                  "baseline": tab.baseline_of(column), "change": found.change,
                                  "ci": found.change_ci, "p": found.p_adjusted,
                                  "scale": found.scale, "unit": line.unit,
-                                 "assumed": assumed,
+                                 "assumed": assumed, "cost": tradeoff.cost(tab, column),
                                  "note": " (direction assumed: lower taken as better)"
                                  if assumed else ""})
     findings.sort(key=lambda f: (f["verdict"] != "worse", f["scale"] != ABSOLUTE,
@@ -59,7 +60,12 @@ def notes(tab: Table) -> list[str]:
             add("direction unknown, judged as lower-is-better", line)
         for column, why in line.notes.items():
             add(why, line, column)
+        # the CPU cost lines are read beside the verdicts (reports.ab.tradeoff): their
+        # noise is said only where they are primary
+        quiet = line.source == tradeoff.SOURCE and not line.primary
         for column, noise in line.noise.items():
+            if quiet:
+                continue
             if noise.exceeds:
                 add(f"baseline noise exceeds the effect: {noise.reason}", line, column)
             elif not noise.known and line.primary:
@@ -69,4 +75,5 @@ def notes(tab: Table) -> list[str]:
                 add(f"drift along trials in {column} (Mann-Kendall "
                     f"{p_text(cell.drift.p_value)}, {cell.drift.slope_per_trial:+.1%} per "
                     "trial)", line)
-    return [f"{reason}: {', '.join(labels)}" for reason, labels in grouped.items()]
+    return [f"{reason}: {', '.join(labels)}" for reason, labels in grouped.items()] + \
+        tradeoff.notes(tab)

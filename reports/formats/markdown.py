@@ -77,7 +77,8 @@ def _verdicts(tab: Table) -> list[str]:
         ci = format_ci(f["ci"], f["change"], f["scale"], f["unit"])
         out.append(f"- **{f['verdict']}**: {escape(f['label'])} ({escape(f['column'])} vs "
                    f"{escape(f['baseline'])}) {escape(change)}, 95% CI {escape(ci)}, "
-                   f"{p_text(f['p'])}{f['note']}")
+                   f"{p_text(f['p'])}{f['note']}" + (f", {escape(f['cost'])}" if f["cost"]
+                                                     else ""))
     more = len(summary.findings) - MAX_FINDINGS
     if more > 0:
         out.append(f"- ... and {more} more in the tables below")

@@ -1,7 +1,8 @@
 """`napilab report --format csv`: the run's tidy samples table as CSV (RUN_DIR/samples.csv)
 for spreadsheets and notebooks: one row per value, the columns of samples.parquet
 (run_id, trial, variant, rep, role, host, source, metric, cpu, value, unit); `cpu` is
-empty for totals, as it is null in the table."""
+empty for totals, as it is null in the table. The stored rows come first, then the CPU
+cost rows napilab derives from them (source `cpu`: reports.ab.cpu_cost)."""
 
 from __future__ import annotations
 

@@ -69,6 +69,14 @@ def stats_block(tab: Table, width: int = 80) -> str:
                              format_ci(found.change_ci, found.change, found.scale, line.unit),
                              p, _verdict(found))))
         out.append("")
+    costs = [f for f in verdicts.summary(tab).findings if f["cost"]]
+    if costs:
+        out.append("  verdicts at their CPU cost:")
+        for f in costs:
+            change = format_pct(f["change"], f["ci"], f["scale"], f["unit"])
+            out.extend(textwrap.wrap(f"{f['verdict']}: {f['label']} ({f['column']}) {change} "
+                                     f"{f['cost']}", width, initial_indent="  - ",
+                                     break_on_hyphens=False, subsequent_indent="    "))
     notes = verdicts.notes(tab)
     if notes:
         out.append("  notes:")

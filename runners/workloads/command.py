@@ -210,6 +210,7 @@ class CommandTool:
 
     name = "command"
     headline: tuple[str, ...] = ()  # its metrics are the profile's: `metrics:` names them
+    operations: Mapping[str, tuple[str, ...]] = {}
     # its presets' parsers: `napilab parse xdpsock FILE`
     parsers: Mapping[str, Parser] = dict(PRESETS)
     versions: Mapping[str, tuple[str, ...] | None] = {}

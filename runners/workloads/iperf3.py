@@ -219,6 +219,7 @@ class Iperf3Tool:
 
     name = "iperf3"
     headline: tuple[str, ...] = ("throughput",)
+    operations: Mapping[str, tuple[str, ...]] = {"MB": ("throughput",)}
     parsers: Mapping[str, Parser] = {"iperf3": lambda text: values(parse(text))}
     versions: Mapping[str, tuple[str, ...] | None] = {"iperf3": ("iperf3", "--version")}
     client_args: Mapping[str, ArgSpec] = {

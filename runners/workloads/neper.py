@@ -190,6 +190,8 @@ class NeperTool:
     --nolog [flags]`. Which client flag the server also gets is the OPTIONS table."""
 
     headline: tuple[str, ...] = ("latency_p50", "latency_p99", "throughput")
+    operations: Mapping[str, tuple[str, ...]] = {"transaction": ("num_transactions",),
+                                                 "MB": ("throughput",)}
     parsers: Mapping[str, Parser] = {"neper": lambda text: values(parse(text)),
                                      "neper.all_samples": lambda text: _all_samples(text)}
 

@@ -266,6 +266,8 @@ class NetperfTool:
     }
 
     headline: tuple[str, ...] = ("latency_p50", "latency_p99", "transaction_rate")
+    operations: Mapping[str, tuple[str, ...]] = {"transaction": ("transaction_rate",),
+                                                 "MB": ("throughput",)}
     parsers: Mapping[str, Parser] = {"netperf": lambda text: values(parse(text))}
     versions: Mapping[str, tuple[str, ...] | None] = {"netperf": ("netperf", "-V"),
                                                        "netserver": ("netserver", "-V")}

@@ -174,6 +174,7 @@ class PingTool:
 
     name = "ping"
     headline: tuple[str, ...] = ("rtt_avg", "received_per_second")
+    operations: Mapping[str, tuple[str, ...]] = {"packet": ("transmitted",)}
     parsers: Mapping[str, Parser] = {"ping": lambda text: values(parse(text))}
     versions: Mapping[str, tuple[str, ...] | None] = {"ping": ("ping", "-V")}
     client_args: Mapping[str, ArgSpec] = {

@@ -313,6 +313,8 @@ class SockperfTool:
     }
 
     headline: tuple[str, ...] = ("latency_p50", "latency_p99", "message_rate")
+    operations: Mapping[str, tuple[str, ...]] = {"message": ("sent", "messages_sent",
+                                                             "message_rate")}
     parsers: Mapping[str, Parser] = {
         "sockperf": lambda text: values(parse(text)),
         "sockperf.full_log": lambda text: full_log_values(parse_full_log(text))}

@@ -102,6 +102,10 @@ class WorkloadTool(Protocol):
 
     `headline`: the metrics judged (and shown) when a profile names none: the tool's
     latency percentiles and its rate, recorded in the manifest (reports read them there).
+    `operations`: what one unit of the tool's work is (transaction, message, packet, MB)
+    -> the metrics that count it, the first the tool printed counts (a count, a rate, or
+    a bit rate for MB): CPU cost per
+    operation is derived from it (reports.ab.cpu_cost).
     `parsers`: the names `napilab parse NAME FILE` reads this tool's output by.
     `programs(side)`: what the client or server side runs, for `hosts check` and for
     the versions the manifest records; `versions`: the argv that prints a program's
@@ -112,6 +116,7 @@ class WorkloadTool(Protocol):
     client_args: Mapping[str, ArgSpec]
     server_args: Mapping[str, ArgSpec]
     headline: tuple[str, ...]
+    operations: Mapping[str, tuple[str, ...]]
     parsers: Mapping[str, Parser]
     versions: Mapping[str, tuple[str, ...] | None]
 

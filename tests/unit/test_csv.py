@@ -32,8 +32,12 @@ def test_report_csv_is_the_samples_table(tmp_path: Path,
     assert capsys.readouterr().out.strip() == str(run_dir / "samples.csv")
     text = (run_dir / "samples.csv").read_text()
     assert text.splitlines()[0] == ",".join(COLUMNS)
-    back = pd.read_csv(io.StringIO(text), dtype={"run_id": str})
+    everything = pd.read_csv(io.StringIO(text), dtype={"run_id": str})
     table = pd.read_parquet(run_dir / "samples.parquet")
+    # the stored rows, then the CPU cost rows derived from them (reports.ab.cpu_cost)
+    back = everything.iloc[:len(table)]
+    derived = everything.iloc[len(table):]
+    assert set(derived["source"]) == {"cpu"} and "busy_cores" in set(derived["metric"])
     assert len(back) == len(table) > 1000
     pd.testing.assert_series_equal(back["value"], table["value"], check_dtype=False)
     assert (back["cpu"].isna() == table["cpu"].isna()).all()

@@ -90,8 +90,9 @@ def test_json_is_strict_and_complete() -> None:
     assert doc["schema"] == "napilab.report/1"
     assert doc["status"] == {"status": "complete", "total": 24, "ok": 24, "failed": 0,
                              "incomplete": False}
-    # primary: latency_p99 and throughput (the run's metrics:), the rest exploratory
-    assert doc["verdicts"]["counts"] == {"better": 4, "exploratory": 22}
+    # primary: latency_p99 and throughput (the run's metrics:), the rest exploratory (the
+    # 20 of the CPU cost lines, 10 a compared variant, among them)
+    assert doc["verdicts"]["counts"] == {"better": 4, "exploratory": 44}
     assert {s["state"] for s in doc["settings"]} == {"ok", "absent", "mismatch"}
     client = next(c for c in doc["commands"] if c["side"] == "client")
     assert client["shell"].startswith("env LC_ALL=C timeout -k 5 40 taskset -c 3 tcp_rr")
@@ -106,8 +107,8 @@ def test_junit_has_one_case_per_line_and_compared_variant() -> None:
     assert len(cases) == len(tab.lines) * len(tab.compared)
     assert root.get("tests") == str(len(cases)) and root.get("failures") == "0"
     skipped = [c for c in cases if c.find("skipped") is not None]
-    # absent and baseline-less lines (4), and the exploratory rows (22): never a pass
-    assert root.get("skipped") == str(len(skipped)) == "26"
+    # the absent kprobe's line (2), and the exploratory rows (44): never a pass
+    assert root.get("skipped") == str(len(skipped)) == "46"
     names = {c.get("name") for c in cases}
     assert "neper.latency_p99[sut]" in names and "pooled.latency_p99.9" in names
 

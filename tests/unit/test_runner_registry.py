@@ -52,6 +52,7 @@ class ToyTool:
 
     name = "toy"
     headline: tuple[str, ...] = ("latency_us",)
+    operations: Mapping[str, tuple[str, ...]] = {}
     parsers: Mapping[str, Parser] = {"toy": toy_values}
     versions: Mapping[str, tuple[str, ...] | None] = {"sh": None}
     client_args: Mapping[str, ArgSpec] = {"latency": ArgSpec((int, float), "what to print")}

@@ -1,0 +1,227 @@
+"""CPU cost, derived from the counters a run stored: rows of source `cpu`.
+
+For each trial and each host that collected `proc_stat` (its per-CPU rows), in cores
+(CPU time / trial wall time; wall time is the snapshot window, `snapshot.interval`, or
+where a run has none the mean per-CPU sum of all states):
+
+- `busy_cores`: user + nice + system + hardirq + softirq of every CPU (iowait and steal
+  are time the CPU did not work for this host: shown, not counted as busy);
+- `cores_<state>`: each state on its own (user, nice, system, hardirq, softirq, iowait,
+  steal);
+- by CPU set: `busy_cores_workload` (the CPUs the profile pins the workload to on this
+  host's role), `busy_cores_irq` (the other CPUs that took at least 1% of the device
+  IRQs the `interrupts` collector counted, or of softnet_stat `processed`, or of the
+  NAPI kthreads' time), `busy_cores_other` (the rest); each set only where it is known;
+- `napi_thread_cores`: the NAPI and busy-poll kthreads' CPU time (napi_threads);
+- `cpu_us_per_<op>`: busy CPU time in microseconds per operation of the workload
+  (`transaction`, `message`, `packet`, `MB`: the tool's `operations`, recorded in the
+  manifest), counted by the workload's client role.
+
+Pure (pandas); `reports.ab.compare.load_run` adds these rows to every run it loads, so
+the A/B table, `check --max-regression`, `compare` and the frontier read them as they
+read any other row. docs/reports.md documents them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from napilab.harness.profile.cpus import CpuListError, parse_list
+from napilab.harness.store.manifest import Manifest
+
+SOURCE = "cpu"
+CORES = "cores"
+BUSY_STATES = ("user", "nice", "system", "hardirq", "softirq")
+STATES = (*BUSY_STATES, "iowait", "steal")
+# a CPU is in the IRQ/NAPI set when it took at least this share of a signal's count
+SHARE = 0.01
+_BITS = {"bits/s": 1.0, "kbit/s": 1e3, "mbit/s": 1e6, "gbit/s": 1e9,
+         "10^3bits/s": 1e3, "10^6bits/s": 1e6, "10^9bits/s": 1e9}  # the last: netperf's
+COLUMNS = ("run_id", "trial", "variant", "rep", "role", "host", "source", "metric", "cpu",
+           "value", "unit")
+
+
+def with_cpu_cost(samples: pd.DataFrame, manifest: Manifest) -> pd.DataFrame:
+    """`samples` and the derived `cpu` rows (module doc); unchanged without proc_stat
+    per-CPU rows (or when it already holds `cpu` rows)."""
+    if not len(samples) or (samples["source"] == SOURCE).any():
+        return samples
+    per_cpu = samples[(samples["source"] == "proc_stat") & samples["cpu"].notna()]
+    if not len(per_cpu):
+        return samples
+    rows = list(_derive(samples, per_cpu, manifest))
+    if not rows:
+        return samples
+    derived = pd.DataFrame(rows, columns=list(COLUMNS)).astype(
+        {c: samples[c].dtype for c in COLUMNS if c in samples.columns})
+    return pd.concat([samples, derived], ignore_index=True)
+
+
+def _derive(samples: pd.DataFrame, per_cpu: pd.DataFrame,
+            manifest: Manifest) -> Iterable[tuple[Any, ...]]:
+    doc = manifest.profile.document
+    ops = _operation_counts(samples, manifest)
+    windows = _windows(samples)
+    signals = _signals(samples)
+    kthreads = samples[(samples["source"] == "napi_threads") & samples["cpu"].isna()
+                       & (samples["metric"] == "cpu_time")]
+    kthread_ms = kthreads.groupby(["trial", "host"])["value"].sum().to_dict()
+    for (trial, host), frame in per_cpu.groupby(["trial", "host"], sort=True):
+        first = frame.iloc[0]
+        variant, role = str(first["variant"]), str(first["role"])
+        ms = frame.pivot_table(index="cpu", columns="metric", values="value", aggfunc="sum")
+        ms.index = [int(c) for c in ms.index]
+        wall_ms = 1000 * (windows.get((trial, host)) or _wall_of(ms))
+        if wall_ms <= 0:
+            continue
+        host_rows = _host_rows(ms, wall_ms, _workload_cpus(doc, variant, role),
+                               signals.get((trial, host), {}), kthread_ms.get((trial, host)),
+                               ops.get(trial, {}))
+        for metric, value, unit in host_rows:
+            yield (first["run_id"], trial, variant, first["rep"], role, host, SOURCE, metric,
+                   math.nan, float(value), unit)
+
+
+def _wall_of(ms: pd.DataFrame) -> float:
+    """Seconds: the mean per-CPU sum of every state (a run without snapshot windows)."""
+    states = [c for c in (*STATES, "idle") if c in ms.columns]
+    return float(ms[states].sum(axis=1).mean()) / 1000 if states else 0.0
+
+
+def _host_rows(ms: pd.DataFrame, wall_ms: float, pinned: set[int],
+               signals: Mapping[str, Mapping[int, float]], kthread_ms: float | None,
+               ops: Mapping[str, float]) -> Iterable[tuple[str, float, str]]:
+    """One host's trial: (metric, value, unit) of every cost row (module doc)."""
+    busy_states = [s for s in BUSY_STATES if s in ms.columns]
+    busy = ms[busy_states].sum(axis=1) if busy_states else pd.Series(0.0, index=ms.index)
+    yield "busy_cores", busy.sum() / wall_ms, CORES
+    for state in STATES:
+        if state in ms.columns:
+            yield f"cores_{state}", ms[state].sum() / wall_ms, CORES
+    cpus = set(ms.index)
+    workload = pinned & cpus
+    irq = (_irq_cpus(signals) & cpus) - workload
+    if workload:
+        yield "busy_cores_workload", busy[sorted(workload)].sum() / wall_ms, CORES
+    if irq:
+        yield "busy_cores_irq", busy[sorted(irq)].sum() / wall_ms, CORES
+    if workload or irq:
+        rest = sorted(cpus - workload - irq)
+        yield "busy_cores_other", busy[rest].sum() / wall_ms if rest else 0.0, CORES
+    if kthread_ms is not None:
+        yield "napi_thread_cores", kthread_ms / wall_ms, CORES
+    for op, count in ops.items():
+        if count > 0:
+            yield f"cpu_us_per_{op}", busy.sum() * 1000 / count, "us"
+
+
+def _windows(samples: pd.DataFrame) -> dict[tuple[Any, Any], float]:
+    found = samples[(samples["source"] == "snapshot") & (samples["metric"] == "interval")]
+    return {(t, h): float(v) for t, h, v in zip(found["trial"], found["host"], found["value"],
+                                                 strict=True)}
+
+
+def _signals(samples: pd.DataFrame) -> dict[tuple[Any, Any], dict[str, dict[int, float]]]:
+    """(trial, host) -> signal -> cpu -> count: device IRQs, softnet `processed`, NAPI
+    kthread time."""
+    per_cpu = samples[samples["cpu"].notna()]
+    picks = {
+        "irq": (per_cpu["source"] == "interrupts") & per_cpu["metric"].str.startswith("irq_"),
+        "softnet": (per_cpu["source"] == "softnet_stat") & (per_cpu["metric"] == "processed"),
+        "kthread": (per_cpu["source"] == "napi_threads") & (per_cpu["metric"] == "cpu_time"),
+    }
+    out: dict[tuple[Any, Any], dict[str, dict[int, float]]] = {}
+    for name, mask in picks.items():
+        chosen = per_cpu[mask]
+        if not len(chosen):
+            continue
+        sums = chosen.groupby(["trial", "host", "cpu"])["value"].sum()
+        for key, value in sums.items():
+            where: tuple[Any, Any, Any] = key  # type: ignore[assignment]
+            out.setdefault(where[:2], {}).setdefault(name, {})[int(where[2])] = float(value)
+    return out
+
+
+def _irq_cpus(signals: Mapping[str, Mapping[int, float]]) -> set[int]:
+    chosen: set[int] = set()
+    for counts in signals.values():
+        total = sum(counts.values())
+        if total > 0:
+            chosen |= {cpu for cpu, n in counts.items() if n >= SHARE * total}
+    return chosen
+
+
+def workload_spec(doc: Mapping[str, Any], variant: str) -> dict[str, Any]:
+    """The variant's workload section: the profile's, with the variant's over it."""
+    base = dict(doc.get("workload") or {})
+    over = ((doc.get("variants") or {}).get(variant) or {}).get("workload") or {}
+    for key, value in over.items():
+        if key in ("client", "server") and isinstance(value, Mapping):
+            base[key] = {**(base.get(key) or {}), **value}
+        else:
+            base[key] = value
+    return base
+
+
+def _workload_cpus(doc: Mapping[str, Any], variant: str, role: str) -> set[int]:
+    spec = workload_spec(doc, variant)
+    out: set[int] = set()
+    for side in ("client", "server"):
+        part = spec.get(side) or {}
+        if isinstance(part, Mapping) and part.get("role") == role and part.get("cpus"):
+            try:
+                out |= set(parse_list(str(part["cpus"])))
+            except CpuListError:
+                continue
+    return out
+
+
+def _operation_counts(samples: pd.DataFrame, manifest: Manifest) -> dict[Any, dict[str, float]]:
+    """trial -> operation -> how many the workload did (its client role's rows)."""
+    source = manifest.workload_source
+    operations = manifest.operation(source)
+    if not source or not operations:
+        return {}
+    doc = manifest.profile.document
+    rows = samples[(samples["source"] == source) & samples["cpu"].isna()]
+    out: dict[Any, dict[str, float]] = {}
+    for trial, frame in rows.groupby("trial"):
+        variant = str(frame.iloc[0]["variant"])
+        spec = workload_spec(doc, variant)
+        client = (spec.get("client") or {}).get("role")
+        duration = spec.get("duration")
+        for op, metrics in operations.items():
+            metric = next((m for m in metrics if (frame["metric"] == m).any()), None)
+            found = frame[frame["metric"] == metric]
+            if client is not None and (found["role"] == client).any():
+                found = found[found["role"] == client]
+            if not len(found):
+                continue
+            count = _count(float(found["value"].iloc[0]), str(found["unit"].iloc[0]), op,
+                           duration)
+            if count is not None:
+                out.setdefault(trial, {})[op] = count
+    return out
+
+
+def _count(value: float, unit: str, op: str, duration: Any) -> float | None:
+    """How many `op` a value of `unit` stands for: a count as it is, a rate times the
+    workload's duration, a bit rate in MB (10^6 bytes) for `MB`; None when the unit is
+    not one of `op`'s."""
+    seconds = float(duration) if isinstance(duration, int | float) else None
+    bits = _BITS.get(unit.lower())
+    if op == "MB":
+        if bits is None or seconds is None:
+            return None
+        return value * bits * seconds / 8 / 1e6
+    if bits is not None:
+        return None
+    if unit == "count":
+        return value
+    if unit.endswith("/s") and seconds is not None:
+        return value * seconds
+    return None
