@@ -186,6 +186,10 @@ def profile_schema() -> Schema:
     kernels = defs.ref("kernel", _kernel)
     overlay = {"description": STRING,
                "group": {"type": "string", "pattern": _regex(profile._GROUP)},
+               "cores": {"anyOf": [{"type": "number", "exclusiveMinimum": 0},
+                                   {"type": "object", "minProperties": 1,
+                                    "additionalProperties": {"type": "number",
+                                                             "exclusiveMinimum": 0}}]},
                "setup": setup, "workload": workload, "collect": collect, "kernel": kernels}
     assert list(overlay) == list(profile.VARIANT_KEYS) == list(keys.VARIANT_KEY_HELP)
     properties: Schema = {

@@ -23,9 +23,14 @@ from napilab.harness.stats.family import (
 from napilab.harness.stats.power import Reach, reachability
 from napilab.runners.registry import headline
 
+# The CPU cost lines (source `cpu`: busy cores, CPU-us per operation) are derived from
+# proc_stat's per-CPU rows and follow every table (reports.ab.cpu_cost).
+COST_SOURCE, COST_FROM = "cpu", "proc_stat"
+
 
 def _sources(variant: Variant) -> set[str]:
-    return {variant.workload.source, POOLED_SOURCE, *(c.name for c in variant.collect)}
+    found = {variant.workload.source, POOLED_SOURCE, *(c.name for c in variant.collect)}
+    return found | {COST_SOURCE} if COST_FROM in found else found
 
 
 def _produced(source: str, variant: Variant) -> bool:
@@ -38,8 +43,11 @@ def primary_lines(profile: Profile) -> list[tuple[str, str]]:
     source = profile.variants[0].workload.source
     workload = Workload(source, headline(source))
     if profile.table:
-        return [(row.source, row.metric) for row in profile.table
+        rows = [(row.source, row.metric) for row in profile.table
                 if is_primary(row.source, row.metric, policies, workload)]
+        costs = [(COST_SOURCE, n.removeprefix(f"{COST_SOURCE}."))
+                 for n in sorted(named_primary(policies)) if n.startswith(f"{COST_SOURCE}.")]
+        return rows + [c for c in costs if c not in rows]
     named = named_primary(policies)
     if named:
         return [_split(n, profile.variants[0]) for n in sorted(named)]
@@ -80,7 +88,12 @@ def design_warnings(profile: Profile) -> list[str]:
             continue
         rows = [(row.source, row.metric) for row in profile.table
                 if name in (row.metric, f"{row.source}.{row.metric}")]
-        if profile.table and not rows:
+        if name.startswith(f"{COST_SOURCE}."):
+            if not any(COST_FROM in {c.name for c in v.collect} for v in profile.variants):
+                out.append(f"metrics: {name} is the CPU cost napilab derives from the "
+                           f"{COST_FROM} collector, which this profile does not enable: it "
+                           "is not judged")
+        elif profile.table and not rows:
             out.append(f"metrics: {name} is primary but not a row of report.table: it is "
                        "not judged")
         source, metric = rows[0] if rows else _split(name, profile.variants[0])

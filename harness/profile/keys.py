@@ -61,6 +61,8 @@ VARIANT_KEY_HELP = {
     "description": "What this variant changes, shown in the plan and the report.",
     "group": "A comparison group: the variant is compared with the first variant of its "
              "group, never with the profile's baseline.",
+    "cores": "The cores this variant may use (a number, or per role): the report says when "
+             "it used more, and when compared variants have unequal budgets.",
     "setup": "Per role, knobs this variant sets, merged over the profile's `setup`.",
     "workload": "This variant's workload, merged over the profile's (another `tool` "
                 "starts from a fresh workload).",

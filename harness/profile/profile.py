@@ -57,7 +57,7 @@ from napilab.harness.profile.setup import parse_setup
 from napilab.harness.profile.yamlsrc import Node
 
 TOP_KEYS = keys.PROFILE_KEYS
-VARIANT_KEYS = ("description", "group", "setup", "workload", "collect", "kernel")
+VARIANT_KEYS = ("description", "group", "cores", "setup", "workload", "collect", "kernel")
 ORDERS = ("interleaved", "randomized", "blocked")
 MAX_VARIANTS = 20_000  # explicit or from a matrix, counted before a matrix is expanded
 ON_MISMATCH = ("fail", "warn")
@@ -202,7 +202,7 @@ def load_profile(path: str | Path) -> Profile:
         if isinstance(declared, dict) else {}
     for name, overlay, values in arms:
         merged = deep_merge(without_other_tool(base, overlay), Node(
-            {k: v for k, v in overlay.items() if k not in ("description", "group")}))
+            {k: v for k, v in overlay.items() if k not in ("description", "group", "cores")}))
         merged = substitute(merged, values) if values else merged  # deep_merge copied
         start = len(check.problems)
         unknown_placeholders(check, merged, values, declared_parameters(document))
@@ -325,6 +325,28 @@ def _roles(check: Checker, document: Node) -> dict[str, RoleSpec]:
     return roles
 
 
+def _cores_budget(check: Checker, overlay: Node, path: str, roles: dict[str, RoleSpec]) -> None:
+    """`cores: N` (every role together) or `cores: {ROLE: N}`: the cores a variant may
+    use, which the report weighs its busy cores against (reports.ab.tradeoff)."""
+    if "cores" not in overlay:
+        return
+    found = overlay["cores"]
+    where = overlay.where("cores")
+    wanted = "a number of cores above 0, or ROLE: cores for some of " + ", ".join(roles)
+    items = found.items() if isinstance(found, dict) else [("", found)]
+    if isinstance(found, dict) and not found:
+        check.error(where, join(path, "cores"), f"an empty mapping; expected {wanted}")
+    for role, number in items:
+        key = join(path, "cores") if not role else join(join(path, "cores"), str(role))
+        if role and isinstance(found, Node):
+            where = found.where(role)
+        if role and role not in roles:
+            check.error(where, key, f"unknown role {role!r}; expected one of "
+                                    f"{', '.join(roles)}{suggest(str(role), list(roles))}")
+        elif isinstance(number, bool) or not isinstance(number, int | float) or number <= 0:
+            check.error(where, key, f"{number!r}; expected {wanted}")
+
+
 def _variant(check: Checker, name: str, doc: Node, overlay: Node,
              roles: dict[str, RoleSpec], values: dict[str, Any]) -> Variant | None:
     setup = check.mapping(doc.get("setup"), doc.where("setup"), "setup") or Node()
@@ -341,6 +363,7 @@ def _variant(check: Checker, name: str, doc: Node, overlay: Node,
     if group is not None and not _GROUP.fullmatch(group):
         check.error(overlay.where("group"), join(join("variants", name), "group"),
                     f"group name {group!r}: use letters, digits and . _ = + -")
+    _cores_budget(check, overlay, join("variants", name), roles)
     if values:
         swept = ", ".join(f"{k}={v}" for k, v in values.items())
         description = f"{description} ({swept})" if description else swept

@@ -241,7 +241,7 @@ class Manifest:
     OPTIONAL: ClassVar[tuple[str, ...]] = (
         "groups", "comparisons", "status", "incomplete", "started", "ended", "host_facts",
         "hosts_changed", "resume_host_changes", "resumed", "argv_resume", "headlines",
-        "operations")
+        "operations", "parameters")
 
     run_id: str = ""
     profile: ProfileRecord = field(default_factory=ProfileRecord)
@@ -260,6 +260,8 @@ class Manifest:
     # counts it, first found first (the tool's `operations`): CPU cost per operation
     # (reports.ab.cpu_cost). Runs before it was recorded read today's (from_json).
     operations: dict[str, dict[str, list[str]]] | None = None
+    # variant -> its `matrix` values (parameter -> value); None before they were recorded
+    parameters: dict[str, dict[str, Any]] | None = None
     inventory: InventoryRecord = field(default_factory=InventoryRecord)
     napilab: NapilabRecord = field(default_factory=NapilabRecord)
     argv: list[str] = field(default_factory=list)

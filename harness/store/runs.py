@@ -57,6 +57,8 @@ def new_manifest(plan: Plan) -> Manifest:
         workload_source=profile.variants[0].workload.source,
         headlines=headlines([v.workload.source for v in profile.variants]),
         operations=operations([v.workload.source for v in profile.variants]),
+        parameters={v.name: dict(v.parameters) for v in profile.variants if v.parameters}
+        or None,
         inventory=InventoryRecord(plan.inventory.path, inventory_digest(plan),
                                   {n: h.public() for n, h in plan.hosts.items()}),
         napilab=NapilabRecord(__version__, git_sha()),

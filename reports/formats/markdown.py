@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from napilab.reports.ab import verdicts
+from napilab.reports.ab import frontier, verdicts
 from napilab.reports.ab.compare import RunData
 from napilab.reports.ab.model import Table, format_ci, format_p, format_pct, p_text, verdict_text
 from napilab.reports.formats import run_facts
@@ -88,7 +88,16 @@ def _verdicts(tab: Table) -> list[str]:
 def tables(tab: Table, absent: dict[str, frozenset[str]]) -> list[str]:
     """The verdicts, the medians and the statistics per compared column (a run's report
     and `napilab compare --format md` alike)."""
-    return _verdicts(tab) + _values(tab, absent) + _stats(tab)
+    return _verdicts(tab) + _values(tab, absent) + _stats(tab) + _frontier(tab)
+
+
+def _frontier(tab: Table) -> list[str]:
+    found = frontier.frontier(tab)
+    if not isinstance(found, frontier.Frontier):
+        return []
+    head, *rest = frontier.text(found)
+    return ["#### " + escape(head[0].upper() + head[1:].rstrip(":")), "",
+            *(f"- {escape(line)}" for line in rest), ""]
 
 
 def _values(tab: Table, absent: dict[str, frozenset[str]]) -> list[str]:

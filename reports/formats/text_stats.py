@@ -7,7 +7,7 @@ from __future__ import annotations
 import textwrap
 
 from napilab.harness.stats.compare import Comparison
-from napilab.reports.ab import verdicts
+from napilab.reports.ab import frontier, verdicts
 from napilab.reports.ab.model import Table, format_ci, format_p, format_pct, verdict_text
 
 LEGEND = ("change: the test's own estimate, always inside its CI: the ratio of geometric "
@@ -76,6 +76,14 @@ def stats_block(tab: Table, width: int = 80) -> str:
             change = format_pct(f["change"], f["ci"], f["scale"], f["unit"])
             out.extend(textwrap.wrap(f"{f['verdict']}: {f['label']} ({f['column']}) {change} "
                                      f"{f['cost']}", width, initial_indent="  - ",
+                                     break_on_hyphens=False, subsequent_indent="    "))
+    front = frontier.frontier(tab)
+    if isinstance(front, frontier.Frontier):
+        head, *rest = frontier.text(front)
+        out.extend(textwrap.wrap(head, width, initial_indent="  ", subsequent_indent="  ",
+                                 break_on_hyphens=False))
+        for item in rest:
+            out.extend(textwrap.wrap(item, width, initial_indent="  - ",
                                      break_on_hyphens=False, subsequent_indent="    "))
     notes = verdicts.notes(tab)
     if notes:

@@ -30,8 +30,6 @@ THROUGHPUT = ("throughput", "message_rate", "bandwidth", "received_per_second",
               "local_throughput", "sender_throughput", "num_transactions")
 LATENCY = ("latency_p99", "rtt_p99", "latency_p50", "latency_mean", "rtt_mean", "rtt_avg",
            "latency_avg")
-# proc_stat's busy states: the CPU a variant spends (idle, iowait and steal are not its).
-CPU_BUSY = ("user", "nice", "system", "hardirq", "softirq")
 MAX_LINES = 12  # variants drawn as lines in one axes before it turns into noise
 LADDER_STYLES = ("-", "--", ":", "-.")
 
@@ -230,17 +228,17 @@ def throughput_latency(run: RunData, table: Table) -> Drawn:
 
 
 def cpu_busy(run: RunData) -> Measure | None:
-    """proc_stat busy time (user, nice, system, hardirq, softirq) per trial, summed over
-    the CPUs each proc_stat collector covers, on every host."""
+    """Busy cores per trial (reports.ab.cpu_cost: user, nice, system, hardirq and softirq
+    time of every CPU over the trial's wall time), summed over every host."""
     frame = run.samples
     if not len(frame):
         return None
-    sel = frame[(frame["source"] == "proc_stat") & frame["cpu"].isna()
-                & frame["metric"].isin(CPU_BUSY)]
+    sel = frame[(frame["source"] == "cpu") & frame["cpu"].isna()
+                & (frame["metric"] == "busy_cores")]
     if not len(sel):
         return None
     per_trial = sel.groupby(["trial", "variant"])["value"].sum().reset_index()
-    return Measure("CPU busy time", str(sel["unit"].iloc[0]), per_trial)
+    return Measure("busy cores", "cores", per_trial)
 
 
 def latency_cpu_cost(run: RunData, table: Table) -> Drawn:
@@ -250,6 +248,6 @@ def latency_cpu_cost(run: RunData, table: Table) -> Drawn:
         return "no proc_stat collector: the CPU time of a trial is unknown"
     if latency is None:
         return "the workload stored no latency metric (looked for " + ", ".join(LATENCY) + ")"
-    drawn = _scatter(table, cost, latency, with_unit(
-        "CPU busy time on the collected CPUs, user+system+irq+softirq", cost.unit))
+    drawn = _scatter(table, cost, latency,
+                     "busy cores (user+nice+system+hardirq+softirq time / wall time)")
     return drawn if isinstance(drawn, str) else (drawn, "crosses: medians per variant")

@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 from napilab.reports.ab.compare import RunData
 from napilab.reports.ab.model import Line, Table, with_unit
 from napilab.reports.plots import cpu as plots_cpu
+from napilab.reports.plots import frontier as plots_frontier
 from napilab.reports.plots import latency as plots_latency
 from napilab.reports.plots import trial_order as plots_trial_order
 from napilab.reports.plots.svg import RC, SvgRejected, color, figure_svg, label, numbers
@@ -129,7 +130,9 @@ PLOTS: dict[str, tuple[str, PlotFunction]] = {
                            plots_latency.throughput_latency),
     "per_cpu_counters": ("Per-CPU counters (median over repetitions)",
                          plots_cpu.per_cpu_counters),
-    "latency_cpu_cost": ("Latency vs CPU cost, one dot per repetition",
+    "frontier": ("The latency-CPU frontier: latency vs busy cores per variant",
+                 plots_frontier.frontier),
+    "latency_cpu_cost": ("Latency vs busy cores, one dot per repetition",
                          plots_latency.latency_cpu_cost),
 }
 
