@@ -205,8 +205,9 @@ def line_specs(run: RunData) -> list[Spec]:
     return specs + cost_specs(run.samples, specs)
 
 
-# The CPU cost lines in the order a reader weighs them; a state below STATE_FLOOR cores
-# in every trial is left out (nice, iowait and steal mostly are). Labels fit the 26
+# The CPU cost lines in the order a reader weighs them; but for busy cores, a line below
+# STATE_FLOOR in every trial is left out (nice, iowait and steal mostly are, and the
+# NAPI kthreads where none ran). Labels fit the 26
 # columns of the text report's statistics, with the role when several roles have them.
 COST_LABELS = {"busy_cores": "busy cores", "busy_cores_workload": "busy: workload CPUs",
                "busy_cores_irq": "busy: IRQ/NAPI CPUs", "busy_cores_other": "busy: other CPUs",
@@ -233,7 +234,7 @@ def cost_specs(samples: pd.DataFrame, taken: Sequence[Spec]) -> list[Spec]:
         for (m, role), nonzero in found.items():
             if m != metric or (cpu_cost.SOURCE, m, role) in named:
                 continue
-            if m.startswith("cores_") and not nonzero:
+            if m != "busy_cores" and not nonzero:  # a state, a CPU set or kthread never busy
                 continue
             label = COST_LABELS.get(m) or "CPU-us/" + m.removeprefix("cpu_us_per_")
             specs.append(Spec(f"{label} ({role})" if several else label, cpu_cost.SOURCE, m,

@@ -3,8 +3,10 @@
 One point per column of the A/B table: the median of its primary latency line (the
 first primary line in microseconds, p99 when there is one) and the median of its busy
 cores (reports.ab.cpu_cost; several roles' busy cores are summed per trial), each with
-its distribution-free 95% CI of the median. A variant is *dominated* when another is
-clearly better on one of the two (its CI of the median wholly below this one's) and no
+its distribution-free 95% CI of the median (below 6 repetitions, which cannot give one,
+the range of the repetitions). A variant is *dominated* when another is clearly better
+on one of the two (its interval wholly below this one's: at 3 repetitions, every one of
+them better than every one of the other's) and no
 worse on the other (its median below this one's, or inside this one's CI): a hair's
 difference of medians that the repetitions cannot tell apart dominates nothing, so two
 variants within each other's noise both stay on the frontier. The others form the
@@ -86,7 +88,10 @@ def _median(values: Sequence[float]) -> tuple[float, tuple[float, float] | None]
     except StatsError:
         return None
     ci = summary.median_ci
-    return summary.median, (ci.low, ci.high) if ci is not None else None
+    if ci is not None:
+        return summary.median, (ci.low, ci.high)
+    # too few repetitions for a 95% CI of the median (n < 6): their range stands for it
+    return summary.median, (min(finite), max(finite)) if len(finite) > 1 else None
 
 
 def frontier(tab: Table, columns: Sequence[str] | None = None) -> Frontier | str:
@@ -154,7 +159,8 @@ def text(found: Frontier) -> list[str]:
     """The frontier as lines for the text and Markdown reports."""
     unit = f" {found.latency_unit}" if found.latency_unit else ""
     out = [f"frontier of {found.latency_label} vs busy cores ({len(found.front)} of "
-           f"{len(found.points)} variants; medians, dominated only beyond their CIs):"]
+           f"{len(found.points)} variants; medians, dominated only beyond their "
+           "intervals):"]
     for p in found.front:
         out.append(f"{p.variant}: {format_number(p.latency)}{unit} at "
                    f"{format_number(p.cores)} cores")

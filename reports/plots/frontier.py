@@ -1,13 +1,13 @@
 """The latency-CPU frontier (reports.ab.frontier) as a figure: the primary latency
 metric against busy cores, one point per variant at its medians with both 95% CIs of
 the median as error bars; the frontier's variants filled and joined in order of cores,
-the dominated ones hollow. For a `matrix`, one more panel per axis: the points
-coloured by that parameter's value, each value's own frontier joined."""
+the dominated ones hollow (no line joins them: a frontier judged beyond the noise need
+not be a staircase). For a `matrix`, one more panel per axis: the points coloured by
+that parameter's value, filled where they are on that value's own frontier."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
@@ -29,26 +29,18 @@ def _bars(ci: tuple[float, float] | None, value: float) -> list[float]:
 
 
 def _draw(ax: Axes, found: ab_frontier.Frontier, colours: dict[str, str],
-          named: bool) -> None:
-    for p in found.points:
+          named: bool, legend: str | None = None) -> None:
+    for i, p in enumerate(found.points):
         colour = colours.get(p.variant, "#333333")
         ax.errorbar([p.cores], [p.latency], xerr=[[b] for b in _bars(p.cores_ci, p.cores)],
                     yerr=[[b] for b in _bars(p.latency_ci, p.latency)], fmt="none",
                     ecolor=colour, elinewidth=0.8, alpha=0.6, zorder=2)
         ax.scatter([p.cores], [p.latency], s=40 if p.on_frontier else 30, zorder=3,
                    color=colour if p.on_frontier else "white", edgecolors=colour,
-                   linewidths=1.2)
+                   linewidths=1.2, label=legend if i == 0 else None)
         if named:
             ax.annotate(label(p.variant), (p.cores, p.latency), textcoords="offset points",
                         xytext=(4, 4), fontsize=6)
-
-
-def _front_line(ax: Axes, points: Sequence[ab_frontier.Point], colour: str,
-                name: str | None) -> None:
-    front = sorted((p for p in points if p.on_frontier), key=lambda p: p.cores)
-    if front:
-        ax.step([p.cores for p in front], [p.latency for p in front], where="post",
-                color=colour, linewidth=1, alpha=0.8, zorder=1, label=name)
 
 
 def frontier(run: RunData, table: Table) -> Drawn:
@@ -62,18 +54,14 @@ def frontier(run: RunData, table: Table) -> Drawn:
     colours = {v: color(i) for i, v in enumerate(table.variants)}
     named = len(found.points) <= MAX_NAMED
     _draw(first, found, colours, named)
-    _front_line(first, found.points, "#333333", "frontier")
     first.set_title(label(f"all {len(found.points)} variants"))
     for ax, (axis, values) in zip(axes[0][1:], groups.items(), strict=True):
-        by_value = {}
         for i, (value, members) in enumerate(values.items()):
             part = ab_frontier.frontier(table, members)
             points = part.points if isinstance(part, ab_frontier.Frontier) else tuple(
                 p for p in found.points if p.variant in members)
-            by_value[value] = points
             _draw(ax, ab_frontier.Frontier(found.latency_label, found.latency_unit, points),
-                  {p.variant: color(i) for p in points}, False)
-            _front_line(ax, points, color(i), label(f"{axis}={value}"))
+                  {p.variant: color(i) for p in points}, False, label(f"{axis}={value}"))
         ax.set_title(label(f"by {axis}"))
         ax.legend(fontsize=6)
     for ax in axes[0]:
@@ -83,8 +71,11 @@ def frontier(run: RunData, table: Table) -> Drawn:
         ax.grid(alpha=0.3)
     fig.tight_layout()
     front = ", ".join(p.variant for p in found.front)
-    note = (f"filled: the frontier (no variant has both a lower median latency and fewer "
-            f"median busy cores): {front}; hollow: dominated; bars: 95% CIs of the medians")
+    note = (f"filled: the frontier (no other variant is clearly better on latency or busy "
+            f"cores, beyond the intervals, and no worse on the other): {front}; hollow: "
+            "dominated; bars: 95% CIs of the medians (below 6 repetitions, the range of "
+            "the repetitions)")
     if groups:
-        note += "; a panel per matrix axis joins each value's own frontier"
+        note += "; a panel per matrix axis, filled where a point is on its value's own " \
+                "frontier"
     return fig, note
