@@ -14,6 +14,7 @@ from napilab.reports.ab.cross_run import LabelledRun, column_name
 from napilab.reports.ab.model import Table
 from napilab.reports.formats import markdown as md
 from napilab.reports.formats import render, run_facts
+from napilab.reports.plots import plots
 
 _ENV = render.environment()
 
@@ -69,7 +70,10 @@ def html(runs: Sequence[LabelledRun], tab: Table, noted: Sequence[Noted],
                     "one_variant": not tab.pairs, "status": status}
     cells = {(i, col) for i, line in enumerate(tab.lines) for col in tab.variants
              if run_facts.is_absent(line, col, missing)}
+    drawn = plots.frontier_of(tab)
+    figures = {"figures": [drawn] if isinstance(drawn, plots.Plot) else [],
+               "omitted": [drawn] if isinstance(drawn, plots.Omitted) else []}
     return _ENV.get_template("compare.html.j2").render(
         runs=[(r.label, describe(r.label, r.run), r.run) for r in runs], noted=noted,
-        verdicts=verdict_data, table={"table": tab, "absent": cells},
+        verdicts=verdict_data, table={"table": tab, "absent": cells}, figures=figures,
         title=" vs ".join(r.label for r in runs))

@@ -8,6 +8,8 @@ that parameter's value, filled where they are on that value's own frontier."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
@@ -44,10 +46,16 @@ def _draw(ax: Axes, found: ab_frontier.Frontier, colours: dict[str, str],
 
 
 def frontier(run: RunData, table: Table) -> Drawn:
+    return figure(table, run.manifest.parameters)
+
+
+def figure(table: Table, parameters: Mapping[str, Mapping[str, Any]] | None = None) -> Drawn:
+    """The frontier of the table's columns (a run's variants, or `napilab compare`'s
+    label x variant columns), with a panel per matrix axis of `parameters`."""
     found = ab_frontier.frontier(table)
     if isinstance(found, str):
         return found
-    groups = ab_frontier.axes(run.manifest.parameters, [p.variant for p in found.points])
+    groups = ab_frontier.axes(parameters, [p.variant for p in found.points])
     panels = 1 + len(groups)
     fig, axes = plt.subplots(1, panels, figsize=(5.6 * panels, 3.8), squeeze=False)
     first = axes[0][0]

@@ -151,5 +151,20 @@ def render(name: str, run: RunData, table: Table) -> Plot | Omitted:
         return Omitted(name, title, f"figure withheld: {exc}")
 
 
+def frontier_of(table: Table) -> Plot | Omitted:
+    """The frontier figure of a table without a run (`napilab compare`'s columns)."""
+    title = PLOTS["frontier"][0]
+    with plt.rc_context(RC):
+        drawn = plots_frontier.figure(table)
+    if isinstance(drawn, str):
+        plt.close("all")
+        return Omitted("frontier", title, drawn)
+    figure, note = drawn
+    try:
+        return Plot("frontier", title, figure_svg(figure, "plot-frontier"), note)
+    except SvgRejected as exc:
+        return Omitted("frontier", title, f"figure withheld: {exc}")
+
+
 def render_all(run: RunData, table: Table) -> list[Plot | Omitted]:
     return [render(name, run, table) for name in PLOTS]

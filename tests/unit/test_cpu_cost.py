@@ -222,3 +222,24 @@ def test_the_recorded_nine_variant_matrix_lists_its_frontier() -> None:
     assert frontier.axes(run.manifest.parameters, tab.variants).keys() == {"defer", "gro"}
     busy = next(ln for ln in tab.lines if ln.metric == "busy_cores")
     assert all(1.7 < v < 1.9 for c in busy.cells.values() for v in c.values)
+
+
+def test_compare_draws_the_frontier_across_runs(tmp_path: Path) -> None:
+    from napilab.reports.ab.cross_run import LabelledRun, compare_labelled
+    from napilab.reports.formats import compare_page
+    from napilab.reports.plots import plots
+
+    old = neper_run(tmp_path / "old", reps=5, latency_samples=100,
+                    variants=("sysctl-busypoll", "threaded-busypoll"))
+    new = neper_run(tmp_path / "new", reps=5, latency_samples=100, seed=1, slower=1.5,
+                    variants=("sysctl-busypoll", "threaded-busypoll"))
+    runs = [LabelledRun("old", load_run(old)), LabelledRun("new", load_run(new))]
+    tab = compare_labelled(runs)
+    found = frontier.frontier(tab)
+    assert isinstance(found, frontier.Frontier) and len(found.points) == 4
+    # 50% slower at the same cores: the new run's variants are clearly dominated
+    assert {p.variant for p in found.points if not p.on_frontier} == {
+        "new:sysctl-busypoll", "new:threaded-busypoll"}
+    assert isinstance(plots.frontier_of(tab), plots.Plot)
+    page = compare_page.html(runs, tab, [], {})
+    assert 'id="plot-frontier"' in page
