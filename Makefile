@@ -4,7 +4,8 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-DEBS := iproute2 iputils-ping iperf3 sockperf ethtool openssh-server procps util-linux
+DEBS := iproute2 iputils-ping iperf3 sockperf ethtool openssh-server procps util-linux \
+	linux-perf
 # the VM testbed: QEMU, the static busybox of virtme-ng's initramfs, kmod (depmod, and
 # modprobe inside the guests)
 VM_DEBS := qemu-system-x86 busybox-static kmod

@@ -16,6 +16,7 @@ from napilab.runners.collectors import (
     kprobes,
     napi_threads,
     netstat,
+    perf_stat,
     proc_stat,
     softirqs,
     softnet_stat,
@@ -63,6 +64,7 @@ COLLECTORS: dict[str, Collector[Any]] = _by_name(
     napi_threads.NapiThreadsCollector(),
     kprobes.KprobesCollector(),
     netstat.NetstatCollector(),
+    perf_stat.PerfStatCollector(),
 )
 
 
@@ -84,9 +86,16 @@ def snapshot_script() -> str:
     return collector.snapshot_script(COLLECTORS.values())
 
 
-def snapshot_argv(names: Iterable[str]) -> list[str]:
-    """The one command that reads what the named collectors need (and uptime)."""
-    return collector.snapshot_argv([COLLECTORS[name] for name in names], snapshot_script())
+def snapshot_argv(names: Iterable[str], phase: str = "stop") -> list[str]:
+    """The one command that reads what the named collectors need (and uptime);
+    `phase`: `start` for the snapshot before a window, `stop` after it."""
+    return collector.snapshot_argv([COLLECTORS[name] for name in names], snapshot_script(),
+                                   phase)
+
+
+def snapshot_phase(when: str) -> str:
+    """The phase of a trial's snapshot by its name (`before`, `idle-after`, ...)."""
+    return "start" if when.endswith("before") else "stop"
 
 
 def headline(source: str) -> tuple[str, ...]:

@@ -140,7 +140,8 @@ class HostOps:
 
         def read(host: str) -> dict[str, Any]:
             names = wanted[host]
-            result = self.transports[host].run(registry.snapshot_argv(names), check=False)
+            argv = registry.snapshot_argv(names, registry.snapshot_phase(when))
+            result = self.transports[host].run(argv, check=False)
             self.store.write_raw(trial.id, host, f"snapshot-{when}.out", result.stdout)
             files = collectors.split_tail(result.stdout)
             parsed: dict[str, Any] = {"_uptime": collectors.uptime_seconds(files)}

@@ -33,7 +33,7 @@ from napilab.harness.profile.plan import Plan
 from napilab.harness.profile.profile import Trial, Variant
 from napilab.harness.redact import shown_argv
 from napilab.harness.transport.transport import command_line
-from napilab.runners.registry import TOOLS, snapshot_argv, snapshot_script
+from napilab.runners.registry import TOOLS, snapshot_argv, snapshot_phase, snapshot_script
 from napilab.runners.workloads.workload import Context
 
 # Per-trial cost beyond the workload itself, for the estimate (measured on the SSH
@@ -101,10 +101,12 @@ class _Steps:
         command = _planned(item.backend).write_command(item.key, value)
         self.add(host, phase, command.argv, stdin=command.stdin)
 
-    def snapshots(self, variant: Variant, phase: str = "snapshot") -> None:
+    def snapshots(self, variant: Variant, phase: str = "snapshot",
+                  snapshot: str = "stop") -> None:
         for host, specs in self.plan.collectors(variant).items():
             if specs:
-                self.add(host, phase, snapshot_argv(sorted({s.name for _, s in specs})))
+                self.add(host, phase, snapshot_argv(sorted({s.name for _, s in specs}),
+                                                    snapshot))
 
     def workload(self, variant: Variant, trial: Trial, run_id: str, *,
                  warmup: bool = False) -> None:
@@ -165,8 +167,8 @@ def steps(plan: Plan, trial: Trial, run_id: str = "<run>") -> list[dict[str, Any
             case ApplySettings():
                 applied = {host: out.apply(host, settings, run_id)
                            for host, settings in plan.settings(variant).items() if settings}
-            case Snapshot(phase=phase):
-                out.snapshots(variant, phase)
+            case Snapshot(name=name, phase=phase):
+                out.snapshots(variant, phase, snapshot_phase(name))
             case Workload(warmup=warmup):
                 out.workload(variant, trial, run_id, warmup=warmup)
             case RestoreSettings():

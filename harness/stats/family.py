@@ -60,6 +60,8 @@ _CPU_TIME_SOURCES = ("proc_stat", "softirqs", "cpu")
 
 def default_direction(source: str, metric: str, unit: str = "") -> Direction | None:
     """napilab's rule for a metric without a policy; None when no rule matches."""
+    if source == "cpu" and metric == "ipc":  # more instructions per cycle: a busy-polling
+        return None                           # spin has a high one; no rule says better
     if source in _CPU_TIME_SOURCES or source.startswith(tuple(f"{s}." for s in
                                                             _CPU_TIME_SOURCES)):
         return Direction.HIGHER if metric == "idle" else Direction.LOWER

@@ -167,16 +167,19 @@ def table(run: RunData) -> Table:
                    for name, members in joined}
         return build_table(line_specs(run), columns, pairs, run.policies, first,
                            workload=run.workload,
-                           budgets={n: next(iter(b.values())) for n, b in budgets.items() if b})
+                           budgets={n: next(iter(b.values())) for n, b in budgets.items() if b},
+                           notes=cpu_cost.notes(run.samples))
     columns = [column(run, v) for v in run.variants]
     return build_table(line_specs(run), columns, run.comparisons, run.policies, run.baseline,
-                       workload=run.workload, budgets=tradeoff.budgets(document, run.variants))
+                       workload=run.workload, budgets=tradeoff.budgets(document, run.variants),
+                       notes=cpu_cost.notes(run.samples))
 
 
 def build_table(specs: Sequence[Spec], columns: Sequence[Column],
                 pairs: Sequence[tuple[str, str]], policies: Mapping[str, Any],
                 baseline: str, *, stats: bool = True, workload: Workload | None = None,
-                budgets: Mapping[str, dict[str, float]] | None = None) -> Table:
+                budgets: Mapping[str, dict[str, float]] | None = None,
+                notes: Sequence[str] = ()) -> Table:
     """The table of `specs` over `columns`; with `stats`, each pair compared (the primary
     lines as a Holm family, see harness.stats.family; `workload`'s headline metrics are
     primary when the profile names none)."""
@@ -186,7 +189,7 @@ def build_table(specs: Sequence[Spec], columns: Sequence[Column],
     if stats:
         lines, family = with_stats(lines, pairs, policies, workload=workload)
     return Table([c.name for c in columns], baseline, lines, tuple(pairs), "holm", family,
-                 dict(budgets or {}))
+                 dict(budgets or {}), tuple(notes))
 
 
 def _totals(frame: pd.DataFrame) -> pd.DataFrame:
@@ -212,7 +215,7 @@ def line_specs(run: RunData) -> list[Spec]:
 COST_LABELS = {"busy_cores": "busy cores", "busy_cores_workload": "busy: workload CPUs",
                "busy_cores_irq": "busy: IRQ/NAPI CPUs", "busy_cores_other": "busy: other CPUs",
                "napi_thread_cores": "NAPI kthread cores",
-               **{f"cores_{s}": f"cores in {s}" for s in cpu_cost.STATES}}
+               **{f"cores_{s}": f"cores in {s}" for s in cpu_cost.STATES}, "ipc": "IPC"}
 STATE_FLOOR = 0.005
 
 
@@ -228,7 +231,8 @@ def cost_specs(samples: pd.DataFrame, taken: Sequence[Spec]) -> list[Spec]:
         key = (str(metric), str(role))
         found[key] = found.get(key, False) or abs(value) >= STATE_FLOOR
     several = len({role for _, role in found}) > 1
-    order = [*COST_LABELS, *sorted({m for m, _ in found if m.startswith("cpu_us_per_")})]
+    order = [*COST_LABELS, *sorted({m for m, _ in found if m.startswith("cpu_us_per_")}),
+             *sorted({m for m, _ in found if m.startswith("cycles_per_")})]
     specs = []
     for metric in order:
         for (m, role), nonzero in found.items():
@@ -236,7 +240,9 @@ def cost_specs(samples: pd.DataFrame, taken: Sequence[Spec]) -> list[Spec]:
                 continue
             if m != "busy_cores" and not nonzero:  # a state, a CPU set or kthread never busy
                 continue
-            label = COST_LABELS.get(m) or "CPU-us/" + m.removeprefix("cpu_us_per_")
+            label = COST_LABELS.get(m) or ("cycles/" + m.removeprefix("cycles_per_")
+                                           if m.startswith("cycles_per_") else
+                                           "CPU-us/" + m.removeprefix("cpu_us_per_"))
             specs.append(Spec(f"{label} ({role})" if several else label, cpu_cost.SOURCE, m,
                               role))
     return specs

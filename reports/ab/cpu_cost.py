@@ -17,6 +17,10 @@ where a run has none the mean per-CPU sum of all states):
   (`transaction`, `message`, `packet`, `MB`: the tool's `operations`, recorded in the
   manifest), counted by the workload's client role.
 
+Where the `perf_stat` collector counted cycles and instructions (its totals over its
+`cpus`): `ipc` (instructions per cycle) and `cycles_per_<op>`. `notes` says where perf
+counted no hardware event (no PMU: most VMs), so a missing IPC reads as what it is.
+
 Pure (pandas); `reports.ab.compare.load_run` adds these rows to every run it loads, so
 the A/B table, `check --max-regression`, `compare` and the frontier read them as they
 read any other row. docs/reports.md documents them.
@@ -35,6 +39,8 @@ from napilab.harness.store.manifest import Manifest
 
 SOURCE = "cpu"
 CORES = "cores"
+PERF = "perf_stat"
+COUNT_UNIT = "count"
 BUSY_STATES = ("user", "nice", "system", "hardirq", "softirq")
 STATES = (*BUSY_STATES, "iowait", "steal")
 # a CPU is in the IRQ/NAPI set when it took at least this share of a signal's count
@@ -51,9 +57,8 @@ def with_cpu_cost(samples: pd.DataFrame, manifest: Manifest) -> pd.DataFrame:
     if not len(samples) or (samples["source"] == SOURCE).any():
         return samples
     per_cpu = samples[(samples["source"] == "proc_stat") & samples["cpu"].notna()]
-    if not len(per_cpu):
-        return samples
-    rows = list(_derive(samples, per_cpu, manifest))
+    rows = list(_derive(samples, per_cpu, manifest)) if len(per_cpu) else []
+    rows += _perf_rows(samples, manifest)
     if not rows:
         return samples
     derived = pd.DataFrame(rows, columns=list(COLUMNS)).astype(
@@ -84,6 +89,43 @@ def _derive(samples: pd.DataFrame, per_cpu: pd.DataFrame,
         for metric, value, unit in host_rows:
             yield (first["run_id"], trial, variant, first["rep"], role, host, SOURCE, metric,
                    math.nan, float(value), unit)
+
+
+def _perf_rows(samples: pd.DataFrame, manifest: Manifest) -> list[tuple[Any, ...]]:
+    totals = samples[(samples["source"] == PERF) & samples["cpu"].isna()
+                     & samples["metric"].isin(["cycles", "instructions"])]
+    if not len(totals):
+        return []
+    ops = _operation_counts(samples, manifest)
+    out = []
+    for (trial, host), frame in totals.groupby(["trial", "host"], sort=True):
+        first = frame.iloc[0]
+        found = dict(zip(frame["metric"], frame["value"], strict=True))
+        cycles, instructions = found.get("cycles"), found.get("instructions")
+        rows: list[tuple[str, float, str]] = []
+        if cycles and instructions is not None:
+            rows.append(("ipc", instructions / cycles, "ratio"))
+        if cycles:
+            rows += [(f"cycles_per_{op}", cycles / n, COUNT_UNIT)
+                     for op, n in ops.get(trial, {}).items() if n > 0]
+        out += [(first["run_id"], trial, first["variant"], first["rep"], first["role"], host,
+                 SOURCE, metric, math.nan, float(value), unit) for metric, value, unit in rows]
+    return out
+
+
+def notes(samples: pd.DataFrame) -> list[str]:
+    """What a reader must know of the derived rows: hosts where perf counted no
+    hardware event."""
+    if not len(samples):
+        return []
+    found = samples[(samples["source"] == PERF) & (samples["metric"] == "hardware_events")]
+    hosts = sorted({str(h) for h, v in zip(found["host"], found["value"], strict=True)
+                    if v == 0})
+    if not hosts:
+        return []
+    return [f"perf_stat counted no hardware event on {', '.join(hosts)} (no PMU, as in most "
+            "VMs): cycles, instructions and IPC are not measured there; context switches, "
+            "migrations and cpu-clock are software events"]
 
 
 def _wall_of(ms: pd.DataFrame) -> float:

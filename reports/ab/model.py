@@ -73,6 +73,8 @@ class Table:
     # column -> role ("" for all roles) -> the cores budget the profile states
     # (variants.NAME.cores; reports.ab.tradeoff)
     budgets: dict[str, dict[str, float]] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()  # what the run's data says besides the lines (a host
+    # without a PMU: reports.ab.cpu_cost.notes)
 
     @property
     def compared(self) -> list[str]:

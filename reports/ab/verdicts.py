@@ -76,4 +76,4 @@ def notes(tab: Table) -> list[str]:
                     f"{p_text(cell.drift.p_value)}, {cell.drift.slope_per_trial:+.1%} per "
                     "trial)", line)
     return [f"{reason}: {', '.join(labels)}" for reason, labels in grouped.items()] + \
-        tradeoff.notes(tab)
+        tradeoff.notes(tab) + list(tab.notes)

@@ -52,24 +52,32 @@ class Collector(Protocol[Snapshot]):
               host: HostInfo) -> list[Value]: ...
 
 
+PHASES = ("start", "stop")  # the snapshot before a window, and the one after it
+
+
 def snapshot_script(collectors: Iterable[Collector[Any]]) -> str:
     """The snapshot script of these collectors: a fixed text (runners.registry builds it
-    once from every collector); files and section names are its positional parameters,
-    never part of it. A section prints its own `==> @name <==` header."""
+    once from every collector); the phase (`start` before the window, `stop` after it:
+    a section that counts during the window, perf_stat, reads `$phase`), then the files
+    and section names, are its positional parameters, never part of it. A section
+    prints its own `==> @name <==` header."""
     cases = "".join(f"{name}) {body};;\n" for c in collectors
                     for name, body in c.sections.items())
-    return f'for a do case "$a" in\n{cases}*) tail -v -n +1 -- "$a";;\nesac; done'
+    return (f'phase=$1; shift\nfor a do case "$a" in\n{cases}'
+            '*) tail -v -n +1 -- "$a";;\nesac; done')
 
 
-def snapshot_argv(collectors: Iterable[Collector[Any]], script: str) -> list[str]:
+def snapshot_argv(collectors: Iterable[Collector[Any]], script: str,
+                  phase: str = "stop") -> list[str]:
     """The one command that reads everything `collectors` need, plus uptime: plain
     `tail` when they read only files, the snapshot `script` otherwise."""
+    assert phase in PHASES, phase
     paths = [UPTIME]
     for collector in collectors:
         paths += [p for p in collector.paths if p not in paths]
     if not any(p.startswith("@") for p in paths):
         return ["tail", "-v", "-n", "+1", "--", *paths]
-    return ["sh", "-c", script, "napilab-snapshot", *paths]
+    return ["sh", "-c", script, "napilab-snapshot", phase, *paths]
 
 
 _HEADER = re.compile(r"^==> (.+) <==$", re.MULTILINE)

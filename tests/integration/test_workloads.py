@@ -1,10 +1,13 @@
 """Real workloads between the testbed's namespaces over SSH, with counters, stored and
 reported: iperf3 (server started, readiness-checked, reaped), sockperf ping-pong with
-its per-message full log stored as latency/<trial>.parquet, and a ping flood."""
+its per-message full log stored as latency/<trial>.parquet, and a ping flood; perf
+stat counting on the server host during each (started and stopped by the snapshots,
+nothing left running), and the CPU cost derived from proc_stat."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +16,7 @@ import pandas as pd
 
 from napilab.harness.hosts import testbed as tb
 from napilab.harness.store.store import load_samples
+from napilab.reports.ab.compare import load_run
 from tests.conftest import comm, netns_pids
 from tests.integration.test_faults import wait_no_workload
 
@@ -33,6 +37,7 @@ collect:
   proc_stat: {roles: [server]}
   interrupts: {roles: [server]}
   napi_threads: {roles: [server]}
+  perf_stat: {roles: [server], cpus: "1"}
 variants:
   ping: {}
   iperf3:
@@ -83,6 +88,17 @@ def test_iperf3_sockperf_and_ping_between_namespaces(testbed: tb.Testbed,
     for host in ("a", "b"):
         assert versions[host]["iperf3"].startswith("iperf 3.")
         assert versions[host]["sockperf"].startswith("sockperf, version 3.")
+    # perf counted during every trial on CPU 1 (the collector's cpus: its totals)
+    assert totals[("iperf3", "perf_stat", "context_switches", "server")] > 0
+    assert totals[("ping", "perf_stat", "cpu_clock", "server")] > 1000  # ms: > 1 s of 2 s+
+    per_cpu = samples[(samples["source"] == "perf_stat") & samples["cpu"].notna()]
+    assert set(per_cpu["cpu"]) == set(range(os.cpu_count() or 1))  # -a -A: every CPU
+    assert not Path("/var/tmp/napilab/perf_stat.pid").exists()
+    cost = load_run(run_dir).samples
+    busy = cost[(cost["source"] == "cpu") & (cost["metric"] == "busy_cores")]
+    assert len(busy) == 3 and (busy["value"] > 0).all()
+    packets = cost[cost["metric"] == "cpu_us_per_packet"]["value"]
+    assert len(packets) == 1 and packets.iloc[0] > 0  # ping's transmitted packets
     comms = {comm(p) for p in netns_pids(testbed, "b")} - {""}  # "": exited meanwhile
     assert comms <= {"sshd"}, f"left running: {comms}"
     assert "sockperf" in (run_dir / "report.html").read_text()

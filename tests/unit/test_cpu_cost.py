@@ -243,3 +243,25 @@ def test_compare_draws_the_frontier_across_runs(tmp_path: Path) -> None:
     assert isinstance(plots.frontier_of(tab), plots.Plot)
     page = compare_page.html(runs, tab, [], {})
     assert 'id="plot-frontier"' in page
+
+
+def test_ipc_and_cycles_per_operation_from_perf_stat() -> None:
+    extra = [("perf_stat", "cycles", None, 2.6e9, "count"),
+             ("perf_stat", "instructions", None, 1.3e9, "count"),
+             ("perf_stat", "hardware_events", None, 2.0, "count"), *SIGNALS[-1:]]
+    cost = _cost(_rows(STATES, extra=extra), _manifest(CLIENT))
+    assert cost["ipc"] == pytest.approx(0.5)
+    assert cost["cycles_per_transaction"] == pytest.approx(2.6e9 / 13000)
+    from napilab.reports.ab.cpu_cost import notes
+    assert notes(_rows(STATES, extra=extra)) == []
+
+
+def test_a_host_without_a_pmu_is_said() -> None:
+    from napilab.reports.ab.cpu_cost import notes
+    frame = _rows(STATES, extra=[("perf_stat", "hardware_events", None, 0.0, "count"),
+                                 ("perf_stat", "context_switches", None, 500.0, "count")])
+    cost = _cost(frame, _manifest(CLIENT))
+    assert "ipc" not in cost and not any(m.startswith("cycles_per_") for m in cost)
+    assert notes(frame) == ["perf_stat counted no hardware event on h (no PMU, as in most "
+                            "VMs): cycles, instructions and IPC are not measured there; "
+                            "context switches, migrations and cpu-clock are software events"]

@@ -1,0 +1,105 @@
+"""The perf_stat collector's section on this machine: started by the snapshot before a
+window and stopped by the one after (real perf, root), and its refusals: perf not
+installed, `kernel.perf_event_paranoid` for a user who is not root, a stop with nothing
+started. The parser's goldens are under tests/data/perf_stat/."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from napilab.runners import registry
+from napilab.runners.collectors import collector, perf_stat
+
+PID = Path("/var/tmp/napilab/perf_stat.pid")
+root = pytest.mark.skipif(os.geteuid() != 0, reason="counting every CPU needs root here")
+with_perf = pytest.mark.skipif(shutil.which("perf") is None,
+                               reason="perf is not installed (make test installs linux-perf)")
+
+
+def _section(phase: str, env: dict[str, str] | None = None,
+             user: list[str] | None = None) -> str:
+    argv = [*(user or []), *registry.snapshot_argv(["perf_stat"], phase)]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=env,
+                         check=True).stdout
+    return collector.split_tail(out)[perf_stat.SECTION]
+
+
+@root
+@with_perf
+def test_start_counts_until_stop_and_leaves_nothing() -> None:
+    """One test, not two: the section's pid file is the host's, one per machine."""
+    try:
+        assert isinstance(perf_stat.read_section(_section("start")), perf_stat.Started)
+        assert PID.exists()
+        time.sleep(0.5)
+        found = perf_stat.read_section(_section("stop"))
+        assert isinstance(found, perf_stat.PerfStat)
+        clock = [v for (e, _), v in found.counts.items() if e == "cpu-clock"]
+        assert len(clock) == os.cpu_count() and all(500 <= ms < 3000 for ms in clock)
+        assert not PID.exists()
+        assert subprocess.run(["pgrep", "-f", "perf stat -x, -a -A"]).returncode == 1
+        # a perf a killed run left is stopped by the next run's first snapshot
+        _section("start")
+        left = int(PID.read_text())
+        _section("start")
+        assert _gone(left)
+        assert isinstance(perf_stat.read_section(_section("stop")), perf_stat.PerfStat)
+    finally:  # a failed assertion must not leave perf counting
+        if PID.exists():
+            _section("stop")
+
+
+def _gone(pid: int, seconds: float = 5.0) -> bool:
+    """The process ended (or is a zombie its new parent has not reaped yet)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_without_perf_on_path_the_start_is_refused(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("sh", "cat", "id", "kill", "rm", "sleep", "tail", "mkdir", "tr", "cut"):
+        found = shutil.which(name)
+        if found:
+            (bin_dir / name).symlink_to(found)
+    text = _section("start", env={"PATH": str(bin_dir), "LC_ALL": "C"})
+    with pytest.raises(perf_stat.PerfRefused, match=re.escape(
+            "perf is not installed (Debian: apt-get install linux-perf)")):
+        perf_stat.read_section(text)
+
+
+@root
+@with_perf
+def test_a_user_who_is_not_root_is_refused_by_perf_event_paranoid() -> None:
+    level = int(Path("/proc/sys/kernel/perf_event_paranoid").read_text())
+    if level <= 0:
+        pytest.skip(f"kernel.perf_event_paranoid is {level} here: nothing to refuse")
+    text = _section("start", user=["setpriv", "--reuid=65534", "--regid=65534",
+                                   "--clear-groups", "--"])
+    with pytest.raises(perf_stat.PerfRefused) as refused:
+        perf_stat.read_section(text)
+    assert f"kernel.perf_event_paranoid is {level}" in str(refused.value)
+    assert "CAP_PERFMON" in str(refused.value)
+
+
+def test_a_stop_with_nothing_started_is_refused() -> None:
+    with pytest.raises(perf_stat.PerfRefused, match="no perf stat was running"):
+        perf_stat.read_section("refused: no perf stat was running (...)\n")
+    with pytest.raises(Exception, match="no counts"):
+        perf_stat.PerfStatCollector().delta(perf_stat.Started(), perf_stat.Started(), {},
+                                            collector.HostInfo())
