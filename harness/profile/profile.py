@@ -99,6 +99,7 @@ class Variant:
     parameters: dict[str, Any] = field(default_factory=dict)  # matrix values
     group: str | None = None  # compared with its group's first variant, not the baseline
     kernels: tuple[KernelSpec, ...] = ()  # per role; a role without one: its own kernel
+    cores: dict[str, float] = field(default_factory=dict)  # budget per role, "" for all
 
     def kernel(self, role: str) -> KernelSpec | None:
         return next((k for k in self.kernels if k.role == role), None)
@@ -325,11 +326,14 @@ def _roles(check: Checker, document: Node) -> dict[str, RoleSpec]:
     return roles
 
 
-def _cores_budget(check: Checker, overlay: Node, path: str, roles: dict[str, RoleSpec]) -> None:
-    """`cores: N` (every role together) or `cores: {ROLE: N}`: the cores a variant may
-    use, which the report weighs its busy cores against (reports.ab.tradeoff)."""
+def _cores_budget(check: Checker, overlay: Node, path: str,
+                  roles: dict[str, RoleSpec]) -> dict[str, float]:
+    """`cores: N` (every role together, key "") or `cores: {ROLE: N}`: the cores a
+    variant may use, which the report weighs its busy cores against
+    (reports.ab.tradeoff)."""
     if "cores" not in overlay:
-        return
+        return {}
+    budget: dict[str, float] = {}
     found = overlay["cores"]
     where = overlay.where("cores")
     wanted = "a number of cores above 0, or ROLE: cores for some of " + ", ".join(roles)
@@ -345,6 +349,9 @@ def _cores_budget(check: Checker, overlay: Node, path: str, roles: dict[str, Rol
                                     f"{', '.join(roles)}{suggest(str(role), list(roles))}")
         elif isinstance(number, bool) or not isinstance(number, int | float) or number <= 0:
             check.error(where, key, f"{number!r}; expected {wanted}")
+        else:
+            budget[str(role)] = float(number)
+    return budget
 
 
 def _variant(check: Checker, name: str, doc: Node, overlay: Node,
@@ -363,14 +370,14 @@ def _variant(check: Checker, name: str, doc: Node, overlay: Node,
     if group is not None and not _GROUP.fullmatch(group):
         check.error(overlay.where("group"), join(join("variants", name), "group"),
                     f"group name {group!r}: use letters, digits and . _ = + -")
-    _cores_budget(check, overlay, join("variants", name), roles)
+    cores = _cores_budget(check, overlay, join("variants", name), roles)
     if values:
         swept = ", ".join(f"{k}={v}" for k, v in values.items())
         description = f"{description} ({swept})" if description else swept
     if workload is None:
         return None
     return Variant(name, description, tuple(settings), workload, tuple(collect), values, group,
-                   tuple(kernels))
+                   tuple(kernels), cores)
 
 
 def _top_level(check: Checker, document: Node) -> dict[str, Any]:

@@ -241,7 +241,7 @@ class Manifest:
     OPTIONAL: ClassVar[tuple[str, ...]] = (
         "groups", "comparisons", "status", "incomplete", "started", "ended", "host_facts",
         "hosts_changed", "resume_host_changes", "resumed", "argv_resume", "headlines",
-        "operations", "parameters")
+        "operations", "parameters", "budgets")
 
     run_id: str = ""
     profile: ProfileRecord = field(default_factory=ProfileRecord)
@@ -262,6 +262,8 @@ class Manifest:
     operations: dict[str, dict[str, list[str]]] | None = None
     # variant -> its `matrix` values (parameter -> value); None before they were recorded
     parameters: dict[str, dict[str, Any]] | None = None
+    # variant -> role ("" for all roles) -> its `cores` budget; None before recorded
+    budgets: dict[str, dict[str, float]] | None = None
     inventory: InventoryRecord = field(default_factory=InventoryRecord)
     napilab: NapilabRecord = field(default_factory=NapilabRecord)
     argv: list[str] = field(default_factory=list)

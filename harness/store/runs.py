@@ -59,6 +59,7 @@ def new_manifest(plan: Plan) -> Manifest:
         operations=operations([v.workload.source for v in profile.variants]),
         parameters={v.name: dict(v.parameters) for v in profile.variants if v.parameters}
         or None,
+        budgets={v.name: dict(v.cores) for v in profile.variants if v.cores} or None,
         inventory=InventoryRecord(plan.inventory.path, inventory_digest(plan),
                                   {n: h.public() for n, h in plan.hosts.items()}),
         napilab=NapilabRecord(__version__, git_sha()),

@@ -156,22 +156,30 @@ def joined_column(run: RunData, name: str, members: Sequence[str]) -> Column:
     return Column(name, frame, latency)
 
 
+def _budgets(run: RunData) -> dict[str, dict[str, float]]:
+    """The variants' cores budgets: the manifest's, else (runs recorded before it kept
+    them) the profile's variants as written."""
+    if run.manifest.budgets is not None:
+        return run.manifest.budgets
+    return tradeoff.budgets(run.manifest.profile.document, run.variants)
+
+
 def table(run: RunData) -> Table:
-    document = run.manifest.profile.document
     joined = report_columns(run.manifest)
     if joined:
         columns = [joined_column(run, name, members) for name, members in joined]
         first = columns[0].name
         pairs = tuple((first, c.name) for c in columns[1:])
-        budgets = {name: tradeoff.budgets(document, list(members))
+        stated = _budgets(run)
+        budgets = {name: next((stated[m] for m in members if m in stated), None)
                    for name, members in joined}
         return build_table(line_specs(run), columns, pairs, run.policies, first,
                            workload=run.workload,
-                           budgets={n: next(iter(b.values())) for n, b in budgets.items() if b},
+                           budgets={n: b for n, b in budgets.items() if b},
                            notes=cpu_cost.notes(run.samples))
     columns = [column(run, v) for v in run.variants]
     return build_table(line_specs(run), columns, run.comparisons, run.policies, run.baseline,
-                       workload=run.workload, budgets=tradeoff.budgets(document, run.variants),
+                       workload=run.workload, budgets=_budgets(run),
                        notes=cpu_cost.notes(run.samples))
 
 

@@ -262,7 +262,7 @@ def _count(value: float, unit: str, op: str, duration: Any) -> float | None:
         return value * bits * seconds / 8 / 1e6
     if bits is not None:
         return None
-    if unit == "count":
+    if unit in ("count", "packets"):
         return value
     if unit.endswith("/s") and seconds is not None:
         return value * seconds

@@ -210,7 +210,9 @@ class CommandTool:
 
     name = "command"
     headline: tuple[str, ...] = ()  # its metrics are the profile's: `metrics:` names them
-    operations: Mapping[str, tuple[str, ...]] = {}
+    # what the presets count (xdpsock, testpmd); a command's own metrics count nothing
+    operations: Mapping[str, tuple[str, ...]] = {
+        "packet": ("rx_packets", "fwd_rx_packets", "rx_pps", "rx_pps_mean")}
     # its presets' parsers: `napilab parse xdpsock FILE`
     parsers: Mapping[str, Parser] = dict(PRESETS)
     versions: Mapping[str, tuple[str, ...] | None] = {}

@@ -265,3 +265,20 @@ def test_a_host_without_a_pmu_is_said() -> None:
     assert notes(frame) == ["perf_stat counted no hardware event on h (no PMU, as in most "
                             "VMs): cycles, instructions and IPC are not measured there; "
                             "context switches, migrations and cpu-clock are software events"]
+
+
+def test_matrix_variants_keep_their_cores_budget() -> None:
+    from napilab.harness.profile.profile import load_profile
+
+    root = Path(__file__).resolve().parents[2] / "profiles"
+    profile = load_profile(root / "seed-003-afxdp-busy-budget.yaml")
+    cores = {v.name: v.cores for v in profile.variants}
+    assert cores["1c-plain"] == {"sut": 1.0} and cores["2c-plain"] == {"sut": 2.0}
+    assert cores["1c-budget-256"] == {"sut": 1.0} and cores["2c-budget-0"] == {"sut": 2.0}
+
+
+def test_xdpsock_counts_packets_for_cpu_per_packet() -> None:
+    frame = _rows(STATES, extra=[("command", "rx_packets", None, 26000.0, "packets"),
+                                 ("command", "rx_pps", None, 13000.0, "packets/s")])
+    cost = _cost(frame, _manifest(CLIENT, "command", {"packet": ["rx_packets", "rx_pps"]}))
+    assert cost["cpu_us_per_packet"] == pytest.approx(2600 * 1000 / 26000)

@@ -97,11 +97,13 @@ def _mappings(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 
 
 def _semantic(doc: Any, where: tuple[Any, ...]) -> bool:
-    """Places where what a key may be depends on the rest of the profile: setup and
-    kernel are keyed by the profile's roles, report.columns name its variants, matrix
+    """Places where what a key may be depends on the rest of the profile: setup, kernel
+    and a variant's cores are keyed by the profile's roles, report.columns name its
+    variants, matrix
     excludes by its parameters, and with a matrix name template a new variant may
     collide with another."""
-    return (where[-1:] in (("setup",), ("kernel",)) or where[:2] == ("matrix", "exclude")
+    return (where[-1:] in (("setup",), ("kernel",), ("cores",))
+            or where[:2] == ("matrix", "exclude")
             or where[:2] == ("report", "columns")
             or (where == ("variants",) and "name" in (doc.get("matrix") or {})))
 
