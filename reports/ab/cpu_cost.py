@@ -1,8 +1,11 @@
 """CPU cost, derived from the counters a run stored: rows of source `cpu`.
 
-For each trial and each host that collected `proc_stat` (its per-CPU rows), in cores
-(CPU time / trial wall time; wall time is the snapshot window, `snapshot.interval`, or
-where a run has none the mean per-CPU sum of all states):
+For each trial and each host that collected `proc_stat` (its per-CPU rows), in cores:
+each CPU's share of its own /proc/stat time over the window (a state's ticks over the
+sum of all its states' ticks, as mpstat computes it), summed over the CPUs. Where the
+kernel's ticks keep wall time this is CPU time / wall time; a TCG guest's ticks ran 2.3
+times faster than its uptime here, and a share stays a share (`tick_rate`, the ticks'
+seconds per wall second, says so in `notes`).
 
 - `busy_cores`: user + nice + system + hardirq + softirq of every CPU (iowait and steal
   are time the CPU did not work for this host: shown, not counted as busy);
@@ -12,8 +15,11 @@ where a run has none the mean per-CPU sum of all states):
   host's role), `busy_cores_irq` (the other CPUs that took at least 1% of the device
   IRQs the `interrupts` collector counted, or of softnet_stat `processed`, or of the
   NAPI kthreads' time), `busy_cores_other` (the rest); each set only where it is known;
-- `napi_thread_cores`: the NAPI and busy-poll kthreads' CPU time (napi_threads);
-- `cpu_us_per_<op>`: busy CPU time in microseconds per operation of the workload
+- `napi_thread_cores`: the NAPI and busy-poll kthreads' CPU time (napi_threads) over the
+  window's wall time (a task's utime and stime are scaled to its precise runtime, so
+  they keep wall time where /proc/stat's ticks do not);
+- `cpu_us_per_<op>`: busy cores x the window's wall time, in microseconds, per operation
+  of the workload
   (`transaction`, `message`, `packet`, `MB`: the tool's `operations`, recorded in the
   manifest), counted by the workload's client role.
 
@@ -80,15 +86,52 @@ def _derive(samples: pd.DataFrame, per_cpu: pd.DataFrame,
         variant, role = str(first["variant"]), str(first["role"])
         ms = frame.pivot_table(index="cpu", columns="metric", values="value", aggfunc="sum")
         ms.index = [int(c) for c in ms.index]
-        wall_ms = 1000 * (windows.get((trial, host)) or _wall_of(ms))
-        if wall_ms <= 0:
+        states = [c for c in (*STATES, "idle") if c in ms.columns]
+        total = ms[states].sum(axis=1) if states else pd.Series(0.0, index=ms.index)
+        ms, total = ms[total > 0], total[total > 0]  # a CPU without ticks: offline
+        if not len(total):
             continue
-        host_rows = _host_rows(ms, wall_ms, _workload_cpus(doc, variant, role),
+        window = windows.get((trial, host))
+        host_rows = _host_rows(ms.div(total, axis=0), float(total.mean()), window,
+                               _workload_cpus(doc, variant, role),
                                signals.get((trial, host), {}), kthread_ms.get((trial, host)),
                                ops.get(trial, {}))
         for metric, value, unit in host_rows:
             yield (first["run_id"], trial, variant, first["rep"], role, host, SOURCE, metric,
                    math.nan, float(value), unit)
+
+
+def _host_rows(share: pd.DataFrame, ticks_ms: float, window: float | None, pinned: set[int],
+               signals: Mapping[str, Mapping[int, float]], kthread_ms: float | None,
+               ops: Mapping[str, float]) -> Iterable[tuple[str, float, str]]:
+    """One host's trial: (metric, value, unit) of every cost row (module doc). `share`:
+    each CPU's state ticks over its total; `ticks_ms`: a CPU's mean total, in ms;
+    `window`: the snapshot window's wall seconds (None: not recorded)."""
+    busy_states = [s for s in BUSY_STATES if s in share.columns]
+    busy = share[busy_states].sum(axis=1) if busy_states else pd.Series(0.0,
+                                                                          index=share.index)
+    yield "busy_cores", busy.sum(), CORES
+    for state in STATES:
+        if state in share.columns:
+            yield f"cores_{state}", share[state].sum(), CORES
+    cpus = set(share.index)
+    workload = pinned & cpus
+    irq = (_irq_cpus(signals) & cpus) - workload
+    if workload:
+        yield "busy_cores_workload", busy[sorted(workload)].sum(), CORES
+    if irq:
+        yield "busy_cores_irq", busy[sorted(irq)].sum(), CORES
+    if workload or irq:
+        rest = sorted(cpus - workload - irq)
+        yield "busy_cores_other", busy[rest].sum() if rest else 0.0, CORES
+    seconds = window if window and window > 0 else ticks_ms / 1000
+    if kthread_ms is not None:  # a task's times are scaled to its precise runtime: wall
+        yield "napi_thread_cores", kthread_ms / (seconds * 1000), CORES
+    if window and window > 0:
+        yield "tick_rate", ticks_ms / 1000 / window, "ratio"
+    for op, count in ops.items():
+        if count > 0:
+            yield f"cpu_us_per_{op}", busy.sum() * seconds * 1e6 / count, "us"
 
 
 def _perf_rows(samples: pd.DataFrame, manifest: Manifest) -> list[tuple[Any, ...]]:
@@ -113,52 +156,31 @@ def _perf_rows(samples: pd.DataFrame, manifest: Manifest) -> list[tuple[Any, ...
     return out
 
 
+TICK_TOLERANCE = 0.1  # ticks within 10% of wall time keep it
+
+
 def notes(samples: pd.DataFrame) -> list[str]:
-    """What a reader must know of the derived rows: hosts where perf counted no
-    hardware event."""
+    """What a reader must know of the derived rows: hosts whose /proc/stat ticks did not
+    keep wall time, hosts where perf counted no hardware event."""
     if not len(samples):
         return []
+    out = []
+    rates = samples[(samples["source"] == SOURCE) & (samples["metric"] == "tick_rate")]
+    for host, found in rates.groupby("host", sort=True):
+        rate = float(found["value"].median())
+        if abs(rate - 1) > TICK_TOLERANCE:
+            out.append(f"/proc/stat on {host} counted {rate:.2g} s of time per CPU per "
+                       "second of wall time (a TCG guest's ticks do not keep time): busy "
+                       "cores are shares of its own ticks, CPU-us per operation is scaled "
+                       "to wall time")
     found = samples[(samples["source"] == PERF) & (samples["metric"] == "hardware_events")]
     hosts = sorted({str(h) for h, v in zip(found["host"], found["value"], strict=True)
                     if v == 0})
-    if not hosts:
-        return []
-    return [f"perf_stat counted no hardware event on {', '.join(hosts)} (no PMU, as in most "
-            "VMs): cycles, instructions and IPC are not measured there; context switches, "
-            "migrations and cpu-clock are software events"]
-
-
-def _wall_of(ms: pd.DataFrame) -> float:
-    """Seconds: the mean per-CPU sum of every state (a run without snapshot windows)."""
-    states = [c for c in (*STATES, "idle") if c in ms.columns]
-    return float(ms[states].sum(axis=1).mean()) / 1000 if states else 0.0
-
-
-def _host_rows(ms: pd.DataFrame, wall_ms: float, pinned: set[int],
-               signals: Mapping[str, Mapping[int, float]], kthread_ms: float | None,
-               ops: Mapping[str, float]) -> Iterable[tuple[str, float, str]]:
-    """One host's trial: (metric, value, unit) of every cost row (module doc)."""
-    busy_states = [s for s in BUSY_STATES if s in ms.columns]
-    busy = ms[busy_states].sum(axis=1) if busy_states else pd.Series(0.0, index=ms.index)
-    yield "busy_cores", busy.sum() / wall_ms, CORES
-    for state in STATES:
-        if state in ms.columns:
-            yield f"cores_{state}", ms[state].sum() / wall_ms, CORES
-    cpus = set(ms.index)
-    workload = pinned & cpus
-    irq = (_irq_cpus(signals) & cpus) - workload
-    if workload:
-        yield "busy_cores_workload", busy[sorted(workload)].sum() / wall_ms, CORES
-    if irq:
-        yield "busy_cores_irq", busy[sorted(irq)].sum() / wall_ms, CORES
-    if workload or irq:
-        rest = sorted(cpus - workload - irq)
-        yield "busy_cores_other", busy[rest].sum() / wall_ms if rest else 0.0, CORES
-    if kthread_ms is not None:
-        yield "napi_thread_cores", kthread_ms / wall_ms, CORES
-    for op, count in ops.items():
-        if count > 0:
-            yield f"cpu_us_per_{op}", busy.sum() * 1000 / count, "us"
+    if hosts:
+        out.append(f"perf_stat counted no hardware event on {', '.join(hosts)} (no PMU, as "
+                   "in most VMs): cycles, instructions and IPC are not measured there; "
+                   "context switches, migrations and cpu-clock are software events")
+    return out
 
 
 def _windows(samples: pd.DataFrame) -> dict[tuple[Any, Any], float]:

@@ -2,9 +2,10 @@
 two compared variants did not run on the same number of cores.
 
 Read from the A/B table's `cpu` lines (reports.ab.cpu_cost): `busy_cores` as an absolute
-shift in cores (Hodges-Lehmann with its Moses interval over the repetitions: a change
-of cores is what a reviewer weighs, "+0.98 cores"), CPU-us per operation as the line's
-own relative change. A profile may state each variant's cores budget (`cores: N`, or
+shift in cores (a change of cores is what a reviewer weighs, "+0.98 cores": the
+difference of means with Welch's t interval below 10 repetitions, Hodges-Lehmann with
+its Moses interval from 10, as for any absolute change), CPU-us per operation as the
+line's own relative change. A profile may state each variant's cores budget (`cores: N`, or
 `cores: {ROLE: N}`); compared variants with different budgets, or without budgets
 whose busy cores differ by at least `UNEQUAL` with a CI clear of 0, get an equal-cores
 note (the reviewers' "a fair comparison would be ..."), and a variant whose busy cores
@@ -19,8 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from napilab.harness.stats.shift import hodges_lehmann
+from napilab.harness.stats.two_sample import WELCH_RAW, choose_test, welch_log_t
 from napilab.reports.ab.model import (
     Line,
     Table,
@@ -54,10 +57,21 @@ def _where(line: Line) -> str:
 
 
 def busy_shift(line: Line, base: str, other: str) -> Shift | None:
+    """The change of busy cores, by the test napilab uses for an absolute change at this
+    n (harness.stats.two_sample.choose_test): below 10 repetitions the difference of
+    means with Welch's t interval on the raw values, from 10 Hodges-Lehmann with the
+    Moses interval. Either way the estimate lies inside its interval."""
     x = np.array([v for v in line.cells[base].values if math.isfinite(v)])
     y = np.array([v for v in line.cells[other].values if math.isfinite(v)])
     if not x.size or not y.size:
         return None
+    if choose_test(x.size, y.size, False, absolute=True) == WELCH_RAW:
+        found = welch_log_t(x, y, log=False) if min(x.size, y.size) >= 2 else None
+        if found is None:
+            change = float(np.mean(y) - np.mean(x))
+            return Shift(line.role, change, (-math.inf, math.inf))
+        half = float(stats.t.ppf((1 + CONFIDENCE) / 2, found.df)) * found.se
+        return Shift(line.role, found.diff, (found.diff - half, found.diff + half))
     change, low, high = hodges_lehmann(x, y, CONFIDENCE)
     return Shift(line.role, change, (low, high))
 
