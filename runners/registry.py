@@ -18,6 +18,7 @@ from napilab.runners.collectors import (
     netstat,
     perf_stat,
     proc_stat,
+    qstats,
     softirqs,
     softnet_stat,
 )
@@ -65,6 +66,7 @@ COLLECTORS: dict[str, Collector[Any]] = _by_name(
     kprobes.KprobesCollector(),
     netstat.NetstatCollector(),
     perf_stat.PerfStatCollector(),
+    qstats.QstatsCollector(),
 )
 
 
@@ -91,6 +93,20 @@ def snapshot_argv(names: Iterable[str], phase: str = "stop") -> list[str]:
     `phase`: `start` for the snapshot before a window, `stop` after it."""
     return collector.snapshot_argv([COLLECTORS[name] for name in names], snapshot_script(),
                                    phase)
+
+
+def snapshot_hostscript(names: Iterable[str]) -> str | None:
+    """The host script a snapshot of these collectors sends on its stdin (a collector's
+    optional `hostscript`, a file of harness/knobs/kinds/hostscripts/), or None."""
+    found = {getattr(COLLECTORS[name], "hostscript", None) for name in names} - {None}
+    assert len(found) <= 1, f"one snapshot has one stdin: {sorted(map(str, found))}"
+    return next(iter(found), None)
+
+
+def counting(names: Iterable[str]) -> list[str]:
+    """The collectors among `names` that count through a window (perf_stat): started by
+    its first snapshot, they must be stopped when a trial ends without its last."""
+    return [n for n in names if getattr(COLLECTORS[n], "counts_during", False)]
 
 
 def snapshot_phase(when: str) -> str:

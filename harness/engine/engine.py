@@ -274,6 +274,7 @@ class Engine:
             finally:
                 with deferred_interrupts():
                     self.progress.phase("restoring")
+                    self.hosts.stop_counting(variant)
                     entry.restore = self.hosts.restore(settings)
         except KeyboardInterrupt:
             entry.status, entry.end = "interrupted", time.time()

@@ -7,6 +7,7 @@ slowest host, not the sum of them.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -15,6 +16,7 @@ from napilab.harness.errors import NapilabError, RestoreIncomplete
 from napilab.harness.hosts import facts as host_facts
 from napilab.harness.hosts.settings import HostSettings
 from napilab.harness.knobs.change import Change
+from napilab.harness.knobs.kinds.napi import hostscript
 from napilab.harness.profile.plan import Plan
 from napilab.harness.profile.profile import Trial, Variant
 from napilab.harness.store.manifest import HostFacts, RestoreRecord
@@ -53,6 +55,8 @@ class HostOps:
         self.store = store
         self.transports = transports
         self.host_info: dict[str, collectors.HostInfo] = {}
+        # a window's first snapshot was attempted and its last has not completed
+        self.counting = False
 
     def facts(self) -> dict[str, HostFacts]:
         def gather(name: str) -> dict[str, Any]:
@@ -138,10 +142,16 @@ class HostOps:
         wanted = {h: sorted({spec.name for _, spec in specs})
                   for h, specs in self.plan.collectors(variant).items() if specs}
 
+        start = registry.snapshot_phase(when) == "start"
+        if start:
+            self.counting = True
+
         def read(host: str) -> dict[str, Any]:
             names = wanted[host]
             argv = registry.snapshot_argv(names, registry.snapshot_phase(when))
-            result = self.transports[host].run(argv, check=False)
+            script = registry.snapshot_hostscript(names)
+            result = self.transports[host].run(argv, check=False,
+                                               stdin=hostscript(script) if script else None)
             self.store.write_raw(trial.id, host, f"snapshot-{when}.out", result.stdout)
             files = collectors.split_tail(result.stdout)
             parsed: dict[str, Any] = {"_uptime": collectors.uptime_seconds(files)}
@@ -151,7 +161,29 @@ class HostOps:
                     parsed[name] = collector.parse(files, self.host_info[host])
             return parsed
 
-        return each_host(list(wanted), read)
+        done = each_host(list(wanted), read)
+        if not start:
+            self.counting = False
+        return done
+
+    def stop_counting(self, variant: Variant) -> None:
+        """A trial that ended between a window's first snapshot and its last (a failed
+        workload, an interrupt, a snapshot that failed half way) leaves counting
+        collectors running (perf stat): stop them, on every host that has one, ignoring
+        what they print."""
+        if not self.counting:
+            return
+        self.counting = False
+        wanted = {h: registry.counting(sorted({spec.name for _, spec in specs}))
+                  for h, specs in self.plan.collectors(variant).items()}
+        wanted = {h: names for h, names in wanted.items() if names}
+
+        def stop(host: str) -> None:
+            with contextlib.suppress(NapilabError):  # a host gone: perf's own timeout
+                self.transports[host].run(registry.snapshot_argv(wanted[host], "stop"),
+                                          check=False)
+
+        each_host(list(wanted), stop)
 
     def collector_rows(self, trial: Trial, variant: Variant, before: dict[str, dict[str, Any]],
                        after: dict[str, dict[str, Any]], suffix: str = "") -> list[Row]:

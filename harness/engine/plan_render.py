@@ -33,7 +33,13 @@ from napilab.harness.profile.plan import Plan
 from napilab.harness.profile.profile import Trial, Variant
 from napilab.harness.redact import shown_argv
 from napilab.harness.transport.transport import command_line
-from napilab.runners.registry import TOOLS, snapshot_argv, snapshot_phase, snapshot_script
+from napilab.runners.registry import (
+    TOOLS,
+    snapshot_argv,
+    snapshot_hostscript,
+    snapshot_phase,
+    snapshot_script,
+)
 from napilab.runners.workloads.workload import Context
 
 # Per-trial cost beyond the workload itself, for the estimate (measured on the SSH
@@ -105,8 +111,10 @@ class _Steps:
                   snapshot: str = "stop") -> None:
         for host, specs in self.plan.collectors(variant).items():
             if specs:
-                self.add(host, phase, snapshot_argv(sorted({s.name for _, s in specs}),
-                                                    snapshot))
+                names = sorted({s.name for _, s in specs})
+                script = snapshot_hostscript(names)
+                self.add(host, phase, snapshot_argv(names, snapshot),
+                         stdin=f"<{script}>" if script else None)
 
     def workload(self, variant: Variant, trial: Trial, run_id: str, *,
                  warmup: bool = False) -> None:

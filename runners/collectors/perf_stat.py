@@ -157,6 +157,7 @@ class PerfStatCollector:
     options: Mapping[str, str] = {}
     headline: tuple[str, ...] = ("cycles", "instructions", "context_switches", "cpu_migrations")
     sections: Mapping[str, str] = {SECTION: _SCRIPT}
+    counts_during = True  # started by a window's first snapshot: a failed trial stops it
     parsers: Mapping[str, Callable[[str], list[Value]]] = {
         "perf_stat": lambda text: values(parse(text))}
 

@@ -102,3 +102,37 @@ def test_iperf3_sockperf_and_ping_between_namespaces(testbed: tb.Testbed,
     comms = {comm(p) for p in netns_pids(testbed, "b")} - {""}  # "": exited meanwhile
     assert comms <= {"sshd"}, f"left running: {comms}"
     assert "sockperf" in (run_dir / "report.html").read_text()
+
+
+FAILING = """\
+name: failing-with-perf
+hosts:
+  client: {host: a}
+  server: {host: b}
+workload:
+  tool: command
+  duration: 1
+  client: {role: client, args: {argv: [sh, -c, "sleep 0.5; exit 3"], metrics: {x: {regex: "x=(\\\\d+)", unit: count}}}}
+  server: {role: server}
+collect:
+  perf_stat: {roles: [server]}
+variants:
+  only: {}
+repeat: 1
+"""
+
+
+def test_a_failed_trial_stops_perf_stat(testbed: tb.Testbed, tmp_path: Path) -> None:
+    """perf stat started by the snapshot before the workload is stopped when the trial
+    fails before the snapshot after: nothing keeps counting, nothing is left behind."""
+    wait_no_workload(testbed)
+    profile = tmp_path / "failing.yaml"
+    profile.write_text(FAILING)
+    proc = subprocess.run([NAPILAB, "run", str(profile), "-i", str(testbed.inventory_path),
+                           "-o", str(tmp_path / "r"), "--format", ""],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "exited 3" in proc.stderr, proc.stderr
+    run_dir = next((tmp_path / "r" / "failing-with-perf").iterdir())
+    assert "started" in (run_dir / "raw" / "001" / "b" / "snapshot-before.out").read_text()
+    assert subprocess.run(["pgrep", "-f", "perf stat -x, -a -A"]).returncode == 1
+    assert not Path("/var/tmp/napilab/perf_stat.pid").exists()

@@ -24,6 +24,13 @@ from napilab.harness.profile.yamlsrc import Node
 NETDEV_NL = resources.files("napilab.harness.knobs.kinds").joinpath("hostscripts/netdev_nl.py")
 
 
+def hostscript(name: str) -> str:
+    """The text of a script of hostscripts/ (sent on stdin to a host's python3: by this
+    kind, and by the qstats collector's snapshot)."""
+    found = resources.files("napilab.harness.knobs.kinds").joinpath(f"hostscripts/{name}")
+    return found.read_text()
+
+
 # Spellings of the napi-threaded enum, matched lower-cased (YAML true reads "true").
 NAPI_THREADED = {"0": "disabled", "1": "enabled", "2": "busy-poll", "disabled": "disabled",
                  "enabled": "enabled", "busy-poll": "busy-poll", "false": "disabled",

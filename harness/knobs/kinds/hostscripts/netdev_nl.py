@@ -7,6 +7,9 @@ prints for them, so both are read by one parser:
     python3 - napi-get IFINDEX        # dump: [{"id": 291, "ifindex": 2, ...}, ...]
     python3 - napi-set '{"id": 291, "threaded": "enabled"}'
     python3 - queue-get IFINDEX       # dump: [{"id": 0, "type": "rx", "napi-id": 291}, ...]
+    python3 - qstats-get              # dump, every device, scope queue:
+                                      # [{"ifindex": 2, "queue-type": "rx", "queue-id": 0,
+                                      #   "rx-packets": 12, ...}, ...]
 
 The script arrives on stdin and uses only the standard library (Python >= 3.6), so
 nothing is installed on the host. Errors print `netlink: <reason> (errno N)` and exit 1.
@@ -25,7 +28,8 @@ CTRL_ATTR_FAMILY_ID = 1
 CTRL_ATTR_FAMILY_NAME = 2
 NLM_F_REQUEST, NLM_F_ACK, NLM_F_DUMP = 0x1, 0x4, 0x300
 NLMSG_ERROR, NLMSG_DONE = 2, 3
-NETDEV_CMD_QUEUE_GET, NETDEV_CMD_NAPI_GET, NETDEV_CMD_NAPI_SET = 10, 11, 14
+NETDEV_CMD_QUEUE_GET, NETDEV_CMD_NAPI_GET, NETDEV_CMD_QSTATS_GET = 10, 11, 12
+NETDEV_CMD_NAPI_SET = 14
 # netdev.yaml `napi` attribute-set: name -> (number, kind); uint attributes are 4 or 8 bytes.
 NAPI_ATTRS = {
     "ifindex": (1, "u32"), "id": (2, "u32"), "irq": (3, "u32"), "pid": (4, "u32"),
@@ -37,6 +41,19 @@ THREADED = ["disabled", "enabled", "busy-poll"]  # enum napi-threaded
 QUEUE_ATTRS = {"id": (1, "u32"), "ifindex": (2, "u32"), "type": (3, "queue-type"),
                "napi-id": (4, "u32")}
 QUEUE_TYPE = ["rx", "tx"]  # enum queue-type
+# netdev.yaml `qstats` attribute-set (Linux 6.8+): the counters from 8 on are uint; an
+# attribute a newer kernel adds is kept as "attr-N", never dropped
+QSTATS_ATTRS = {"ifindex": (1, "u32"), "queue-type": (2, "queue-type"),
+                "queue-id": (3, "u32"), "scope": (4, "uint")}
+QSTATS_ATTRS.update((name, (8 + i, "uint")) for i, name in enumerate((
+    "rx-packets", "rx-bytes", "tx-packets", "tx-bytes", "rx-alloc-fail", "rx-hw-drops",
+    "rx-hw-drop-overruns", "rx-csum-complete", "rx-csum-unnecessary", "rx-csum-none",
+    "rx-csum-bad", "rx-hw-gro-packets", "rx-hw-gro-bytes", "rx-hw-gro-wire-packets",
+    "rx-hw-gro-wire-bytes", "rx-hw-drop-ratelimits", "tx-hw-drops", "tx-hw-drop-errors",
+    "tx-csum-none", "tx-needs-csum", "tx-hw-gso-packets", "tx-hw-gso-bytes",
+    "tx-hw-gso-wire-packets", "tx-hw-gso-wire-bytes", "tx-hw-drop-ratelimits", "tx-stop",
+    "tx-wake")))
+QSTATS_SCOPE_QUEUE = 1
 
 
 def attr(number, data):
@@ -53,7 +70,7 @@ def encode(name, value):
     return attr(number, struct.pack("I", int(value)))
 
 
-def decode(payload, attrs=NAPI_ATTRS):
+def decode(payload, attrs=NAPI_ATTRS, keep_unknown=False):
     out = {}
     names = {number: (name, kind) for name, (number, kind) in attrs.items()}
     offset = 0
@@ -61,6 +78,8 @@ def decode(payload, attrs=NAPI_ATTRS):
         length, number = struct.unpack_from("HH", payload, offset)
         data = payload[offset + 4:offset + length]
         name, kind = names.get(number & 0x3FFF, (None, None))
+        if name is None and keep_unknown:
+            name, kind = "attr-%d" % (number & 0x3FFF), "uint"
         if name is not None:
             value = int.from_bytes(data, sys.byteorder)
             if kind == "threaded" and value < len(THREADED):
@@ -123,13 +142,19 @@ def main(argv):
         replies = nl.request(family, NLM_F_DUMP, NETDEV_CMD_QUEUE_GET,
                              attr(QUEUE_ATTRS["ifindex"][0], struct.pack("I", int(argv[2]))))
         print(json.dumps([decode(r, QUEUE_ATTRS) for r in replies]))
+    elif argv[1] == "qstats-get":
+        replies = nl.request(family, NLM_F_DUMP, NETDEV_CMD_QSTATS_GET,
+                             attr(QSTATS_ATTRS["scope"][0],
+                                  struct.pack("Q", QSTATS_SCOPE_QUEUE)))
+        print(json.dumps([decode(r, QSTATS_ATTRS, keep_unknown=True) for r in replies]))
     elif argv[1] == "napi-set":
         request = json.loads(argv[2])
         nl.request(family, NLM_F_ACK, NETDEV_CMD_NAPI_SET,
                    b"".join(encode(k, v) for k, v in request.items()))
         print("{}")
     else:
-        raise SystemExit("usage: napi-get IFINDEX | napi-set JSON | queue-get IFINDEX")
+        raise SystemExit("usage: napi-get IFINDEX | napi-set JSON | queue-get IFINDEX | "
+                         "qstats-get")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,167 @@
+"""Netdev queue statistics over netlink (`qstats-get`, Linux 6.8+): per device and queue,
+the counters a driver reports through its netdev_stat_ops (virtio_net, mlx5, bnxt,
+gve, ...): rx/tx packets and bytes, allocation failures, hardware drops, checksum and
+HW-GRO/GSO counts, tx stops and wakes.
+
+The snapshot dumps every device's queues (`scope: queue`) with `ynl --family netdev
+--dump qstats-get --output-json` where the host has ynl, else with napilab's own
+netlink client (harness/knobs/kinds/hostscripts/netdev_nl.py, sent on the snapshot's
+stdin to the host's python3; it prints what ynl prints), then names each ifindex
+(`ifindex N NAME` from /sys/class/net). Metrics are `IFACE.<counter>.q<N>` with the
+counter's netlink name in snake case (`data0.rx_packets.q0`, `data0.tx_stop.q1`; an
+attribute a newer kernel added reads `attr_N`) and their sum over the device's queues,
+`IFACE.<counter>`. A kernel without the netdev family or without qstats-get (6.1), or
+a driver without queue stats (veth, lo), gives no rows: `queues` counts what was
+reported. Counters are u64; one lower after than before (a queue reconfigured during
+the trial: the kernel's per-queue counts restart) is left out.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from napilab.runners.base import COUNT, ParseError, Value
+from napilab.runners.collectors.collector import HostInfo
+
+TOOL = "qstats"
+SECTION = "@qstats"
+HOSTSCRIPT = "netdev_nl.py"  # the engine sends it on the snapshot's stdin
+_IFINDEX = re.compile(r"^ifindex (\d+) (\S+)$")
+_KEYS = ("ifindex", "queue-type", "queue-id")
+# What the kernel answers when it has no such family or operation: no rows, not a fault
+_ABSENT = ("no netdev netlink family", "Operation not supported", "(errno 95)",
+           "(errno 2)", "Unknown family", "not supported")
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    """(iface, queue type, queue id) -> counter -> value."""
+
+    queues: Mapping[tuple[str, str, int], Mapping[str, int]]
+    absent: str = ""  # why the kernel reported nothing (no family, no operation)
+
+
+def parse(text: str) -> QueueStats:
+    names: dict[int, str] = {}
+    body: list[str] = []
+    for line in (ln for ln in text.splitlines() if ln.strip()):
+        match = _IFINDEX.match(line)
+        if match:
+            names[int(match[1])] = match[2]
+        else:
+            body.append(line)
+    if not names:
+        raise ParseError(TOOL, "no `ifindex N NAME` line: the section was cut", text[:200])
+    if not body:
+        raise ParseError(TOOL, "no qstats-get reply", text[:200])
+    reply = " ".join(body)
+    if reply.startswith("netlink:") or not reply.lstrip().startswith(("[", "{")):
+        if any(word in reply for word in _ABSENT):
+            return QueueStats({}, reply.strip())
+        raise ParseError(TOOL, "qstats-get failed", reply)
+    try:
+        entries = json.loads(reply)
+    except json.JSONDecodeError as exc:
+        raise ParseError(TOOL, f"not JSON ({exc.msg})", reply) from None
+    if not isinstance(entries, list):
+        raise ParseError(TOOL, "a qstats-get dump is a JSON list", reply)
+    queues: dict[tuple[str, str, int], dict[str, int]] = {}
+    for entry in entries:
+        key, counters = _entry(entry, names)
+        if key in queues:
+            raise ParseError(TOOL, f"{key[0]} {key[1]} queue {key[2]} twice", json.dumps(entry))
+        queues[key] = counters
+    return QueueStats(queues)
+
+
+def _entry(entry: Any, names: Mapping[int, str]) -> tuple[tuple[str, str, int], dict[str, int]]:
+    """One queue of the dump: its key and counters, or a ParseError."""
+    if not isinstance(entry, dict) or any(k not in entry for k in _KEYS):
+        raise ParseError(TOOL, f"an entry without {', '.join(_KEYS)}", json.dumps(entry))
+    iface = names.get(entry["ifindex"])
+    if iface is None:
+        raise ParseError(TOOL, f"ifindex {entry['ifindex']} has no name", json.dumps(entry))
+    if entry["queue-type"] not in ("rx", "tx"):
+        raise ParseError(TOOL, f"queue-type {entry['queue-type']!r}", json.dumps(entry))
+    counters = {}
+    for name, value in entry.items():
+        if name in (*_KEYS, "scope"):
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ParseError(TOOL, f"{name} is {value!r}, not a counter", json.dumps(entry))
+        counters[name.replace("-", "_")] = value
+    return (iface, str(entry["queue-type"]), int(entry["queue-id"])), counters
+
+
+def _metric(iface: str, counter: str, queue: int | None = None) -> str:
+    return f"{iface}.{counter}" + (f".q{queue}" if queue is not None else "")
+
+
+def values(snapshot: QueueStats, ifaces: list[str] | None = None) -> list[Value]:
+    out: list[Value] = []
+    totals: dict[tuple[str, str], int] = {}
+    for (iface, _, queue), counters in sorted(snapshot.queues.items()):
+        if ifaces and iface not in ifaces:
+            continue
+        for counter, value in counters.items():
+            out.append(Value(_metric(iface, counter, queue), value, COUNT))
+            totals[(iface, counter)] = totals.get((iface, counter), 0) + value
+    out += [Value(_metric(i, c), v, COUNT) for (i, c), v in totals.items()]
+    kept = [k for k in snapshot.queues if not ifaces or k[0] in ifaces]
+    return [*out, Value("queues", len(kept), COUNT)]
+
+
+def delta(before: QueueStats, after: QueueStats, ifaces: list[str] | None = None) -> list[Value]:
+    """Each queue's counter increases (a decrease, a queue reconfigured: left out), and
+    their sums per device."""
+    out: list[Value] = []
+    totals: dict[tuple[str, str], int] = {}
+    for key, counters in sorted(after.queues.items()):
+        iface, _, queue = key
+        old = before.queues.get(key)
+        if old is None or (ifaces and iface not in ifaces):
+            continue
+        for counter, value in counters.items():
+            if counter not in old or value < old[counter]:
+                continue
+            grown = value - old[counter]
+            out.append(Value(_metric(iface, counter, queue), grown, COUNT))
+            totals[(iface, counter)] = totals.get((iface, counter), 0) + grown
+    out += [Value(_metric(i, c), v, COUNT) for (i, c), v in totals.items()]
+    kept = [k for k in after.queues if k in before.queues and (not ifaces or k[0] in ifaces)]
+    return [*out, Value("queues", len(kept), COUNT)]
+
+
+_SCRIPT = f"""echo "==> {SECTION} <=="
+  if command -v ynl >/dev/null 2>&1; then
+    ynl --family netdev --dump qstats-get --json '{{"scope": "queue"}}' --output-json 2>&1 |
+      tr -d '\\n'; echo
+  elif command -v python3 >/dev/null 2>&1; then python3 - qstats-get 2>&1
+  else echo "netlink: neither ynl nor python3 on this host"; fi
+  for f in /sys/class/net/*/ifindex; do n=${{f%/ifindex}}; echo "ifindex $(cat "$f") ${{n##*/}}"
+  done"""
+
+
+class QstatsCollector:
+    """Options: `ifaces`: the interfaces to keep (default every one that reports)."""
+
+    name = "qstats"
+    paths: tuple[str, ...] = (SECTION,)
+    options: Mapping[str, str] = {"ifaces": "names"}
+    headline: tuple[str, ...] = ()
+    sections: Mapping[str, str] = {SECTION: _SCRIPT}
+    hostscript = HOSTSCRIPT
+    parsers: Mapping[str, Callable[[str], list[Value]]] = {
+        "qstats": lambda text: values(parse(text))}
+
+    def parse(self, files: Mapping[str, str], host: HostInfo) -> QueueStats:
+        return parse(files[SECTION])
+
+    def delta(self, before: QueueStats, after: QueueStats,
+              options: Mapping[str, Any], host: HostInfo) -> list[Value]:
+        wanted = options.get("ifaces")
+        return delta(before, after, list(wanted) if wanted else None)
