@@ -67,6 +67,7 @@ COLLECTORS: dict[str, Collector[Any]] = _by_name(
     netstat.NetstatCollector(),
     perf_stat.PerfStatCollector(),
     qstats.QstatsCollector(),
+    ethtool_stats.EthtoolStatsCollector(),
 )
 
 
@@ -76,8 +77,6 @@ PARSERS: dict[str, Callable[[str], list[Value]]] = {
     name: parser for parsers in (*(t.parsers for t in TOOLS.values()),
                                  *(c.parsers for c in COLLECTORS.values()))
     for name, parser in parsers.items()}
-# a parser that is not a collector yet: `ethtool -S` per queue
-PARSERS["ethtool_stats"] = lambda text: ethtool_stats.values(ethtool_stats.parse(text))
 PARSERS |= {name: PARSERS[name.split(".")[0]] for name in TOOLS
             if name not in PARSERS and name.split(".")[0] in PARSERS}
 

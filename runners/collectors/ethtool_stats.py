@@ -1,5 +1,12 @@
 """`ethtool -S IFACE`: a driver's own statistics, per queue where the driver counts so.
 
+As a collector (`ethtool_stats`), a snapshot runs `ethtool -S` on every interface of
+the host but lo (`ifaces` keeps some: the data NIC), each under its own header
+`==> @ethtool_stats:IFACE <==` with ethtool's exit status after it; metrics are
+`IFACE.<metric>` (`data0.rx_packets.q0`). An interface whose driver has no statistics
+(exit 94, `no stats available`: lo, a tap) gives no rows; any other failure, or an
+output this parser refuses, fails the trial.
+
 ethtool prints `NIC statistics:` then one `     NAME: VALUE` line per statistic (five
 spaces, the driver's string of at most 31 characters, `%llu`; ethtool.c do_gstats),
 docs/formats.md section 11. A driver without statistics makes ethtool print `no stats
@@ -21,10 +28,12 @@ counts; veth's `peer_ifindex` is the one GAUGES entry (an ifindex, not a counter
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from napilab.runners.base import COUNT, ParseError, Value
+from napilab.runners.collectors.collector import HostInfo
 
 TOOL = "ethtool_stats"
 HEADER = "NIC statistics:"
@@ -108,3 +117,65 @@ def delta(before: EthtoolStats, after: EthtoolStats) -> list[Value]:
         if previous is not None and stat.value >= previous.value:
             out.append(Value(stat.metric, stat.value - previous.value, COUNT))
     return out
+
+
+SECTION = "@ethtool_stats"
+NO_STATS = 94  # ethtool's exit status for a driver without statistics (ENOTSUP path)
+_SCRIPT = f"""echo "==> {SECTION} <=="; ls /sys/class/net
+  for n in /sys/class/net/*; do i=${{n##*/}}; [ "$i" = lo ] && continue
+    echo "==> {SECTION}:$i <=="; ethtool -S "$i" 2>&1; echo "exit $?"; done"""
+
+
+@dataclass(frozen=True)
+class HostStats:
+    """Each interface's statistics (None: its driver has none)."""
+
+    ifaces: Mapping[str, EthtoolStats | None]
+
+
+def read_sections(files: Mapping[str, str], ifaces: list[str] | None = None) -> HostStats:
+    found: dict[str, EthtoolStats | None] = {}
+    for key, text in files.items():
+        if not key.startswith(SECTION + ":"):
+            continue
+        iface = key[len(SECTION) + 1:]
+        if ifaces and iface not in ifaces:
+            continue
+        body, _, status = text.rstrip("\n").rpartition("\n")
+        if not status.startswith("exit ") or not status[5:].isdigit():
+            raise ParseError(TOOL, f"{iface}: no exit status after ethtool -S (cut?)",
+                             text[-200:])
+        code = int(status[5:])
+        if code == NO_STATS:
+            found[iface] = None
+        elif code != 0:
+            raise ParseError(TOOL, f"ethtool -S {iface} exited {code}", body)
+        else:
+            found[iface] = parse(body + "\n")
+    return HostStats(found)
+
+
+class EthtoolStatsCollector:
+    """Options: `ifaces`: the interfaces to read (default every one but lo)."""
+
+    name = "ethtool_stats"
+    paths: tuple[str, ...] = (SECTION,)
+    options: Mapping[str, str] = {"ifaces": "names"}
+    headline: tuple[str, ...] = ()
+    sections: Mapping[str, str] = {SECTION: _SCRIPT}
+    parsers: Mapping[str, Callable[[str], list[Value]]] = {
+        "ethtool_stats": lambda text: values(parse(text))}
+
+    def parse(self, files: Mapping[str, str], host: HostInfo) -> HostStats:
+        return read_sections(files)
+
+    def delta(self, before: HostStats, after: HostStats, options: Mapping[str, Any],
+              host: HostInfo) -> list[Value]:
+        wanted = options.get("ifaces")
+        out: list[Value] = []
+        for iface, stats in sorted(after.ifaces.items()):
+            old = before.ifaces.get(iface)
+            if stats is None or old is None or (wanted and iface not in wanted):
+                continue
+            out += [Value(f"{iface}.{v.metric}", v.value, v.unit) for v in delta(old, stats)]
+        return out

@@ -112,7 +112,9 @@ hosts:
 workload:
   tool: command
   duration: 1
-  client: {role: client, args: {argv: [sh, -c, "sleep 0.5; exit 3"], metrics: {x: {regex: "x=(\\\\d+)", unit: count}}}}
+  client:
+    role: client
+    args: {argv: [sh, -c, "sleep 0.5; exit 3"], metrics: {x: {regex: "x=(\\\\d+)", unit: count}}}
   server: {role: server}
 collect:
   perf_stat: {roles: [server]}

@@ -214,3 +214,42 @@ def test_netstat_headline_counters_are_default_lines_of_the_ab_table(tmp_path: P
     labels = [line.label for line in table(load_run(run)).lines]
     assert labels == ["rtt_avg (sender)", "netstat TcpExt.BusyPollRxPackets (sender)",
                       "netstat Tcp.RetransSegs (sender)", "netstat TcpExt.TCPTimeouts (sender)"]
+
+
+def _sections(**outputs: tuple[str, int]) -> dict[str, str]:
+    """A snapshot's files as the ethtool_stats section prints them: per interface its
+    `ethtool -S` output (the captures) and `exit N`."""
+    return {ethtool_stats.SECTION: "\n".join(outputs) + "\n",
+            **{f"{ethtool_stats.SECTION}:{i}": f"{text}exit {code}\n"
+               for i, (text, code) in outputs.items()}}
+
+
+def test_ethtool_collector_reads_each_interface_and_skips_drivers_without_stats() -> None:
+    kernel = ETHTOOL / "6.18.44-fc-v1045"
+    tap = read(kernel / "lo_no_stats_2to1.txt")  # `no stats available`, exit 94
+    before = ethtool_stats.EthtoolStatsCollector().parse(_sections(
+        eth0=(read(kernel / "virtio_net_eth0_before.txt"), 0), tap0=(tap, 94)), HOST)
+    after = ethtool_stats.EthtoolStatsCollector().parse(_sections(
+        eth0=(read(kernel / "virtio_net_eth0_after.txt"), 0), tap0=(tap, 94)), HOST)
+    assert after.ifaces["tap0"] is None
+    rows = ethtool_stats.EthtoolStatsCollector().delta(before, after, {}, HOST)
+    assert [v for v in rows if v.value] == [Value("eth0.tx_kicks", 2, "count"),
+                                            Value("eth0.tx_kicks.q0", 2, "count")]
+    assert ethtool_stats.EthtoolStatsCollector().delta(before, after, {"ifaces": ["x"]},
+                                                       HOST) == []
+
+
+def test_ethtool_collector_refuses_a_failure_or_a_cut_section() -> None:
+    with pytest.raises(ParseError, match="ethtool -S eth0 exited 75"):
+        ethtool_stats.read_sections(_sections(eth0=("Cannot get stats strings\n", 75)))
+    with pytest.raises(ParseError, match="eth0: no exit status"):
+        ethtool_stats.read_sections({f"{ethtool_stats.SECTION}:eth0": "NIC statistics:\n"})
+
+
+def test_ethtool_collector_reads_this_machine() -> None:
+    if subprocess.run(["sh", "-c", "command -v ethtool"], capture_output=True).returncode:
+        pytest.skip("ethtool is not installed (make test installs it)")
+    out = subprocess.run(registry.snapshot_argv(["ethtool_stats"], "start"),
+                         capture_output=True, text=True, check=True).stdout
+    found = ethtool_stats.read_sections(collector.split_tail(out)).ifaces
+    assert "lo" not in found and found  # every interface but lo, each read or absent

@@ -66,6 +66,7 @@ def state(bed: VmTestbed) -> str:
 # netlink (virtio_net reports them per queue), perf stat, and the CPU cost from proc_stat
 COUNTERS = """\
   qstats: {roles: [receiver], ifaces: [data0]}
+  ethtool_stats: {roles: [receiver], ifaces: [data0]}
   perf_stat: {roles: [receiver]}
   proc_stat: {roles: [receiver]}
 """
@@ -113,6 +114,14 @@ def test_a_run_sets_device_knobs_and_reads_device_lines(tmp_path: Path,
         assert replies[variant] <= queues[(variant, "data0.rx_packets")] <= replies[variant] + 20, (
             variant, replies[variant], queues[(variant, "data0.rx_packets")])
     assert queues[("irq-cpu1", "data0.tx_packets")] > 1000  # b answered thousands
+    # ethtool -S per queue (virtio_net 6.10+ keeps packets and bytes for qstats, and
+    # prints its kicks and drops per queue and in total): the total is the queues' sum
+    driver = rows[rows["source"] == "ethtool_stats"].set_index(["variant", "metric"])["value"]
+    for variant in ("irq-cpu1", "threaded-busy-poll"):
+        assert driver[(variant, "data0.tx_kicks")] == driver[(variant, "data0.tx_kicks.q0")] \
+            + driver[(variant, "data0.tx_kicks.q1")]
+        assert driver[(variant, "data0.rx_drops")] == 0
+    assert driver[("irq-cpu1", "data0.tx_kicks")] > 100  # b kicked its tx queue per reply
     clock = rows[(rows["source"] == "perf_stat") & (rows["metric"] == "cpu_clock")]
     assert set(clock["cpu"].dropna()) == {0.0, 1.0, 2.0} and (clock["value"] > 0).all()
     cost = load_run(run_dir).samples
