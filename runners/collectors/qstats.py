@@ -14,6 +14,13 @@ attribute a newer kernel added reads `attr_N`) and their sum over the device's q
 a driver without queue stats (veth, lo), gives no rows: `queues` counts what was
 reported. Counters are u64; one lower after than before (a queue reconfigured during
 the trial: the kernel's per-queue counts restart) is left out.
+
+Page-pool statistics (`page-pool-stats-get`, kernels built with CONFIG_PAGE_POOL_STATS:
+Debian's 6.1 is not, and neither is this machine's 6.18) come in the same section, a
+second reply line: per pool `IFACE.page_pool.<counter>.pp<ID>` (alloc_fast, alloc_slow,
+recycle_ring, ...), summed per device `IFACE.page_pool.<counter>`, `page_pools` the
+number of pools; a kernel without them says so (`Operation not supported`) and gives
+none.
 """
 
 from __future__ import annotations
@@ -37,12 +44,16 @@ _ABSENT = ("no netdev netlink family", "Operation not supported", "(errno 95)",
            "(errno 2)", "Unknown family", "not supported")
 
 
+POOL = "pp"  # the queue type of a page pool in QueueStats' keys
+
+
 @dataclass(frozen=True)
 class QueueStats:
-    """(iface, queue type, queue id) -> counter -> value."""
+    """(iface, queue type rx/tx or POOL, queue or pool id) -> counter -> value."""
 
     queues: Mapping[tuple[str, str, int], Mapping[str, int]]
     absent: str = ""  # why the kernel reported nothing (no family, no operation)
+    pools_absent: str = ""  # why no page-pool statistics
 
 
 def parse(text: str) -> QueueStats:
@@ -58,24 +69,56 @@ def parse(text: str) -> QueueStats:
         raise ParseError(TOOL, "no `ifindex N NAME` line: the section was cut", text[:200])
     if not body:
         raise ParseError(TOOL, "no qstats-get reply", text[:200])
-    reply = " ".join(body)
-    if reply.startswith("netlink:") or not reply.lstrip().startswith(("[", "{")):
-        if any(word in reply for word in _ABSENT):
-            return QueueStats({}, reply.strip())
-        raise ParseError(TOOL, "qstats-get failed", reply)
-    try:
-        entries = json.loads(reply)
-    except json.JSONDecodeError as exc:
-        raise ParseError(TOOL, f"not JSON ({exc.msg})", reply) from None
-    if not isinstance(entries, list):
-        raise ParseError(TOOL, "a qstats-get dump is a JSON list", reply)
+    if len(body) > 2:
+        raise ParseError(TOOL, f"{len(body)} reply lines, expected qstats-get's and "
+                         "page-pool-stats-get's", text[:200])
     queues: dict[tuple[str, str, int], dict[str, int]] = {}
+    entries, absent = _reply(body[0], "qstats-get")
     for entry in entries:
         key, counters = _entry(entry, names)
         if key in queues:
             raise ParseError(TOOL, f"{key[0]} {key[1]} queue {key[2]} twice", json.dumps(entry))
         queues[key] = counters
-    return QueueStats(queues)
+    pools, pools_absent = _reply(body[1], "page-pool-stats-get") if len(body) > 1 else (
+        [], "not read")
+    for entry in pools:
+        key, counters = _pool(entry, names)
+        if key in queues:
+            raise ParseError(TOOL, f"page pool {key[2]} twice", json.dumps(entry))
+        queues[key] = counters
+    return QueueStats(queues, absent, pools_absent)
+
+
+def _reply(line: str, op: str) -> tuple[list[Any], str]:
+    """One operation's reply: its entries, or none and why (a kernel without it)."""
+    if line.startswith("netlink:") or not line.lstrip().startswith(("[", "{")):
+        if any(word in line for word in _ABSENT):
+            return [], line.strip()
+        raise ParseError(TOOL, f"{op} failed", line)
+    try:
+        entries = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ParseError(TOOL, f"not JSON ({exc.msg})", line) from None
+    if not isinstance(entries, list):
+        raise ParseError(TOOL, f"a {op} dump is a JSON list", line)
+    return entries, ""
+
+
+def _pool(entry: Any, names: Mapping[int, str]) -> tuple[tuple[str, str, int], dict[str, int]]:
+    """One page pool's statistics: (iface, POOL, id) and its counters."""
+    info = entry.get("info") if isinstance(entry, dict) else None
+    if not isinstance(info, dict) or "id" not in info:
+        raise ParseError(TOOL, "a page pool without info.id", json.dumps(entry))
+    # a pool outlives its device (ifindex 0 or absent): "detached"
+    iface = names.get(info.get("ifindex", 0), "detached")
+    counters = {}
+    for name, value in entry.items():
+        if name == "info":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ParseError(TOOL, f"{name} is {value!r}, not a counter", json.dumps(entry))
+        counters["page_pool." + name.replace("-", "_")] = value
+    return (iface, POOL, int(info["id"])), counters
 
 
 def _entry(entry: Any, names: Mapping[int, str]) -> tuple[tuple[str, str, int], dict[str, int]]:
@@ -97,22 +140,29 @@ def _entry(entry: Any, names: Mapping[int, str]) -> tuple[tuple[str, str, int], 
     return (iface, str(entry["queue-type"]), int(entry["queue-id"])), counters
 
 
-def _metric(iface: str, counter: str, queue: int | None = None) -> str:
-    return f"{iface}.{counter}" + (f".q{queue}" if queue is not None else "")
+def _metric(iface: str, counter: str, queue: int | None = None, kind: str = "rx") -> str:
+    tag = POOL if kind == POOL else "q"
+    return f"{iface}.{counter}" + (f".{tag}{queue}" if queue is not None else "")
 
 
 def values(snapshot: QueueStats, ifaces: list[str] | None = None) -> list[Value]:
     out: list[Value] = []
     totals: dict[tuple[str, str], int] = {}
-    for (iface, _, queue), counters in sorted(snapshot.queues.items()):
+    for (iface, kind, queue), counters in sorted(snapshot.queues.items()):
         if ifaces and iface not in ifaces:
             continue
         for counter, value in counters.items():
-            out.append(Value(_metric(iface, counter, queue), value, COUNT))
+            out.append(Value(_metric(iface, counter, queue, kind), value, COUNT))
             totals[(iface, counter)] = totals.get((iface, counter), 0) + value
     out += [Value(_metric(i, c), v, COUNT) for (i, c), v in totals.items()]
     kept = [k for k in snapshot.queues if not ifaces or k[0] in ifaces]
-    return [*out, Value("queues", len(kept), COUNT)]
+    return [*out, *_counts(kept)]
+
+
+def _counts(kept: list[tuple[str, str, int]]) -> list[Value]:
+    pools = sum(1 for k in kept if k[1] == POOL)
+    out = [Value("queues", len(kept) - pools, COUNT)]
+    return out + ([Value("page_pools", pools, COUNT)] if pools else [])
 
 
 def delta(before: QueueStats, after: QueueStats, ifaces: list[str] | None = None) -> list[Value]:
@@ -121,7 +171,7 @@ def delta(before: QueueStats, after: QueueStats, ifaces: list[str] | None = None
     out: list[Value] = []
     totals: dict[tuple[str, str], int] = {}
     for key, counters in sorted(after.queues.items()):
-        iface, _, queue = key
+        iface, kind, queue = key
         old = before.queues.get(key)
         if old is None or (ifaces and iface not in ifaces):
             continue
@@ -129,18 +179,20 @@ def delta(before: QueueStats, after: QueueStats, ifaces: list[str] | None = None
             if counter not in old or value < old[counter]:
                 continue
             grown = value - old[counter]
-            out.append(Value(_metric(iface, counter, queue), grown, COUNT))
+            out.append(Value(_metric(iface, counter, queue, kind), grown, COUNT))
             totals[(iface, counter)] = totals.get((iface, counter), 0) + grown
     out += [Value(_metric(i, c), v, COUNT) for (i, c), v in totals.items()]
     kept = [k for k in after.queues if k in before.queues and (not ifaces or k[0] in ifaces)]
-    return [*out, Value("queues", len(kept), COUNT)]
+    return [*out, *_counts(kept)]
 
 
 _SCRIPT = f"""echo "==> {SECTION} <=="
   if command -v ynl >/dev/null 2>&1; then
     ynl --family netdev --dump qstats-get --json '{{"scope": "queue"}}' --output-json 2>&1 |
       tr -d '\\n'; echo
-  elif command -v python3 >/dev/null 2>&1; then python3 - qstats-get 2>&1
+    ynl --family netdev --dump page-pool-stats-get --output-json 2>&1 | tr -d '\\n'; echo
+  elif command -v python3 >/dev/null 2>&1; then
+    python3 - qstats-get page-pool-stats-get 2>&1
   else echo "netlink: neither ynl nor python3 on this host"; fi
   for f in /sys/class/net/*/ifindex; do n=${{f%/ifindex}}; echo "ifindex $(cat "$f") ${{n##*/}}"
   done"""

@@ -35,7 +35,9 @@ def test_a_handshake_cut_short_is_a_host_error() -> None:
                                   connect_timeout=2, known_hosts="/dev/null"),
                              reconnect_attempts=1)
     try:
-        with pytest.raises(HostError, match=r"^gone: SSH failed"):
+        # "SSH failed: ..." here; on a loaded machine the 2 s connect timeout may fire
+        # first: either way a HostError naming the host, never paramiko's EOFError
+        with pytest.raises(HostError, match=r"^gone: "):
             transport.run(["true"], timeout=5)
     finally:
         transport.close()

@@ -10,6 +10,11 @@ prints for them, so both are read by one parser:
     python3 - qstats-get              # dump, every device, scope queue:
                                       # [{"ifindex": 2, "queue-type": "rx", "queue-id": 0,
                                       #   "rx-packets": 12, ...}, ...]
+    python3 - page-pool-stats-get     # dump: [{"info": {"id": 5, "ifindex": 2},
+                                      #   "alloc-fast": 1024, ...}, ...]
+
+Several operations in one call (`qstats-get page-pool-stats-get`) print one JSON line
+each, in order; an operation that fails prints its `netlink: ...` line instead.
 
 The script arrives on stdin and uses only the standard library (Python >= 3.6), so
 nothing is installed on the host. Errors print `netlink: <reason> (errno N)` and exit 1.
@@ -28,6 +33,7 @@ CTRL_ATTR_FAMILY_ID = 1
 CTRL_ATTR_FAMILY_NAME = 2
 NLM_F_REQUEST, NLM_F_ACK, NLM_F_DUMP = 0x1, 0x4, 0x300
 NLMSG_ERROR, NLMSG_DONE = 2, 3
+NETDEV_CMD_PAGE_POOL_STATS_GET = 9
 NETDEV_CMD_QUEUE_GET, NETDEV_CMD_NAPI_GET, NETDEV_CMD_QSTATS_GET = 10, 11, 12
 NETDEV_CMD_NAPI_SET = 14
 # netdev.yaml `napi` attribute-set: name -> (number, kind); uint attributes are 4 or 8 bytes.
@@ -54,6 +60,14 @@ QSTATS_ATTRS.update((name, (8 + i, "uint")) for i, name in enumerate((
     "tx-hw-gso-wire-packets", "tx-hw-gso-wire-bytes", "tx-hw-drop-ratelimits", "tx-stop",
     "tx-wake")))
 QSTATS_SCOPE_QUEUE = 1
+# netdev.yaml `page-pool-stats` (CONFIG_PAGE_POOL_STATS): `info` (1) nests the pool's
+# id and ifindex (the `page-pool` set's 1 and 2); the counters from 8 on are uint
+PAGE_POOL_INFO = {"id": (1, "uint"), "ifindex": (2, "u32")}
+PAGE_POOL_STATS = {"info": (1, "nest")}
+PAGE_POOL_STATS.update((name, (8 + i, "uint")) for i, name in enumerate((
+    "alloc-fast", "alloc-slow", "alloc-slow-high-order", "alloc-empty", "alloc-refill",
+    "alloc-waive", "recycle-cached", "recycle-cache-full", "recycle-ring",
+    "recycle-ring-full", "recycle-released-refcnt")))
 
 
 def attr(number, data):
@@ -80,7 +94,9 @@ def decode(payload, attrs=NAPI_ATTRS, keep_unknown=False):
         name, kind = names.get(number & 0x3FFF, (None, None))
         if name is None and keep_unknown:
             name, kind = "attr-%d" % (number & 0x3FFF), "uint"
-        if name is not None:
+        if kind == "nest":
+            out[name] = decode(data, PAGE_POOL_INFO)
+        elif name is not None:
             value = int.from_bytes(data, sys.byteorder)
             if kind == "threaded" and value < len(THREADED):
                 value = THREADED[value]
@@ -131,6 +147,18 @@ class Netlink:
         raise OSError(2, "no netdev netlink family (kernel older than 6.3?)")
 
 
+def dump_stats(nl, family, op):
+    if op == "qstats-get":
+        replies = nl.request(family, NLM_F_DUMP, NETDEV_CMD_QSTATS_GET,
+                             attr(QSTATS_ATTRS["scope"][0],
+                                  struct.pack("Q", QSTATS_SCOPE_QUEUE)))
+        return [decode(r, QSTATS_ATTRS, keep_unknown=True) for r in replies]
+    if op == "page-pool-stats-get":
+        replies = nl.request(family, NLM_F_DUMP, NETDEV_CMD_PAGE_POOL_STATS_GET, b"")
+        return [decode(r, PAGE_POOL_STATS, keep_unknown=True) for r in replies]
+    raise SystemExit("unknown operation %r" % op)
+
+
 def main(argv):
     nl = Netlink()
     family = nl.family("netdev")
@@ -142,11 +170,12 @@ def main(argv):
         replies = nl.request(family, NLM_F_DUMP, NETDEV_CMD_QUEUE_GET,
                              attr(QUEUE_ATTRS["ifindex"][0], struct.pack("I", int(argv[2]))))
         print(json.dumps([decode(r, QUEUE_ATTRS) for r in replies]))
-    elif argv[1] == "qstats-get":
-        replies = nl.request(family, NLM_F_DUMP, NETDEV_CMD_QSTATS_GET,
-                             attr(QSTATS_ATTRS["scope"][0],
-                                  struct.pack("Q", QSTATS_SCOPE_QUEUE)))
-        print(json.dumps([decode(r, QSTATS_ATTRS, keep_unknown=True) for r in replies]))
+    elif argv[1] in ("qstats-get", "page-pool-stats-get"):
+        for op in argv[1:]:
+            try:
+                print(json.dumps(dump_stats(nl, family, op)))
+            except OSError as exc:
+                print("netlink: %s: %s (errno %d)" % (op, exc.strerror, exc.errno or 0))
     elif argv[1] == "napi-set":
         request = json.loads(argv[2])
         nl.request(family, NLM_F_ACK, NETDEV_CMD_NAPI_SET,
@@ -154,7 +183,7 @@ def main(argv):
         print("{}")
     else:
         raise SystemExit("usage: napi-get IFINDEX | napi-set JSON | queue-get IFINDEX | "
-                         "qstats-get")
+                         "qstats-get | page-pool-stats-get")
 
 
 if __name__ == "__main__":
