@@ -283,3 +283,26 @@ def test_xdpsock_counts_packets_for_cpu_per_packet() -> None:
                                  ("command", "rx_pps", None, 13000.0, "packets/s")])
     cost = _cost(frame, _manifest(CLIENT, "command", {"packet": ["rx_packets", "rx_pps"]}))
     assert cost["cpu_us_per_packet"] == pytest.approx(2600 * 1000 / 26000)
+
+
+def test_check_gates_busy_cores_by_an_absolute_threshold(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    """`check --max-regression cpu.busy_cores=+0.2` gates the derived rows of two stored
+    nights like any metric: in cores, beside the latency."""
+    from napilab.harness.cli.main import main
+    from tests.report_runs import STARTED
+
+    variants = ("sysctl-busypoll", "threaded-busypoll")
+    base = neper_run(tmp_path, run_id="aaaa0001", seed=1, reps=5, variants=variants)
+    night = neper_run(tmp_path, run_id="bbbb0002", seed=2, reps=5, variants=variants,
+                      started=STARTED + 86400)
+    with pytest.raises(SystemExit) as done:
+        main(["check", str(night), "--baseline", str(base), "--max-regression",
+              "cpu.busy_cores=+0.2", "--max-regression", "cpu.cpu_us_per_transaction=5%"])
+    out = capsys.readouterr().out
+    assert done.value.code == 0, out
+    busy = [line for line in out.splitlines() if "busy cores" in line]
+    assert len(busy) == 2 and all(line.split()[0] == "within" and line.endswith("+0.2")
+                                  for line in busy)
+    assert sum("CPU-us/transaction" in line for line in out.splitlines()) == 2
