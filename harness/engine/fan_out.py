@@ -142,13 +142,13 @@ class HostOps:
         wanted = {h: sorted({spec.name for _, spec in specs})
                   for h, specs in self.plan.collectors(variant).items() if specs}
 
-        start = registry.snapshot_phase(when) == "start"
-        if start:
+        phase = registry.snapshot_phase(when)
+        if phase == "start":
             self.counting = True
 
         def read(host: str) -> dict[str, Any]:
             names = wanted[host]
-            argv = registry.snapshot_argv(names, registry.snapshot_phase(when))
+            argv = registry.snapshot_argv(names, phase)
             script = registry.snapshot_hostscript(names)
             result = self.transports[host].run(argv, check=False,
                                                stdin=hostscript(script) if script else None)
@@ -162,7 +162,7 @@ class HostOps:
             return parsed
 
         done = each_host(list(wanted), read)
-        if not start:
+        if phase != "start":
             self.counting = False
         return done
 

@@ -63,8 +63,9 @@ def with_cpu_cost(samples: pd.DataFrame, manifest: Manifest) -> pd.DataFrame:
     if not len(samples) or (samples["source"] == SOURCE).any():
         return samples
     per_cpu = samples[(samples["source"] == "proc_stat") & samples["cpu"].notna()]
-    rows = list(_derive(samples, per_cpu, manifest)) if len(per_cpu) else []
-    rows += _perf_rows(samples, manifest)
+    ops = _operation_counts(samples, manifest)
+    rows = list(_derive(samples, per_cpu, manifest, ops)) if len(per_cpu) else []
+    rows += _perf_rows(samples, ops)
     if not rows:
         return samples
     derived = pd.DataFrame(rows, columns=list(COLUMNS)).astype(
@@ -72,10 +73,16 @@ def with_cpu_cost(samples: pd.DataFrame, manifest: Manifest) -> pd.DataFrame:
     return pd.concat([samples, derived], ignore_index=True)
 
 
-def _derive(samples: pd.DataFrame, per_cpu: pd.DataFrame,
-            manifest: Manifest) -> Iterable[tuple[Any, ...]]:
+def _row(first: pd.Series, host: Any, metric: str, value: float,
+         unit: str) -> tuple[Any, ...]:
+    """A derived row of the trial and role of `first`, one of its stored rows."""
+    return (first["run_id"], first["trial"], first["variant"], first["rep"], first["role"],
+            host, SOURCE, metric, math.nan, float(value), unit)
+
+
+def _derive(samples: pd.DataFrame, per_cpu: pd.DataFrame, manifest: Manifest,
+            ops: Mapping[Any, Mapping[str, float]]) -> Iterable[tuple[Any, ...]]:
     doc = manifest.profile.document
-    ops = _operation_counts(samples, manifest)
     windows = _windows(samples)
     signals = _signals(samples)
     kthreads = samples[(samples["source"] == "napi_threads") & samples["cpu"].isna()
@@ -96,9 +103,7 @@ def _derive(samples: pd.DataFrame, per_cpu: pd.DataFrame,
                                _workload_cpus(doc, variant, role),
                                signals.get((trial, host), {}), kthread_ms.get((trial, host)),
                                ops.get(trial, {}))
-        for metric, value, unit in host_rows:
-            yield (first["run_id"], trial, variant, first["rep"], role, host, SOURCE, metric,
-                   math.nan, float(value), unit)
+        yield from (_row(first, host, *found) for found in host_rows)
 
 
 def _host_rows(share: pd.DataFrame, ticks_ms: float, window: float | None, pinned: set[int],
@@ -134,12 +139,12 @@ def _host_rows(share: pd.DataFrame, ticks_ms: float, window: float | None, pinne
             yield f"cpu_us_per_{op}", busy.sum() * seconds * 1e6 / count, "us"
 
 
-def _perf_rows(samples: pd.DataFrame, manifest: Manifest) -> list[tuple[Any, ...]]:
+def _perf_rows(samples: pd.DataFrame,
+               ops: Mapping[Any, Mapping[str, float]]) -> list[tuple[Any, ...]]:
     totals = samples[(samples["source"] == PERF) & samples["cpu"].isna()
                      & samples["metric"].isin(["cycles", "instructions"])]
     if not len(totals):
         return []
-    ops = _operation_counts(samples, manifest)
     out = []
     for (trial, host), frame in totals.groupby(["trial", "host"], sort=True):
         first = frame.iloc[0]
@@ -151,8 +156,7 @@ def _perf_rows(samples: pd.DataFrame, manifest: Manifest) -> list[tuple[Any, ...
         if cycles:
             rows += [(f"cycles_per_{op}", cycles / n, COUNT_UNIT)
                      for op, n in ops.get(trial, {}).items() if n > 0]
-        out += [(first["run_id"], trial, first["variant"], first["rep"], first["role"], host,
-                 SOURCE, metric, math.nan, float(value), unit) for metric, value, unit in rows]
+        out += [_row(first, host, *found) for found in rows]
     return out
 
 

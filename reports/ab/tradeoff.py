@@ -19,11 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-from scipy import stats
-
-from napilab.harness.stats.shift import hodges_lehmann
-from napilab.harness.stats.two_sample import WELCH_RAW, choose_test, welch_log_t
+from napilab.harness.stats.compare import MetricSamples, evidence
+from napilab.reports.ab.cpu_cost import SOURCE
 from napilab.reports.ab.model import (
     Line,
     Table,
@@ -33,7 +30,6 @@ from napilab.reports.ab.model import (
     format_signed,
 )
 
-SOURCE = "cpu"
 BUSY = "busy_cores"
 PER_OP = "cpu_us_per_"
 UNEQUAL = 0.25  # cores: a difference a reader must be told about
@@ -57,23 +53,16 @@ def _where(line: Line) -> str:
 
 
 def busy_shift(line: Line, base: str, other: str) -> Shift | None:
-    """The change of busy cores, by the test napilab uses for an absolute change at this
-    n (harness.stats.two_sample.choose_test): below 10 repetitions the difference of
+    """The change of busy cores as the comparisons judge an absolute change
+    (harness.stats.compare.evidence, absolute): below 10 repetitions the difference of
     means with Welch's t interval on the raw values, from 10 Hodges-Lehmann with the
     Moses interval. Either way the estimate lies inside its interval."""
-    x = np.array([v for v in line.cells[base].values if math.isfinite(v)])
-    y = np.array([v for v in line.cells[other].values if math.isfinite(v)])
-    if not x.size or not y.size:
+    x = [v for v in line.cells[base].values if math.isfinite(v)]
+    y = [v for v in line.cells[other].values if math.isfinite(v)]
+    if not x or not y:
         return None
-    if choose_test(x.size, y.size, False, absolute=True) == WELCH_RAW:
-        found = welch_log_t(x, y, log=False) if min(x.size, y.size) >= 2 else None
-        if found is None:
-            change = float(np.mean(y) - np.mean(x))
-            return Shift(line.role, change, (-math.inf, math.inf))
-        half = float(stats.t.ppf((1 + CONFIDENCE) / 2, found.df)) * found.se
-        return Shift(line.role, found.diff, (found.diff - half, found.diff + half))
-    change, low, high = hodges_lehmann(x, y, CONFIDENCE)
-    return Shift(line.role, change, (low, high))
+    found = evidence(MetricSamples(x, y, "lower"), confidence=CONFIDENCE, absolute=True)
+    return Shift(line.role, found.change, found.ci)
 
 
 def _busy_lines(tab: Table) -> list[Line]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from napilab.harness.stats.compare import ABSOLUTE
-from napilab.reports.ab import tradeoff
+from napilab.reports.ab import cpu_cost, tradeoff
 from napilab.reports.ab.model import Line, Table, p_text
 
 ORDER = ("worse", "better", "~", "not-enough-data", "exploratory")
@@ -62,7 +62,7 @@ def notes(tab: Table) -> list[str]:
             add(why, line, column)
         # the CPU cost lines are read beside the verdicts (reports.ab.tradeoff): their
         # noise is said only where they are primary
-        quiet = line.source == tradeoff.SOURCE and not line.primary
+        quiet = line.source == cpu_cost.SOURCE and not line.primary
         for column, noise in line.noise.items():
             if quiet:
                 continue

@@ -146,44 +146,31 @@ def _metric(iface: str, counter: str, queue: int | None = None, kind: str = "rx"
 
 
 def values(snapshot: QueueStats, ifaces: list[str] | None = None) -> list[Value]:
-    out: list[Value] = []
-    totals: dict[tuple[str, str], int] = {}
-    for (iface, kind, queue), counters in sorted(snapshot.queues.items()):
-        if ifaces and iface not in ifaces:
-            continue
-        for counter, value in counters.items():
-            out.append(Value(_metric(iface, counter, queue, kind), value, COUNT))
-            totals[(iface, counter)] = totals.get((iface, counter), 0) + value
-    out += [Value(_metric(i, c), v, COUNT) for (i, c), v in totals.items()]
-    kept = [k for k in snapshot.queues if not ifaces or k[0] in ifaces]
-    return [*out, *_counts(kept)]
-
-
-def _counts(kept: list[tuple[str, str, int]]) -> list[Value]:
-    pools = sum(1 for k in kept if k[1] == POOL)
-    out = [Value("queues", len(kept) - pools, COUNT)]
-    return out + ([Value("page_pools", pools, COUNT)] if pools else [])
+    return _rows({k: c for k, c in snapshot.queues.items() if not ifaces or k[0] in ifaces})
 
 
 def delta(before: QueueStats, after: QueueStats, ifaces: list[str] | None = None) -> list[Value]:
     """Each queue's counter increases (a decrease, a queue reconfigured: left out), and
     their sums per device."""
+    grown = {key: {counter: value - old[counter] for counter, value in counters.items()
+                   if counter in old and value >= old[counter]}
+             for key, counters in after.queues.items()
+             if (old := before.queues.get(key)) is not None and (not ifaces or key[0] in ifaces)}
+    return _rows(grown)
+
+
+def _rows(queues: Mapping[tuple[str, str, int], Mapping[str, int]]) -> list[Value]:
+    """Each queue's and pool's counters, their sums per device, and how many there are."""
     out: list[Value] = []
     totals: dict[tuple[str, str], int] = {}
-    for key, counters in sorted(after.queues.items()):
-        iface, kind, queue = key
-        old = before.queues.get(key)
-        if old is None or (ifaces and iface not in ifaces):
-            continue
+    for (iface, kind, queue), counters in sorted(queues.items()):
         for counter, value in counters.items():
-            if counter not in old or value < old[counter]:
-                continue
-            grown = value - old[counter]
-            out.append(Value(_metric(iface, counter, queue, kind), grown, COUNT))
-            totals[(iface, counter)] = totals.get((iface, counter), 0) + grown
+            out.append(Value(_metric(iface, counter, queue, kind), value, COUNT))
+            totals[(iface, counter)] = totals.get((iface, counter), 0) + value
     out += [Value(_metric(i, c), v, COUNT) for (i, c), v in totals.items()]
-    kept = [k for k in after.queues if k in before.queues and (not ifaces or k[0] in ifaces)]
-    return [*out, *_counts(kept)]
+    pools = sum(1 for k in queues if k[1] == POOL)
+    out.append(Value("queues", len(queues) - pools, COUNT))
+    return out + ([Value("page_pools", pools, COUNT)] if pools else [])
 
 
 _SCRIPT = f"""echo "==> {SECTION} <=="
