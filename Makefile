@@ -10,8 +10,10 @@ DEBS := iproute2 iputils-ping iperf3 sockperf ethtool openssh-server procps util
 # modprobe inside the guests)
 VM_DEBS := qemu-system-x86 busybox-static kmod
 TEST_DEBS := chromium
+# `tools`: patchelf points sid's netperf at sid's libc
+TOOLS_DEBS := patchelf
 
-.PHONY: demo test lint debs test-debs vm-debs kernels clean
+.PHONY: demo test lint debs test-debs vm-debs tools-debs kernels tools clean
 
 demo: $(VENV)/.runtime debs
 	$(BIN)/napilab demo
@@ -20,7 +22,8 @@ demo: $(VENV)/.runtime debs
 # (pytest-xdist). The integration tests share one testbed with fixed names: serial.
 # The VM tests (tests/integration/vm) boot Debian kernels in QEMU guests: `kernels`
 # fetches them when root (they skip, saying why, where that or QEMU is not possible).
-test: $(VENV)/.test debs test-debs vm-debs kernels lint
+# `tools` installs netperf and netserver (sid's) when root.
+test: $(VENV)/.test debs test-debs vm-debs kernels tools lint
 	$(BIN)/pytest -q -n auto --durations=10 tests/unit tests/browser
 	$(BIN)/pytest -q --durations=25 tests/integration
 
@@ -48,12 +51,24 @@ test-debs:
 vm-debs:
 	@$(call install_debs,$(VM_DEBS))
 
+tools-debs:
+	@$(call install_debs,$(TOOLS_DEBS))
+
 # Debian's generic and PREEMPT_RT kernels of the default suite and of sid, unpacked
 # under /var/lib/napilab/kernels (nothing installed into the boot path); as root only.
 kernels: $(VENV)/.runtime vm-debs
 	@if [ "$$(id -u)" = 0 ]; then $(BIN)/napilab testbed kernels --fetch \
 	  || echo "napilab: no kernels fetched: the VM tests will skip"; \
 	else echo "napilab: not root, not fetching kernels (the VM tests skip)"; fi
+
+# netperf and netserver, which Debian 12 lacks: sid's netperf and libc6 unpacked under
+# /var/lib/napilab/tools, run on that libc (patchelf: interpreter and RUNPATH), linked
+# into /usr/local/bin unless a working netperf is on PATH; as root only. Once done it
+# needs no apt and no network.
+tools: $(VENV)/.runtime tools-debs
+	@if [ "$$(id -u)" = 0 ]; then $(BIN)/napilab testbed tools --fetch \
+	  || echo "napilab: no netperf fetched: the netperf tests will skip"; \
+	else echo "napilab: not root, not fetching netperf (the netperf tests skip)"; fi
 
 define install_debs
 missing=$$(for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \

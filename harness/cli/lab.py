@@ -56,6 +56,7 @@ def testbed() -> None:
     Examples:
       napilab testbed up --ssh && napilab testbed status && napilab testbed down
       napilab testbed kernels --fetch && napilab testbed up --vm --kernel b=6.1-rt
+      napilab testbed tools --fetch
     """
 
 
@@ -197,3 +198,32 @@ def testbed_kernels(fetch: bool) -> None:
         click.echo(kernel.describe())
     if not found:
         click.echo(f"no kernels in {kernels.kernel_dir()}; `napilab testbed kernels --fetch`")
+
+
+@testbed.command("tools")
+@click.option("--fetch", is_flag=True, help="Download sid's netperf and libc6, run the "
+              "programs on that libc (patchelf) and link them into /usr/local/bin (root).")
+def testbed_tools(fetch: bool) -> None:
+    """The tool cache ($NAPILAB_TOOLS, default /var/lib/napilab/tools): netperf and
+    netserver, which Debian 12 lacks, from Debian's sid on sid's own libc, and their
+    links in /usr/local/bin (not made where a working netperf is already on PATH).
+
+    \b
+    Examples:
+      napilab testbed tools
+      napilab testbed tools --fetch
+    """
+    from napilab.harness.lab import tools
+
+    if fetch:
+        install, links = tools.fetch(say=lambda line: click.echo(line, err=True))
+    else:
+        found = tools.installed()
+        if found is None:
+            click.echo(f"no netperf in {tools.tools_dir()}; `napilab testbed tools --fetch`")
+            return
+        install, links = found, tools.links(found)
+    click.echo(install.describe())
+    for link in links:
+        click.echo(link.describe() if fetch or link.action != "link"
+                   else f"{link.path}: not linked yet; `napilab testbed tools --fetch`")

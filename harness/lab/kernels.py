@@ -11,9 +11,10 @@
 suite and of Debian's unstable suite (`sid`): `apt-get download` of the packages the
 `linux-image-amd64` and `linux-image-rt-amd64` meta packages name, `dpkg-deb -x`,
 `depmod`. Nothing is installed into the machine's boot path, and sid's package lists
-live in this directory (`-o Dir::Etc::sourcelist=... -o Dir::State::Lists=...`), so the
-machine's own apt state is not touched. A guest sees the machine's root file system,
-so the modules directory is also what the guest loads modules from.
+live in this directory (harness.lab.debian: `-o Dir::Etc::sourcelist=... -o
+Dir::State::Lists=...`), so the machine's own apt state is not touched. A guest sees the
+machine's root file system, so the modules directory is also what the guest loads
+modules from.
 
 The path is under /var/lib, not /var/cache: virtme-ng mounts a tmpfs over /var/cache
 in its guests.
@@ -26,19 +27,17 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from napilab.harness.errors import NapilabError
+from napilab.harness.lab import debian
+from napilab.harness.lab.debian import SUITES
 
 DEFAULT_DIR = "/var/lib/napilab/kernels"
 META = {"generic": "linux-image-amd64", "rt": "linux-image-rt-amd64"}
-SUITES = ("default", "sid")
-SID_SOURCE = ("deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] "
-              "http://deb.debian.org/debian sid main\n")
 _ALIAS = re.compile(r"^(\d+\.\d+)")
 # The packages that carry a kernel: linux-image-RELEASE (6.1: image and modules in one),
 # or from 6.17 on linux-binary-RELEASE (the image) and linux-modules-RELEASE.
@@ -151,7 +150,7 @@ def fetch(suites: tuple[str, ...] = SUITES, root: Path | None = None,
             raise NapilabError(f"{tool} not found", hint="Debian's apt, dpkg and kmod")
     (root / "lib" / "modules").mkdir(parents=True, exist_ok=True)
     for suite in suites:
-        options = _apt_options(root, suite)
+        options = debian.apt_options(root, suite)
         for flavour, meta in META.items():
             packages = _carriers(options, meta)
             release = _release_of(packages)
@@ -161,24 +160,6 @@ def fetch(suites: tuple[str, ...] = SUITES, root: Path | None = None,
                 _unpack(options, packages, release, root, suite)
             _alias(root, release, flavour)
     return installed(root)
-
-
-def _apt_options(root: Path, suite: str) -> list[str]:
-    if suite == "default":
-        return []
-    if suite != "sid":
-        raise NapilabError(f"suite {suite!r}: expected one of {list(SUITES)}")
-    apt = root / ".apt"
-    lists = apt / "lists"
-    (lists / "partial").mkdir(parents=True, exist_ok=True)
-    (apt / "cache").mkdir(exist_ok=True)
-    (apt / "sources.list").write_text(SID_SOURCE)
-    options = [f"-oDir::Etc::sourcelist={apt / 'sources.list'}", "-oDir::Etc::sourceparts=-",
-               f"-oDir::State::Lists={lists}", f"-oDir::Cache={apt / 'cache'}",
-               "-oDir::Cache::pkgcache=", "-oDir::Cache::srcpkgcache=",
-               "-oAPT::Sandbox::User=root"]
-    _apt(["apt-get", "-q", *options, "update"])
-    return options
 
 
 def _carriers(options: list[str], meta: str) -> list[str]:
@@ -192,7 +173,7 @@ def _carriers(options: list[str], meta: str) -> list[str]:
 
 
 def _depends(options: list[str], package: str, prefix: str) -> str | None:
-    out = _apt(["apt-cache", *options, "depends", package]).stdout
+    out = debian.run(["apt-cache", *options, "depends", package]).stdout
     for line in out.splitlines():
         kind, _, name = line.strip().lstrip("|").partition(": ")
         if kind == "Depends" and name.startswith(prefix) and not name.startswith("<"):
@@ -211,11 +192,11 @@ def _release_of(packages: list[str]) -> str:
 def _unpack(options: list[str], packages: list[str], release: str, root: Path,
             suite: str) -> None:
     with tempfile.TemporaryDirectory(dir=root) as tmp:
-        _apt(["apt-get", "-q", *options, "download", *packages], cwd=tmp)
+        debian.run(["apt-get", "-q", *options, "download", *packages], cwd=tmp)
         debs = sorted(Path(tmp).glob("*.deb"))
         tree = Path(tmp) / "tree"
         for deb in debs:
-            _apt(["dpkg-deb", "-x", str(deb), str(tree)])
+            debian.run(["dpkg-deb", "-x", str(deb), str(tree)])
         modules = next((d for d in (tree / "lib/modules" / release,
                                     tree / "usr/lib/modules" / release) if d.is_dir()), None)
         image = next((p for p in (tree / "boot" / f"vmlinuz-{release}",
@@ -236,7 +217,7 @@ def _unpack(options: list[str], packages: list[str], release: str, root: Path,
         target = root / "lib" / "modules" / release
         shutil.rmtree(target, ignore_errors=True)
         shutil.move(str(staged), target)
-    _apt(["depmod", "-b", str(root), release])
+    debian.run(["depmod", "-b", str(root), release])
 
 
 def _alias(root: Path, release: str, flavour: str) -> None:
@@ -248,14 +229,3 @@ def _alias(root: Path, release: str, flavour: str) -> None:
     if link.is_symlink() or link.exists():
         link.unlink()
     link.symlink_to(Path("lib") / "modules" / release)
-
-
-def _apt(argv: list[str], cwd: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C"}
-    proc = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, env=env,
-                          check=False, timeout=900)
-    if proc.returncode != 0:
-        tail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-3:]
-        raise NapilabError(f"`{' '.join(argv[:2])} ... {argv[-1]}` exited {proc.returncode}: "
-                           + " / ".join(tail))
-    return proc
