@@ -30,6 +30,7 @@ from napilab.runners.workloads import (
     neper_options,
     netperf,
     ping,
+    pktgen,
     sockperf,
 )
 from napilab.runners.workloads.workload import WorkloadTool
@@ -53,6 +54,7 @@ TOOLS: dict[str, WorkloadTool] = _by_name(
     *(sockperf.SockperfTool(mode) for mode in sockperf.MODES),
     *(netperf.NetperfTool(test) for test in netperf.TESTS),
     command.CommandTool(),
+    pktgen.PktgenTool(),
 )
 
 # In this order: the snapshot script's sections follow it.

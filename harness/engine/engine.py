@@ -35,12 +35,14 @@ from napilab.harness.engine.steps import (
 )
 from napilab.harness.errors import (
     ExitCode,
+    HostError,
     InputError,
     Interrupted,
     NapilabError,
     RestoreIncomplete,
     StorageError,
 )
+from napilab.harness.hosts import facts as host_facts
 from napilab.harness.hosts.session import HostSession
 from napilab.harness.hosts.settings import HostSettings, workdir
 from napilab.harness.profile.plan import Plan, check_online
@@ -91,6 +93,7 @@ class Engine:
         manifest = self.store.manifest
         facts = self.hosts.facts()
         self._check_online(resume)
+        self._check_af_xdp(facts, resume)
         if resume:  # before anything is recorded: a refusal leaves the run as it was
             resume_check.compare(manifest, facts, allow_host_change, self.progress,
                                  booted=set(self.plan.booted_hosts))
@@ -158,6 +161,15 @@ class Engine:
             if not resume:
                 self.store.discard()
             raise InputError(sorted(set(problems), key=str))
+
+    def _check_af_xdp(self, facts: dict[str, HostFacts], resume: bool) -> None:
+        """Refused before any knob: an AF_XDP program on a host without AF_XDP."""
+        problems = af_xdp_problems(self.plan, facts)
+        if problems:
+            if not resume:
+                self.store.discard()
+            raise HostError("; ".join(problems),
+                            hint="`napilab hosts check` shows each host's XDP support")
 
     def _boot_back(self, *, raise_error: bool = True) -> None:
         """Every booted host back on its own kernel (its kernel journal stays where
@@ -388,3 +400,18 @@ class Engine:
         if result.latencies_us is not None:
             self.store.write_latencies(trial.id, result.latencies_us)
         return rows
+
+
+def af_xdp_problems(plan: Plan, facts: dict[str, HostFacts]) -> list[str]:
+    """Each host whose kernel has no AF_XDP sockets (its facts' `af_xdp`) where a variant
+    runs an AF_XDP program (xdpsock, testpmd's net_af_xdp vdev)."""
+    problems = []
+    for variant in plan.profile.variants:
+        for process in (variant.workload.client, variant.workload.server):
+            host = plan.host_of(process.role).name
+            program = host_facts.af_xdp_program(process.args)
+            if program and host in facts and facts[host].get("af_xdp") == "no":
+                problems.append(f"{host}: variant {variant.name} runs {program}, which needs "
+                                "AF_XDP sockets, and the kernel has none (/proc/net/protocols "
+                                "lists no XDP: CONFIG_XDP_SOCKETS)")
+    return list(dict.fromkeys(problems))

@@ -76,7 +76,7 @@ class HostOps:
             workload = variant.workload
             for side, process in (("client", workload.client), ("server", workload.server)):
                 if self.plan.host_of(process.role).name == host:
-                    out.update(host_facts.workload_binaries(workload.tool, side))
+                    out.update(host_facts.workload_binaries(workload.tool, side, process.args))
         return out
 
     def changed_hosts(self, before: dict[str, HostFacts],

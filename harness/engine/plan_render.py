@@ -241,6 +241,8 @@ def _scripts() -> dict[str, str]:
                "journal-update": host_steps.ATOMIC_WRITE[2]}
     for kind in registry.kinds():
         scripts.update(kind.backend.scripts)
+    for tool in TOOLS.values():
+        scripts.update(getattr(tool, "scripts", {}))
     return scripts
 
 

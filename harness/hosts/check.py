@@ -44,11 +44,13 @@ def check_host(host: Host, session: HostSession) -> dict[str, Any]:
         knobs[path] = "absent" if mode == "absent" else ("writable" if mode[2] == "w"
                                                           else "read-only")
     per_napi = "no iface in the inventory"
+    xdp = "no iface in the inventory"
     found: list[queues.Queue] = []
     notes: list[str] = []
     channels: dict[str, str] = {}
     if host.iface:
         per_napi = napi.support(session, host.iface)
+        xdp = napi.xdp_support(session, host.iface, facts.get("af_xdp"))
         found, notes = queues.device_queues(session, host.iface)
         channels = queues.channels(session, host.iface)
     return {
@@ -58,7 +60,7 @@ def check_host(host: Host, session: HostSession) -> dict[str, Any]:
         "user_hz": facts.get("user_hz"), "iface": host.iface,
         "nic": facts.get("nics", {}).get(host.iface or "", {}),
         "tools": {t: found_tools.get(t) == "yes" for t in names},
-        "knobs": knobs, "per_napi_netlink": per_napi,
+        "knobs": knobs, "per_napi_netlink": per_napi, "xdp": xdp,
         "channels": channels, "queues": [q.to_json() for q in found], "queue_notes": notes,
         "virtualization": facts.get("virtualization"),
     }
@@ -77,6 +79,7 @@ def render(reports: list[dict[str, Any]]) -> str:
             + (f" (driver {nic.get('driver', '?')} {nic.get('version', '')})".rstrip()
                if nic and "driver" in nic else ""),
             f"  per-NAPI     {r['per_napi_netlink']}",
+            f"  XDP          {r['xdp']}",
         ]
         if r.get("virtualization"):
             lines.insert(-4, f"  machine      {r['virtualization']}")

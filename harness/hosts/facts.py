@@ -4,7 +4,7 @@ version of every tool the run uses on the host)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from napilab.harness.knobs.backend import read_present
@@ -23,6 +23,7 @@ FILES = {
     "cpuinfo": "/proc/cpuinfo",
     "sys_vendor": "/sys/class/dmi/id/sys_vendor",
     "clocksources": "/sys/devices/system/clocksource/clocksource0/available_clocksource",
+    "protocols": "/proc/net/protocols",
 }
 
 
@@ -36,12 +37,58 @@ def version_argv() -> dict[str, tuple[str, ...] | None]:
 
 # A program with no version flag (neper): the binary on PATH and its sha256 stand for it.
 _SHA256 = ["sh", "-c", 'p=$(command -v "$1") || exit 127; sha256sum -- "$p"', "napilab-sha"]
+# A program no tool knows (a `command` argv's): its Debian package and version, else that
+_PACKAGED = ["sh", "-c", 'p=$(command -v "$1") || exit 127; '
+             'k=$(dpkg -S "$(readlink -f "$p")" 2>/dev/null | cut -d: -f1 | head -n1); '
+             'if [ -n "$k" ]; then echo "$k $(dpkg-query -W -f=\'${Version}\' "$k") $p"; '
+             'else sha256sum -- "$p" | sed "s/^\\([0-9a-f]*\\)  \\(.*\\)/\\2 sha256:\\1/"; fi',
+             "napilab-version"]
 
 
-def workload_binaries(tool: str, side: str) -> tuple[str, ...]:
-    """The programs a workload tool runs on its `side` (client or server) whose version
-    napilab can read; the `command` tool runs anything, so nothing is known of it."""
-    return registry.TOOLS[tool].programs(side)
+# argv prefixes that run another program: their options, then the program
+_WRAPPERS = {"timeout": 1, "taskset": 1, "env": 0, "chrt": 1, "nice": 0, "stdbuf": 0}
+
+
+def workload_binaries(tool: str, side: str,
+                      args: Mapping[str, object] | None = None) -> tuple[str, ...]:
+    """The programs a workload tool runs on its `side` (client or server): the tool's own,
+    and the program a `command` argv (`argv`, `server_argv`) names, past `timeout`,
+    `taskset` and such wrappers (its version: its Debian package's, else its sha256)."""
+    named = [argv_program(args.get(key)) for key in ("argv", "server_argv")] if args else []
+    return (*registry.TOOLS[tool].programs(side), *(p for p in named if p))
+
+
+def af_xdp_program(args: Mapping[str, object]) -> str | None:
+    """The program of a `command` argv (`argv`, `server_argv`) that opens AF_XDP sockets:
+    xdpsock, or one given an AF_XDP vdev (dpdk-testpmd --vdev=net_af_xdp0,...)."""
+    for key in ("argv", "server_argv"):
+        raw = args.get(key)
+        words = raw.split() if isinstance(raw, str) else raw if isinstance(raw, list) else []
+        program = argv_program(raw)
+        if program and (program.rsplit("/", 1)[-1] == "xdpsock"
+                        or any("net_af_xdp" in str(w) for w in words)):
+            return program
+    return None
+
+
+def argv_program(argv: object) -> str | None:
+    """`dpdk-testpmd` of [timeout, -s, INT, 20, dpdk-testpmd, ...]; None if not a list."""
+    if isinstance(argv, str):
+        argv = argv.split()
+    if not isinstance(argv, list):
+        return None
+    words = [str(w) for w in argv]
+    i = 0
+    while i < len(words):
+        word = words[i]
+        positional = _WRAPPERS.get(word.rsplit("/", 1)[-1])
+        if positional is None:
+            return word if "$" not in word and "=" not in word else None
+        i += 1
+        while i < len(words) and (words[i].startswith("-") or "=" in words[i]):
+            i += 2 if words[i] in ("-s", "-k", "--signal", "--kill-after") else 1
+        i += positional
+    return None
 
 
 def tool_versions(transport: Transport, binaries: Iterable[str]) -> dict[str, str]:
@@ -50,6 +97,12 @@ def tool_versions(transport: Transport, binaries: Iterable[str]) -> dict[str, st
     out = {}
     known = version_argv()
     for binary in sorted({*binaries, "ethtool"}):
+        if binary not in known:
+            result = transport.run([*_PACKAGED, binary], check=False)
+            line = result.stdout.strip()
+            out[binary] = line[:200] if result.exit_code == 0 and line else _failed(
+                result.exit_code, result.stderr)
+            continue
         argv = known[binary]
         if argv is None:
             result = transport.run([*_SHA256, binary], check=False)
@@ -71,17 +124,24 @@ def _failed(exit_code: int, stderr: str) -> str:
     return f"error: exit {exit_code}: {stderr.strip()[:160]}"
 
 
+def af_xdp(protocols: str) -> str:
+    """`yes` when /proc/net/protocols lists XDP (AF_XDP's proto registers so), else `no`."""
+    return "yes" if any(line.split()[:1] == ["XDP"] for line in protocols.splitlines()) else "no"
+
+
 def gather(transport: Transport, ifaces: Iterable[str] = (),
            binaries: Iterable[str] | None = None) -> dict[str, Any]:
     files, _ = read_present(transport, list(FILES.values()))
     facts: dict[str, Any] = {}
     for name, path in FILES.items():
-        if name not in ("cpuinfo", "sys_vendor", "clocksources") and path in files:
+        if name not in ("cpuinfo", "sys_vendor", "clocksources", "protocols") and path in files:
             facts[name] = files[path].strip()
     facts["cpu_model"] = _cpu_model(files.get(FILES["cpuinfo"], ""))
     facts["virtualization"] = virtualization(
         files.get(FILES["cpuinfo"], ""), files.get(FILES["sys_vendor"], "").strip(),
         files.get(FILES["clocksources"], "").split())
+    if FILES["protocols"] in files:
+        facts["af_xdp"] = af_xdp(files[FILES["protocols"]])
     hz = transport.run(["getconf", "CLK_TCK"], check=False)
     facts["user_hz"] = int(hz.stdout) if hz.exit_code == 0 and hz.stdout.strip().isdigit() else 100
     irqbalance = transport.run(["pgrep", "-x", "irqbalance"], check=False)

@@ -243,7 +243,7 @@ class CommandTool:
         sargs: Mapping[str, object] = server_args
         if "argv" not in args:
             raise InputError("command: client `argv` is required")
-        argv = _argv(args["argv"], "argv", ctx)
+        argv = split_argv(args["argv"], "argv", ctx)
         specs = metric_specs(args["metrics"]) if "metrics" in args else ()
         metrics = args.get("metrics")
         preset = metrics if isinstance(metrics, str) else None
@@ -265,7 +265,7 @@ class CommandTool:
                               protocol=str(sargs.get("ready_protocol", "tcp")),
                               log_pattern=str(pattern) if pattern is not None else None,
                               timeout=float(str(sargs.get("ready_timeout", 10.0))))
-            server = ServerCommand(_argv(sargs["server_argv"], "server_argv", ctx), ready,
+            server = ServerCommand(split_argv(sargs["server_argv"], "server_argv", ctx), ready,
                                    exits_by_itself=bool(sargs.get("exits_by_itself", False)),
                                    stop_signal=str(sargs.get("stop_signal", "TERM")))
         return ToolCommands(client=argv, server=server, context=context)
@@ -296,7 +296,7 @@ class CommandTool:
         return ()  # it runs anything: nothing is known of it
 
 
-def _argv(raw: object, key: str, ctx: Context) -> list[str]:
+def split_argv(raw: object, key: str, ctx: Context) -> list[str]:
     if isinstance(raw, str):
         parts = shlex.split(raw)
     elif isinstance(raw, list) and all(isinstance(p, str | int | float) for p in raw):

@@ -110,6 +110,22 @@ class NapiBackend(Backend):
             raise HostError(f"{op}: not JSON: {result.stdout[:200]!r}") from None
         return [n for n in napis if isinstance(n, dict)]
 
+    def dev_get(self, ifindex: str) -> dict[str, object]:
+        """The device's netdev attributes (xdp-features, xdp-zc-max-segs), 6.3+."""
+        if self.client() == "ynl":
+            command = Command(["ynl", "--family", "netdev", "--output-json", "--do", "dev-get",
+                               "--json", json.dumps({"ifindex": _number(ifindex)})])
+        else:
+            command = Command(["python3", "-", "dev-get", ifindex], self._stdin())
+        result = self.transport.run(command.argv, check=False, stdin=command.stdin)
+        if result.exit_code != 0:
+            raise HostError(f"dev-get ifindex {ifindex}: {result.stderr.strip()}")
+        try:
+            dev = json.loads(result.stdout)
+        except json.JSONDecodeError:
+            raise HostError(f"dev-get: not JSON: {result.stdout[:200]!r}") from None
+        return dev if isinstance(dev, dict) else {}
+
     def read(self, keys: Sequence[str]) -> dict[str, str]:
         out: dict[str, str] = {}
         dumps: dict[str, dict[str, dict[str, object]]] = {}
@@ -168,6 +184,26 @@ def support(host: Session, iface: str) -> str:
         return f"no NAPI instances on {iface} (via {backend.client()})"
     attrs = sorted({k for n in napis for k in n} - {"id", "ifindex"})
     return f"{len(napis)} NAPI(s) via {backend.client()}; attributes: {', '.join(attrs)}"
+
+
+def xdp_support(host: Session, iface: str, af_xdp: str | None) -> str:
+    """What the kernel says of XDP on `iface` (netdev dev-get xdp-features, 6.3+) and
+    whether it has AF_XDP sockets at all (/proc/net/protocols lists XDP)."""
+    sockets = {"yes": "AF_XDP sockets", "no": "no AF_XDP sockets (the kernel lists no XDP "
+               "protocol: CONFIG_XDP_SOCKETS)"}.get(af_xdp or "", "AF_XDP sockets unknown")
+    try:
+        path = f"/sys/class/net/{iface}/ifindex"
+        ifindex = str(int(host.transport.run(["cat", "--", path]).stdout))
+        dev = host.backend(NapiBackend).dev_get(ifindex)
+    except (NapilabError, ValueError) as exc:
+        return f"{sockets}; {iface} xdp-features unknown ({exc})"
+    features = dev.get("xdp-features")
+    if not isinstance(features, list):
+        return f"{sockets}; {iface} xdp-features not reported (kernel before 6.3)"
+    if not features:
+        return f"{sockets}; {iface}: no native XDP (generic mode only: AF_XDP in copy mode)"
+    zc = "zero-copy offered" if "xsk-zerocopy" in features else "copy mode only"
+    return f"{sockets}; {iface} xdp-features {', '.join(map(str, features))} ({zc})"
 
 
 class Napi(Kind):

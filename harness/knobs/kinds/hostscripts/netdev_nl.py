@@ -33,6 +33,7 @@ CTRL_ATTR_FAMILY_ID = 1
 CTRL_ATTR_FAMILY_NAME = 2
 NLM_F_REQUEST, NLM_F_ACK, NLM_F_DUMP = 0x1, 0x4, 0x300
 NLMSG_ERROR, NLMSG_DONE = 2, 3
+NETDEV_CMD_DEV_GET = 1
 NETDEV_CMD_PAGE_POOL_STATS_GET = 9
 NETDEV_CMD_QUEUE_GET, NETDEV_CMD_NAPI_GET, NETDEV_CMD_QSTATS_GET = 10, 11, 12
 NETDEV_CMD_NAPI_SET = 14
@@ -47,6 +48,11 @@ THREADED = ["disabled", "enabled", "busy-poll"]  # enum napi-threaded
 QUEUE_ATTRS = {"id": (1, "u32"), "ifindex": (2, "u32"), "type": (3, "queue-type"),
                "napi-id": (4, "u32")}
 QUEUE_TYPE = ["rx", "tx"]  # enum queue-type
+# netdev.yaml `dev` attribute-set and its `xdp-act` flags, by bit, as ynl names them
+DEV_ATTRS = {"ifindex": (1, "u32"), "xdp-features": (3, "xdp-act"),
+             "xdp-zc-max-segs": (4, "u32")}
+XDP_ACT = ["basic", "redirect", "ndo-xmit", "xsk-zerocopy", "hw-offload", "rx-sg",
+           "ndo-xmit-sg"]
 # netdev.yaml `qstats` attribute-set (Linux 6.8+): the counters from 8 on are uint; an
 # attribute a newer kernel adds is kept as "attr-N", never dropped
 QSTATS_ATTRS = {"ifindex": (1, "u32"), "queue-type": (2, "queue-type"),
@@ -102,6 +108,9 @@ def decode(payload, attrs=NAPI_ATTRS, keep_unknown=False):
                 value = THREADED[value]
             elif kind == "queue-type" and value < len(QUEUE_TYPE):
                 value = QUEUE_TYPE[value]
+            elif kind == "xdp-act":
+                value = [n for bit, n in enumerate(XDP_ACT) if value >> bit & 1] + [
+                    "bit-%d" % bit for bit in range(len(XDP_ACT), 64) if value >> bit & 1]
             out[name] = value
         offset += (length + 3) & ~3
     return out
@@ -170,6 +179,10 @@ def main(argv):
         replies = nl.request(family, NLM_F_DUMP, NETDEV_CMD_QUEUE_GET,
                              attr(QUEUE_ATTRS["ifindex"][0], struct.pack("I", int(argv[2]))))
         print(json.dumps([decode(r, QUEUE_ATTRS) for r in replies]))
+    elif argv[1] == "dev-get":
+        replies = nl.request(family, NLM_F_ACK, NETDEV_CMD_DEV_GET,
+                             attr(DEV_ATTRS["ifindex"][0], struct.pack("I", int(argv[2]))))
+        print(json.dumps(decode(replies[0], DEV_ATTRS) if replies else {}))
     elif argv[1] in ("qstats-get", "page-pool-stats-get"):
         for op in argv[1:]:
             try:
@@ -183,6 +196,7 @@ def main(argv):
         print("{}")
     else:
         raise SystemExit("usage: napi-get IFINDEX | napi-set JSON | queue-get IFINDEX | "
+                         "dev-get IFINDEX | "
                          "qstats-get | page-pool-stats-get")
 
 
