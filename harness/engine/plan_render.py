@@ -128,7 +128,8 @@ class _Steps:
         prefix = "warmup-" if warmup else ""
         if commands.server is not None:
             self.add(server_host.name, prefix + "server",
-                     compose(commands.server.argv, spec.server, spec.timeout + SERVER_GRACE),
+                     compose(commands.server.argv, spec.server, spec.timeout + SERVER_GRACE,
+                             commands.server.stop_grace),
                      env=dict(spec.server.env))
         self.add(plan.host_of(spec.client.role).name, prefix + "client",
                  compose(commands.client, spec.client, spec.timeout), env=dict(spec.client.env))

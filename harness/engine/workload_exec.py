@@ -25,11 +25,13 @@ SERVER_GRACE = 10.0  # seconds a self-exiting server gets after the client ended
 STOP_GRACE = 5.0
 
 
-def compose(argv: Sequence[str], process: ProcessSpec, limit: float | None) -> list[str]:
-    """`timeout -k 5 LIMIT taskset -c CPUS WRAPPER... ARGV...` (parts present as set)."""
+def compose(argv: Sequence[str], process: ProcessSpec, limit: float | None,
+            kill_after: float = STOP_GRACE) -> list[str]:
+    """`timeout -k 5 LIMIT taskset -c CPUS WRAPPER... ARGV...` (parts present as set):
+    timeout KILLs `kill_after` seconds after its first signal, napilab's stop included."""
     out: list[str] = []
     if limit is not None:
-        out += ["timeout", "-k", "5", _seconds(limit)]
+        out += ["timeout", "-k", _seconds(kill_after), _seconds(limit)]
     if process.cpus:
         out += ["taskset", "-c", process.cpus]
     return [*out, *process.wrapper, *argv]
@@ -87,7 +89,7 @@ def stop(proc: Process, server: ServerCommand) -> CommandResult:
             pass
     proc.signal(server.stop_signal)
     try:
-        return proc.wait(STOP_GRACE)
+        return proc.wait(server.stop_grace)
     except HostError:
         proc.signal("KILL")
         return proc.wait(STOP_GRACE)
@@ -100,7 +102,8 @@ def run(commands: ToolCommands, *, client: ProcessSpec, server: ProcessSpec,
     server_cmd = commands.server
     try:
         if server_cmd is not None:
-            argv = compose(server_cmd.argv, server, limit=timeout + SERVER_GRACE)
+            argv = compose(server_cmd.argv, server, limit=timeout + SERVER_GRACE,
+                           kill_after=server_cmd.stop_grace)
             proc = server_transport.start(argv, env=server.env)
             wait_ready(server_transport, proc, server_cmd.ready, record)
         result = _run_client(client_transport, compose(commands.client, client, limit=timeout),

@@ -56,6 +56,9 @@ BPS = "bits/s"
 RATIO = "ratio"
 XSK_MARK = "napilab-xsk:"
 XSK_END = "napilab-xsk-end"
+# seconds a receiver may take to end once stopped: testpmd with busy_budget 256 on a
+# TCG guest took more than 4 s to close its port
+STOP_GRACE = 30
 _MAC = re.compile(r"[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5}")
 _IFACE = re.compile(r"[A-Za-z0-9_.:-]{1,15}")
 
@@ -120,8 +123,8 @@ clean
 exit 0
 """
 
-# $1 the stop signal, then the receiver's argv
-RECEIVER_SCRIPT = r"""SIG=$1; shift
+# $1 the stop signal, $2 the seconds the receiver may take to end, then its argv
+RECEIVER_SCRIPT = r"""SIG=$1 GRACE=$2; shift 2
 DIAG=; [ -d /sys/module/xsk_diag ] && DIAG=1
 # what an AF_XDP receiver may leave behind: promiscuous mode, an XDP program
 state() {
@@ -142,11 +145,12 @@ STOPPED=
 XSK=
 K=
 stop() {
-  trap - INT TERM HUP; STOPPED=1
+  # timeout signals the wrapper twice (it and its group): the second must not kill it
+  trap '' INT TERM HUP; STOPPED=1
   XSK=$(ss -a --xdp -e -m 2>&1) || XSK="ss: cannot list AF_XDP sockets: $XSK"
   kill -s "$SIG" "$P" 2>/dev/null
-  # before timeout's own KILL (5 s after its signal) could orphan it
-  (sleep 4; kill -s KILL "$P") >/dev/null 2>&1 &
+  # before timeout's own KILL (GRACE s after its signal) could orphan it
+  (sleep $((GRACE - 1)); kill -s KILL "$P") >/dev/null 2>&1 &
   K=$!
 }
 trap stop INT TERM HUP
@@ -412,7 +416,8 @@ class PktgenTool:
             ready = Readiness(log_pattern=str(pattern),
                               timeout=float(str(server_args.get("ready_timeout", 120.0))))
             server = ServerCommand(["sh", "-c", RECEIVER_SCRIPT, "napilab-receiver", signal,
-                                    *argv], ready, stop_signal=signal)
+                                    str(STOP_GRACE), *argv], ready, stop_signal=signal,
+                                   stop_grace=STOP_GRACE)
         elif server_args:
             raise InputError("pktgen: server args without `server_argv`: "
                              f"{sorted(server_args)}")

@@ -55,6 +55,9 @@ class ServerCommand:
     # the others (sockperf, netserver) are stopped with SIGTERM/SIGINT.
     exits_by_itself: bool = False
     stop_signal: str = "TERM"
+    # seconds it may take to end once signalled before it is killed (an AF_XDP receiver
+    # under TCG takes longer than most servers to tear its sockets down)
+    stop_grace: float = 5.0
 
 
 @dataclass(frozen=True)
