@@ -20,7 +20,7 @@ import yaml
 from napilab.harness.lab.vmbed import VmTestbed
 from tests.integration.vm.conftest import guest
 from tests.integration.vm.test_vm_knobs import STATE
-from tests.integration.vm.test_vm_runs import lab_inventory, run
+from tests.integration.vm.test_vm_runs import run
 
 ROOT = Path(__file__).parents[3]
 # what an AF_XDP receiver or pktgen could leave behind, beyond the knobs STATE reads
@@ -60,9 +60,11 @@ def rows_of(tmp_path: Path, name: str) -> tuple[pd.DataFrame, dict[str, object]]
             json.loads((run_dir / "manifest.json").read_text()))
 
 
-def value(rows: pd.DataFrame, variant: str, metric: str, source: str = "pktgen") -> float:
+def value(rows: pd.DataFrame, variant: str, metric: str, role: str = "sut",
+          source: str = "pktgen") -> float:
+    """One trial's value (the receiver's and pktgen's metrics share names: tx_packets)."""
     mine = rows[(rows["variant"] == variant) & (rows["metric"] == metric)
-                & (rows["source"] == source) & rows["cpu"].isna()]
+                & (rows["source"] == source) & (rows["role"] == role) & rows["cpu"].isna()]
     assert len(mine) == 1, (variant, metric, mine)
     return float(mine["value"].iloc[0])
 
@@ -74,25 +76,26 @@ def test_seed_003_testpmd_receives_pktgens_flood_on_af_xdp(tmp_path: Path,
                                                             vm_clean: VmTestbed) -> None:
     profile = trimmed("seed-003-afxdp-vm.yaml", ["1c-plain", "1c"],
                       {"busy_budget": [64], "main_lcore": [1]}, tmp_path)
-    inventory = lab_inventory(vm_clean, tmp_path, {"source": "a", "sut": "b"})
+    inventory = vm_clean.inventory_path
     before = both(vm_clean)
     done = run(["run", str(profile), "-i", str(inventory), "-o", str(tmp_path / "r"),
                 "--format", "text"])
     assert done.returncode == 0, done.stdout + done.stderr
     rows, manifest = rows_of(tmp_path, "seed-003-afxdp-vm")
     for variant in ("1c-plain", "1c-budget-64"):
-        sent = value(rows, variant, "tx_packets")
+        sent = value(rows, variant, "tx_packets", "source")
         got = value(rows, variant, "fwd_rx_packets")
         assert 0 < got <= sent, (variant, got, sent)  # testpmd's own count, of pktgen's
         assert value(rows, variant, "delivered_pps") == pytest.approx(
-            got / value(rows, variant, "tx_seconds"))
+            got / value(rows, variant, "tx_seconds", "source"))
         assert value(rows, variant, "xsk_sockets") == 1  # the kernel listed its socket
         assert value(rows, variant, "xsk_zerocopy") in (0, 1)
     hosts = manifest["host_facts"]
     assert isinstance(hosts, dict)
-    versions = hosts["sut"]["tool_versions"]
+    versions = hosts["b"]["tool_versions"]
     assert versions["dpdk-testpmd"].startswith("dpdk-dev 22.11"), versions
-    assert hosts["sut"]["af_xdp"] == "yes"
+    assert hosts["a"]["tool_versions"]["modprobe"].startswith("pktgen ")
+    assert hosts["b"]["af_xdp"] == "yes"
     assert both(vm_clean) == before
 
 
@@ -103,16 +106,16 @@ def test_seed_003_testpmd_receives_pktgens_flood_on_af_xdp(tmp_path: Path,
 def test_seed_002_netperf_and_xdpsock_busy_poll(tmp_path: Path, vm_clean: VmTestbed) -> None:
     profile = trimmed("seed-002-prefer-busypoll-vm.yaml", ["udp-rr-busy-read", "xdpsock-busy"],
                       {"budget": [64]}, tmp_path)
-    inventory = lab_inventory(vm_clean, tmp_path, {"sut": "b", "peer": "a"})
+    inventory = vm_clean.inventory_path
     before = both(vm_clean)
     done = run(["run", str(profile), "-i", str(inventory), "-o", str(tmp_path / "r"),
                 "--format", "text"])
     assert done.returncode == 0, done.stdout + done.stderr
     rows, manifest = rows_of(tmp_path, "seed-002-prefer-busypoll-vm")
-    assert value(rows, "udp-rr-busy-read", "transaction_rate", "netperf") > 0
-    assert value(rows, "udp-rr-busy-read", "latency_mean", "netperf") > 0
+    assert value(rows, "udp-rr-busy-read", "transaction_rate", source="netperf") > 0
+    assert value(rows, "udp-rr-busy-read", "latency_mean", source="netperf") > 0
     got = value(rows, "xdpsock-busy-64", "rx_packets")
-    assert 0 < got <= value(rows, "xdpsock-busy-64", "tx_packets")
+    assert 0 < got <= value(rows, "xdpsock-busy-64", "tx_packets", "peer")
     assert value(rows, "xdpsock-busy-64", "xsk_sockets") == 1
     trial = next(t for t in manifest["trials"] if t["variant"] == "xdpsock-busy-64")
     assert {c["kind"] for c in trial["settings"]} >= {"ethtool", "netdev", "irq_affinity"}
@@ -123,27 +126,35 @@ def test_seed_002_netperf_and_xdpsock_busy_poll(tmp_path: Path, vm_clean: VmTest
 def test_an_irq_the_driver_respreads_on_a_channel_change_is_written(
         tmp_path: Path, vm_clean: VmTestbed) -> None:
     """virtio-net spreads its IRQs over the CPUs again on `ethtool -L`: queue 0's IRQ,
-    on CPU 0 before, is on 0-2 after `combined 1`; asked for CPU 0 (its original), it is
-    written again, not skipped as unchanged."""
+    put on CPU 0 before the run, is spread again by `combined 1`; asked for CPU 0 (its
+    original), it is written again, not skipped as unchanged; restore puts it back on
+    CPU 0 after the channels (which spread it once more)."""
     from napilab.harness.hosts.settings import HostSettings
     from tests.integration.vm.conftest import session_on
     from tests.integration.vm.test_vm_knobs import settings_of
 
-    before = guest(vm_clean, "b", STATE).stdout
-    irq = guest(vm_clean, "b", "grep -m1 'virtio.*-input.0' /proc/interrupts | cut -d: -f1"
-                ).stdout.strip()
-    assert guest(vm_clean, "b", f"cat /proc/irq/{irq}/smp_affinity_list").stdout.strip() == "0"
-    session = session_on(vm_clean, "b")
+    irq = guest(vm_clean, "b", "d=$(basename $(readlink /sys/class/net/data0/device)); "
+                "grep -m1 \"$d-input.0\" /proc/interrupts | cut -d: -f1").stdout.strip()
+    path = f"/proc/irq/{irq}/smp_affinity_list"
+    boot = guest(vm_clean, "b", f"cat {path}").stdout.strip()
+    guest(vm_clean, "b", f"echo 0 > {path}")
     try:
-        settings = HostSettings(session, "vmknob9")
-        changes = settings.apply(settings_of(tmp_path, vm_clean, """\
-            ethtool: {data0: {channels: {combined: 1}}}
-            irq_affinity: {data0: "0"}
-            """))
-        assert all(c.matches for c in changes), changes
-        now = guest(vm_clean, "b", f"cat /proc/irq/{irq}/smp_affinity_list").stdout.strip()
-        assert now == "0"
-        settings.restore()
+        before = guest(vm_clean, "b", STATE).stdout
+        respread = guest(vm_clean, "b", f"ethtool -L data0 combined 1; cat {path}; "
+                                        f"ethtool -L data0 combined 2; echo 0 > {path}")
+        assert respread.stdout.strip() != "0"  # what the driver does, measured first
+        session = session_on(vm_clean, "b")
+        try:
+            settings = HostSettings(session, "vmknob9")
+            changes = settings.apply(settings_of(tmp_path, vm_clean, """\
+                ethtool: {data0: {channels: {combined: 1}}}
+                irq_affinity: {data0: "0"}
+                """))
+            assert all(c.matches for c in changes), changes
+            assert guest(vm_clean, "b", f"cat {path}").stdout.strip() == "0"
+            settings.restore()
+        finally:
+            session.close()
+        assert guest(vm_clean, "b", STATE).stdout == before
     finally:
-        session.close()
-    assert guest(vm_clean, "b", STATE).stdout == before
+        guest(vm_clean, "b", f"echo {boot} > {path}")
