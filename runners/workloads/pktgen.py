@@ -59,6 +59,7 @@ XSK_END = "napilab-xsk-end"
 # seconds a receiver may take to end once stopped: testpmd with busy_budget 256 on a
 # TCG guest took more than 4 s to close its port
 STOP_GRACE = 30
+SIGNALS = ("INT", "TERM", "HUP", "QUIT", "USR1", "USR2")
 _MAC = re.compile(r"[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5}")
 _IFACE = re.compile(r"[A-Za-z0-9_.:-]{1,15}")
 
@@ -412,7 +413,9 @@ class PktgenTool:
             if pattern is None:
                 raise InputError("pktgen: the receiver needs `ready_pattern` (a line it prints "
                                  "once it receives, e.g. testpmd's 'start packet forwarding')")
-            signal = str(server_args.get("stop_signal", "INT"))
+            signal = str(server_args.get("stop_signal", "INT")).upper().removeprefix("SIG")
+            if signal not in SIGNALS:
+                raise InputError(f"pktgen: stop_signal {signal!r}: one of {list(SIGNALS)}")
             ready = Readiness(log_pattern=str(pattern),
                               timeout=float(str(server_args.get("ready_timeout", 120.0))))
             server = ServerCommand(["sh", "-c", RECEIVER_SCRIPT, "napilab-receiver", signal,

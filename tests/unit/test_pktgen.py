@@ -51,6 +51,7 @@ def test_the_client_sends_to_the_receivers_address_with_the_profiles_frames() ->
     ({}, {"server_argv": TESTPMD, "metrics": "nosuch", "ready_pattern": "x"},
      "no metrics preset 'nosuch'"),
     ({}, {"metrics": "testpmd"}, "server args without `server_argv`"),
+    ({}, dict(RECEIVER, stop_signal="STOP"), "stop_signal 'STOP': one of"),
 ])
 def test_bad_arguments_are_refused_before_any_host(client: dict[str, object],
                                                    server: dict[str, object],
