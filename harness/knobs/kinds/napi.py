@@ -100,15 +100,17 @@ class NapiBackend(Backend):
         return [self.get_command(i).argv for i in sorted({k.split("/")[0] for k in keys})]
 
     def napi_get(self, ifindex: str, op: str = "napi-get") -> list[dict[str, object]]:
-        command = self.get_command(ifindex, op)
+        napis = self._json(self.get_command(ifindex, op), op, ifindex)
+        return [n for n in napis if isinstance(n, dict)] if isinstance(napis, list) else []
+
+    def _json(self, command: Command, op: str, ifindex: str) -> object:
         result = self.transport.run(command.argv, check=False, stdin=command.stdin)
         if result.exit_code != 0:
             raise HostError(f"{op} ifindex {ifindex}: {result.stderr.strip()}")
         try:
-            napis = json.loads(result.stdout)
+            return json.loads(result.stdout)
         except json.JSONDecodeError:
             raise HostError(f"{op}: not JSON: {result.stdout[:200]!r}") from None
-        return [n for n in napis if isinstance(n, dict)]
 
     def dev_get(self, ifindex: str) -> dict[str, object]:
         """The device's netdev attributes (xdp-features, xdp-zc-max-segs), 6.3+."""
@@ -117,13 +119,7 @@ class NapiBackend(Backend):
                                "--json", json.dumps({"ifindex": _number(ifindex)})])
         else:
             command = Command(["python3", "-", "dev-get", ifindex], self._stdin())
-        result = self.transport.run(command.argv, check=False, stdin=command.stdin)
-        if result.exit_code != 0:
-            raise HostError(f"dev-get ifindex {ifindex}: {result.stderr.strip()}")
-        try:
-            dev = json.loads(result.stdout)
-        except json.JSONDecodeError:
-            raise HostError(f"dev-get: not JSON: {result.stdout[:200]!r}") from None
+        dev = self._json(command, "dev-get", ifindex)
         return dev if isinstance(dev, dict) else {}
 
     def read(self, keys: Sequence[str]) -> dict[str, str]:

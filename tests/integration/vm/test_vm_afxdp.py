@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -54,7 +55,16 @@ def trimmed(shipped: str, keep: list[str], matrix: dict[str, list[object]] | Non
     return path
 
 
-def rows_of(tmp_path: Path, name: str) -> tuple[pd.DataFrame, dict[str, object]]:
+def run_on(bed: VmTestbed, profile: Path, tmp_path: Path
+           ) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """`napilab run PROFILE` on the guests; its samples and manifest."""
+    done = run(["run", str(profile), "-i", str(bed.inventory_path), "-o", str(tmp_path / "r"),
+                "--format", "text"])
+    assert done.returncode == 0, done.stdout + done.stderr
+    return rows_of(tmp_path, yaml.safe_load(profile.read_text())["name"])
+
+
+def rows_of(tmp_path: Path, name: str) -> tuple[pd.DataFrame, dict[str, Any]]:
     run_dir = next((tmp_path / "r" / name).iterdir())
     return (pd.read_parquet(run_dir / "samples.parquet"),
             json.loads((run_dir / "manifest.json").read_text()))
@@ -76,12 +86,8 @@ def test_seed_003_testpmd_receives_pktgens_flood_on_af_xdp(tmp_path: Path,
                                                             vm_clean: VmTestbed) -> None:
     profile = trimmed("seed-003-afxdp-vm.yaml", ["1c-plain", "1c"],
                       {"busy_budget": [64], "main_lcore": [1]}, tmp_path)
-    inventory = vm_clean.inventory_path
     before = both(vm_clean)
-    done = run(["run", str(profile), "-i", str(inventory), "-o", str(tmp_path / "r"),
-                "--format", "text"])
-    assert done.returncode == 0, done.stdout + done.stderr
-    rows, manifest = rows_of(tmp_path, "seed-003-afxdp-vm")
+    rows, manifest = run_on(vm_clean, profile, tmp_path)
     for variant in ("1c-plain", "1c-budget-64"):
         sent = value(rows, variant, "tx_packets", "source")
         got = value(rows, variant, "fwd_rx_packets")
@@ -106,12 +112,8 @@ def test_seed_003_testpmd_receives_pktgens_flood_on_af_xdp(tmp_path: Path,
 def test_seed_002_netperf_and_xdpsock_busy_poll(tmp_path: Path, vm_clean: VmTestbed) -> None:
     profile = trimmed("seed-002-prefer-busypoll-vm.yaml", ["udp-rr-busy-read", "xdpsock-busy"],
                       {"budget": [64]}, tmp_path)
-    inventory = vm_clean.inventory_path
     before = both(vm_clean)
-    done = run(["run", str(profile), "-i", str(inventory), "-o", str(tmp_path / "r"),
-                "--format", "text"])
-    assert done.returncode == 0, done.stdout + done.stderr
-    rows, manifest = rows_of(tmp_path, "seed-002-prefer-busypoll-vm")
+    rows, manifest = run_on(vm_clean, profile, tmp_path)
     assert value(rows, "udp-rr-busy-read", "transaction_rate", source="netperf") > 0
     assert value(rows, "udp-rr-busy-read", "latency_mean", source="netperf") > 0
     got = value(rows, "xdpsock-busy-64", "rx_packets")
