@@ -34,7 +34,7 @@ workload: {tool: ping, duration: 2, client: {role: sender, cpus: "0"}, server: {
 collect: {proc_stat: {roles: [receiver], cpus: "1"}}
 variants:
   x: {setup: {receiver: {rps: {"${iface}": RPS}}}}
-repeat: 3
+repeat: 5
 metrics:
   rtt_avg: {direction: lower, max_regression: 25%}
   received: {direction: higher, max_regression: 25%}
