@@ -62,22 +62,24 @@ def af_xdp_program(args: Mapping[str, object]) -> str | None:
     """The program of a `command` argv (`argv`, `server_argv`) that opens AF_XDP sockets:
     xdpsock, or one given an AF_XDP vdev (dpdk-testpmd --vdev=net_af_xdp0,...)."""
     for key in ("argv", "server_argv"):
-        raw = args.get(key)
-        words = raw.split() if isinstance(raw, str) else raw if isinstance(raw, list) else []
-        program = argv_program(raw)
+        words = _words(args.get(key))
+        program = argv_program(words)
         if program and (program.rsplit("/", 1)[-1] == "xdpsock"
-                        or any("net_af_xdp" in str(w) for w in words)):
+                        or any("net_af_xdp" in w for w in words)):
             return program
     return None
 
 
+def _words(argv: object) -> list[str]:
+    """A `command` argv as words: a list's items, or a string split on blanks."""
+    if isinstance(argv, str):
+        return argv.split()
+    return [str(w) for w in argv] if isinstance(argv, list) else []
+
+
 def argv_program(argv: object) -> str | None:
     """`dpdk-testpmd` of [timeout, -s, INT, 20, dpdk-testpmd, ...]; None if not a list."""
-    if isinstance(argv, str):
-        argv = argv.split()
-    if not isinstance(argv, list):
-        return None
-    words = [str(w) for w in argv]
+    words = _words(argv)
     i = 0
     while i < len(words):
         word = words[i]
@@ -97,13 +99,7 @@ def tool_versions(transport: Transport, binaries: Iterable[str]) -> dict[str, st
     out = {}
     known = version_argv()
     for binary in sorted({*binaries, "ethtool"}):
-        if binary not in known:
-            result = transport.run([*_PACKAGED, binary], check=False)
-            line = result.stdout.strip()
-            out[binary] = line[:200] if result.exit_code == 0 and line else _failed(
-                result.exit_code, result.stderr)
-            continue
-        argv = known[binary]
+        argv = known.get(binary, (*_PACKAGED, binary))
         if argv is None:
             result = transport.run([*_SHA256, binary], check=False)
             digest, _, path = result.stdout.strip().partition("  ")

@@ -200,6 +200,14 @@ def values(measured: Sequence[Measured]) -> list[Value]:
     return [Value(m.name, m.value, m.unit) for m in measured]
 
 
+def measure(stdout: str, stderr: str, preset: str | None,
+            specs: Sequence[MetricSpec]) -> list[Value]:
+    """A command's values: its preset's parser, else the profile's metric specs."""
+    if preset is not None:
+        return PRESETS[preset](stdout)
+    return values(parse(stdout, specs, stderr=stderr))
+
+
 class CommandTool:
     """Client `argv`; optional server `server_argv` with readiness (`ready_port` and/or
     `ready_pattern`), stopped with `stop_signal` unless `exits_by_itself`.
@@ -285,12 +293,9 @@ class CommandTool:
                              client.stderr or client.stdout)
         preset = context.get("preset", self._preset)
         try:
-            if preset is not None:
-                return ToolResult(client=PRESETS[preset](client.stdout))
-            measured = parse(client.stdout, specs, stderr=client.stderr)
+            return ToolResult(client=measure(client.stdout, client.stderr, preset, specs))
         except ParseError as error:
             raise ToolFailed(TOOL, error.reason, client.stderr) from None
-        return ToolResult(client=values(measured))
 
     def programs(self, side: str) -> tuple[str, ...]:
         return ()  # it runs anything: nothing is known of it

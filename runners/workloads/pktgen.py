@@ -444,12 +444,8 @@ class PktgenTool:
             context = output.commands.context if output.commands is not None else {}
             try:
                 sockets = parse_xsk(server.stderr)
-                preset = context.get("preset")
-                if preset is not None:
-                    received = command.PRESETS[str(preset)](server.stdout)
-                else:
-                    received = command.values(command.parse(
-                        server.stdout, context.get("specs", ()), stderr=server.stderr))
+                received = command.measure(server.stdout, server.stderr,
+                                           context.get("preset"), context.get("specs", ()))
             except ParseError as error:
                 raise ToolFailed(TOOL, f"receiver: {error.reason}", server.stderr) from None
             received += delivered(received, sent)
