@@ -32,6 +32,7 @@ from napilab.runners.workloads.workload import (
     ArgSpec,
     ArgValue,
     Context,
+    LoadAxis,
     Parser,
     Readiness,
     ServerCommand,
@@ -224,6 +225,8 @@ class CommandTool:
     # its presets' parsers: `napilab parse xdpsock FILE`
     parsers: Mapping[str, Parser] = dict(PRESETS)
     versions: Mapping[str, tuple[str, ...] | None] = {}
+    # the profile writes `${rate}` in argv; `load.unit` and `load.achieved` say the rest
+    load: LoadAxis | None = LoadAxis(None, "", None, ())
     client_args: Mapping[str, ArgSpec] = {
         "argv": ArgSpec((list, str), "the command: a list, or a shell-quoted string"),
         "metrics": ArgSpec((dict, str), "name -> {regex|json_path, unit, ...}, or a preset"),

@@ -31,6 +31,7 @@ from napilab.runners.workloads.workload import (
     ArgSpec,
     ArgValue,
     Context,
+    LoadAxis,
     Parser,
     ProcessOutput,
     Readiness,
@@ -219,6 +220,8 @@ class Iperf3Tool:
 
     name = "iperf3"
     headline: tuple[str, ...] = ("throughput",)
+    # UDP at a target bitrate (`-b`; 0 unlimited): what it sent is the achieved load
+    load: LoadAxis | None = LoadAxis("b", "bits/s", 0, ("sender_throughput",), "jitter")
     operations: Mapping[str, tuple[str, ...]] = {"MB": ("throughput",)}
     parsers: Mapping[str, Parser] = {"iperf3": lambda text: values(parse(text))}
     versions: Mapping[str, tuple[str, ...] | None] = {"iperf3": ("iperf3", "--version")}

@@ -39,6 +39,7 @@ from napilab.runners.workloads.workload import (
     ArgSpec,
     ArgValue,
     Context,
+    LoadAxis,
     Parser,
     ProcessOutput,
     Readiness,
@@ -189,6 +190,7 @@ class NeperTool:
     control port listens, exits by itself after one test. Client: `BIN -c -H TARGET -l SECS
     --nolog [flags]`. Which client flag the server also gets is the OPTIONS table."""
 
+    load: LoadAxis | None = None  # closed loop: no offered load
     headline: tuple[str, ...] = ("latency_p50", "latency_p99", "throughput")
     operations: Mapping[str, tuple[str, ...]] = {"transaction": ("num_transactions",),
                                                  "MB": ("throughput",)}

@@ -28,6 +28,7 @@ from napilab.runners.workloads.workload import (
     ArgSpec,
     ArgValue,
     Context,
+    LoadAxis,
     Parser,
     Readiness,
     ServerCommand,
@@ -265,6 +266,7 @@ class NetperfTool:
         "6": GLOBAL_OPTIONS["6"],
     }
 
+    load: LoadAxis | None = None  # closed loop: no offered load
     headline: tuple[str, ...] = ("latency_p50", "latency_p99", "transaction_rate")
     operations: Mapping[str, tuple[str, ...]] = {"transaction": ("transaction_rate",),
                                                  "MB": ("throughput",)}

@@ -30,6 +30,7 @@ from napilab.runners.workloads.workload import (
     ArgSpec,
     ArgValue,
     Context,
+    LoadAxis,
     Parser,
     ToolCommands,
     ToolOutput,
@@ -173,6 +174,7 @@ class PingTool:
     """
 
     name = "ping"
+    load: LoadAxis | None = None  # closed loop: no offered load
     headline: tuple[str, ...] = ("rtt_avg", "received_per_second")
     operations: Mapping[str, tuple[str, ...]] = {"packet": ("transmitted",)}
     parsers: Mapping[str, Parser] = {"ping": lambda text: values(parse(text))}

@@ -42,6 +42,7 @@ from napilab.runners.workloads.workload import (
     ArgSpec,
     ArgValue,
     Context,
+    LoadAxis,
     Parser,
     Readiness,
     ServerCommand,
@@ -348,6 +349,8 @@ def _int(args: Mapping[str, ArgValue], key: str, default: int, low: int, high: i
 class PktgenTool:
     name = TOOL
     headline: tuple[str, ...] = ("delivered_pps",)
+    # `rate` packets/s (ratep; 0 as fast as it can): pktgen's own send rate is achieved
+    load: LoadAxis | None = LoadAxis("rate", "pkt/s", 0, ("tx_pps",))
     operations: Mapping[str, tuple[str, ...]] = {
         "packet": ("fwd_rx_packets", "rx_packets", "tx_packets")}
     parsers: Mapping[str, Parser] = {"pktgen": lambda text: values(parse(text)),

@@ -31,6 +31,7 @@ from napilab.runners.workloads.workload import (
     ArgSpec,
     ArgValue,
     Context,
+    LoadAxis,
     Parser,
     Readiness,
     ServerCommand,
@@ -323,6 +324,10 @@ class SockperfTool:
     def __init__(self, mode: str) -> None:
         self.mode = mode
         self.name = f"sockperf.{mode}"
+        # under-load sends `--mps` messages a second on its own schedule (open loop)
+        self.load: LoadAxis | None = LoadAxis(
+            "mps", "msg/s", "max", ("send_rate",), "latency_p99") \
+            if mode == "under-load" else None
         self.client_args: Mapping[str, ArgSpec] = dict(self._shared) | {
             "mps": ArgSpec((int, str), "messages per second, or 'max'"),
             "m": ArgSpec(int, "message size (bytes)"),

@@ -100,6 +100,26 @@ class ToolResult:
 Parser = Callable[[str], list[Value]]
 
 
+@dataclass(frozen=True)
+class LoadAxis:
+    """How an open-loop tool takes a rung of a profile's `load:` ladder and reports the
+    load it achieved (harness.profile.load, reports.ab.load).
+
+    `arg`: the client argument a rung's rate is written to (None: the profile writes
+    `${rate}` where it goes, as the command tool does); `unit`: what the rate counts
+    ("msg/s", "req/s", "bits/s", "pkt/s"); `maximum`: what `arg` takes for the rung
+    `max` (as fast as the tool can); `achieved`: the metrics holding the rate the tool
+    achieved, in `unit`, the first found first; `latency`: the metric the knee and the SLO
+    capacity read by default (None: the profile names one).
+    """
+
+    arg: str | None
+    unit: str
+    maximum: ArgValue | None
+    achieved: tuple[str, ...]
+    latency: str | None = None
+
+
 class WorkloadTool(Protocol):
     """Everything napilab knows of a tool is here; `runners.registry` lists the tools.
 
@@ -122,6 +142,7 @@ class WorkloadTool(Protocol):
     operations: Mapping[str, tuple[str, ...]]
     parsers: Mapping[str, Parser]
     versions: Mapping[str, tuple[str, ...] | None]
+    load: LoadAxis | None
 
     def programs(self, side: str) -> tuple[str, ...]: ...
 
