@@ -40,7 +40,7 @@ from napilab.harness.inventory import ansible as inventory_ansible
 from napilab.harness.inventory import inventory
 from napilab.harness.knobs import registry, values
 from napilab.harness.knobs.kind import Kind
-from napilab.harness.profile import kernel, keys, matrix, names, profile, sections
+from napilab.harness.profile import kernel, keys, load, matrix, names, profile, sections
 from napilab.harness.profile.schema import Number
 from napilab.runners.collectors import netstat
 from napilab.runners.registry import COLLECTORS, TOOLS
@@ -121,12 +121,30 @@ def _workload(defs: Defs) -> Schema:
     profile's tool, which profile_schema checks (any, when a parent file names it)."""
     properties: Schema = {key: _number(spec) for key, spec in sections.WORKLOAD_NUMBERS.items()}
     process = defs.ref("process", _process)
-    properties |= {"tool": {"enum": list(TOOLS)}, "client": process, "server": process}
+    properties |= {"tool": {"enum": list(TOOLS)}, "client": process, "server": process,
+                   "load": defs.ref("load", _load)}
     assert set(properties) == set(sections.WORKLOAD_KEYS)
     out = obj(properties)
     out["allOf"] = [{"if": {"required": ["tool"], "properties": {"tool": {"const": name}}},
                      "then": _tool_args(name, defs)} for name in TOOLS]
     return out
+
+
+def _load() -> Schema:
+    """`workload.load` (harness.profile.load): the rates, or a mapping with them."""
+    rate: Schema = {"anyOf": [{"type": "number", "exclusiveMinimum": 0},
+                              {"type": "string", "pattern": r"^(max|\d+(\.\d+)?\s*[kKmMgG]?)$"}]}
+    rates: Schema = {"type": "array", "items": rate, "minItems": 1}
+    percent: Schema = {"anyOf": [{"type": "number", "minimum": 0},
+                                 {"type": "string", "pattern": r"^\d+(\.\d+)?%?$"}]}
+    ladder = obj({"rates": rates, "tolerance": percent, "knee": {"type": "number",
+                  "exclusiveMinimum": 1}, "slo": {"type": "number", "minimum": 0},
+                  "metric": {"type": "string"}, "max_regression": percent,
+                  "unit": {"type": "string"}, "achieved": {"type": "array",
+                  "items": {"type": "string"}}}, required=("rates",))
+    assert set(ladder["properties"]) == set(load.LOAD_KEYS)
+    return described({"anyOf": [rates, ladder]}, "offered-load ladder: the rates, or "
+                     "{rates, tolerance, knee, slo, metric, max_regression}")
 
 
 def _inherited_args(defs: Defs) -> list[Schema]:

@@ -163,6 +163,7 @@ class VariantSummary:
     parameters: Mapping[str, Any]
     against: str | None  # the variant it is compared with; None: the baseline
     changes: tuple[Change, ...]  # the baseline: its settings beyond the common ones
+    group: str | None = None  # the first of this comparison group: compared with nothing
 
 
 def summarize(plan: Plan) -> tuple[list[Change], list[VariantSummary]]:
@@ -176,7 +177,8 @@ def summarize(plan: Plan) -> tuple[list[Change], list[VariantSummary]]:
     out = []
     for variant in profile.variants:
         base = against.get(variant.name)
-        if base is None and variant.name != profile.baseline:
+        first = base is None and variant.name != profile.baseline
+        if first:
             base = profile.baseline  # the first of its group: shown against the baseline
         if base is None:
             own = {k: v for k, v in settings[variant.name].items() if k not in common}
@@ -184,7 +186,7 @@ def summarize(plan: Plan) -> tuple[list[Change], list[VariantSummary]]:
         else:
             changes = _diff(states[base], states[variant.name])
         out.append(VariantSummary(variant.name, variant.description, variant.parameters,
-                                  base, tuple(changes)))
+                                  base, tuple(changes), variant.group if first else None))
     return _diff({}, common), out
 
 
@@ -215,7 +217,9 @@ def summary_lines(plan: Plan) -> list[str]:
         values = ", ".join(f"{k}={x}" for k, x in v.parameters.items())
         if values and f"({values})" not in v.description:
             head += f" ({values})"
-        head += " (baseline)" if v.against is None else f" against {v.against}"
+        head += " (baseline)" if v.against is None else \
+            f" (baseline of group {v.group}; its changes shown against {v.against})" \
+            if v.group else f" against {v.against}"
         lines.append(head + (f": {v.description}" if v.description else ""))
         lines += changes(v.changes, "    ") or [
             "    nothing beyond what every variant sets" if v.against is None

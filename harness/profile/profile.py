@@ -16,7 +16,7 @@ import math
 import random
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,14 @@ from napilab.harness.knobs.kind import Setting
 from napilab.harness.knobs.values import KnobValueError, check_iface
 from napilab.harness.profile import keys
 from napilab.harness.profile.kernel import BOOT_MODES, KernelSpec, parse_kernel
+from napilab.harness.profile.load import (
+    RATE_PARAMETER,
+    Ladder,
+    Rung,
+    parse_load,
+    rung_group,
+    rung_name,
+)
 from napilab.harness.profile.matrix import (
     RESERVED,
     check_name,
@@ -55,6 +63,7 @@ from napilab.harness.profile.sections import (
 )
 from napilab.harness.profile.setup import parse_setup
 from napilab.harness.profile.yamlsrc import Node
+from napilab.runners.registry import TOOLS
 
 TOP_KEYS = keys.PROFILE_KEYS
 VARIANT_KEYS = ("description", "group", "cores", "setup", "workload", "collect", "kernel")
@@ -100,6 +109,8 @@ class Variant:
     group: str | None = None  # compared with its group's first variant, not the baseline
     kernels: tuple[KernelSpec, ...] = ()  # per role; a role without one: its own kernel
     cores: dict[str, float] = field(default_factory=dict)  # budget per role, "" for all
+    rung: Rung | None = None  # its offered load, in a profile with a `load:` ladder
+    base: str | None = None  # the variant of the profile this rung is of
 
     def kernel(self, role: str) -> KernelSpec | None:
         return next((k for k in self.kernels if k.role == role), None)
@@ -134,6 +145,7 @@ class Profile:
     document: dict[str, Any]  # the resolved profile (extends merged), for the manifest
     digest: str  # sha256 of the resolved document: `--resume` refuses a changed profile
     boot: str = "per-kernel"  # per-kernel | per-trial (harness.profile.kernel)
+    load: Ladder | None = None  # the offered-load ladder (harness.profile.load)
 
     @property
     def baseline(self) -> str:
@@ -187,6 +199,7 @@ def load_profile(path: str | Path) -> Profile:
     base = clone(document)
     for key in ("variants", "baseline", "extends", "matrix"):
         base.pop(key, None)
+    ladder = _ladder(check, document, base)
     arms = _arms(check, document)
     names = [arm[0] for arm in arms]
     for name in sorted(n for n, count in Counter(names).items() if count > 1):
@@ -197,23 +210,12 @@ def load_profile(path: str | Path) -> Profile:
         check.error(document.where("baseline"), "baseline", f"no variant named {baseline!r}"
                     f"{suggest(baseline, names)}")
         baseline = None
-    variants = []
-    declared = document.get("variants")
-    written = {id(node): name for name, node in declared.items()} \
-        if isinstance(declared, dict) else {}
-    for name, overlay, values in arms:
-        merged = deep_merge(without_other_tool(base, overlay), Node(
-            {k: v for k, v in overlay.items() if k not in ("description", "group", "cores")}))
-        merged = substitute(merged, values) if values else merged  # deep_merge copied
-        start = len(check.problems)
-        unknown_placeholders(check, merged, values, declared_parameters(document))
-        variant = _variant(check, name, merged, overlay, roles, values)
-        scope = Scope(join("variants", written.get(id(overlay), name)), overlay)
-        check.problems[start:] = scope.problems(check.problems[start:])
-        if variant is not None:
-            variants.append(scope.variant(variant))
+    variants = _variants(check, document, base, arms, roles, ladder)
     if baseline is not None:
-        variants.sort(key=lambda v: v.name != baseline)
+        # rung by rung (they are in ladder order already), the baseline first in each
+        rungs = ladder.rungs if ladder else ()
+        variants.sort(key=lambda v: (rungs.index(v.rung) if v.rung else 0,
+                                     (v.base or v.name) != baseline))
     report = check.mapping(document.get("report"), document.where("report"), "report") or Node()
     check.keys(report, "report", REPORT_KEYS)
     table = parse_table(check, report.get("table"), report.where("table"), "report.table", roles)
@@ -230,8 +232,83 @@ def load_profile(path: str | Path) -> Profile:
         name=str(document.get("name") or Path(path).stem), path=str(path),
         description=str(document.get("description") or ""), roles=roles,
         variants=tuple(variants), table=tuple(table), document=resolved, digest=digest,
-        **profile_fields,
+        load=ladder, **profile_fields,
     )
+
+
+def _variants(check: Checker, document: Node, base: Node,
+              arms: list[tuple[str, Node, dict[str, Any]]], roles: dict[str, RoleSpec],
+              ladder: Ladder | None) -> list[Variant]:
+    """Every variant: each arm (an explicit variant or a matrix combination) merged onto
+    the profile, once per rung of the load ladder when there is one."""
+    variants = []
+    declared = document.get("variants")
+    written = {id(node): name for name, node in declared.items()} \
+        if isinstance(declared, dict) else {}
+    rungs: tuple[Rung | None, ...] = ladder.rungs if ladder else (None,)
+    if ladder and any(RATE_PARAMETER in values for _, _, values in arms):
+        check.error(document.where("matrix"), f"matrix.{RATE_PARAMETER}", "`rate` is the "
+                    "load ladder's: name the parameter otherwise")
+    for rung in rungs:
+        for name, overlay, values in arms:
+            if rung is rungs[0] and "load" in _workload_of(overlay):
+                check.error(_workload_of(overlay).where("load"), join(join(
+                    "variants", written.get(id(overlay), name)), "workload.load"),
+                    "the load ladder is the profile's (workload.load): every variant runs "
+                    "every rung")
+            merged = deep_merge(without_other_tool(base, overlay), Node(
+                {k: v for k, v in overlay.items()
+                 if k not in ("description", "group", "cores")}))
+            filled = dict(values)
+            if rung is not None and ladder is not None:
+                filled[RATE_PARAMETER] = ladder.argument(rung)
+                _rung_argument(merged, ladder, rung)
+            merged = substitute(merged, filled) if filled else merged  # deep_merge copied
+            start = len(check.problems)
+            unknown_placeholders(check, merged, filled, declared_parameters(document))
+            variant = _variant(check, name, merged, overlay, roles, values)
+            scope = Scope(join("variants", written.get(id(overlay), name)), overlay)
+            check.problems[start:] = scope.problems(check.problems[start:])
+            if variant is not None and rung is not None:
+                variant = replace(variant, name=rung_name(name, rung), rung=rung, base=name,
+                                  group=rung_group(variant.group, rung))
+            if variant is not None:
+                variants.append(scope.variant(variant))
+    return variants
+
+
+def _workload_of(node: Node) -> Node:
+    found = node.get("workload")
+    return found if isinstance(found, Node) else Node()
+
+
+def _ladder(check: Checker, document: Node, base: Node) -> Ladder | None:
+    """The profile's `workload.load`, taken out of BASE (each rung writes its own rate)."""
+    workload = _workload_of(document)
+    if "load" not in workload:
+        return None
+    tool_name = workload.get("tool")
+    tool = TOOLS.get(tool_name) if isinstance(tool_name, str) else None
+    _workload_of(base).pop("load", None)
+    if tool is None:
+        return None  # the unknown tool is its own error
+    return parse_load(check, workload["load"], workload.where("load"), "workload.load",
+                      tool.name, tool.load, _percent)
+
+
+def _rung_argument(merged: Node, ladder: Ladder, rung: Rung) -> None:
+    """Write RUNG's rate into the client argument of the tool's load axis."""
+    if ladder.arg is None:
+        return
+    workload = merged.setdefault("workload", Node())
+    client = workload.setdefault("client", Node()) if isinstance(workload, Node) else None
+    if not isinstance(client, Node):
+        return  # malformed: parse_workload says so
+    args = client.get("args")
+    if args is None:
+        args = client["args"] = Node()
+    if isinstance(args, Node):
+        args[ladder.arg] = ladder.argument(rung)
 
 
 def _unused_parameters(check: Checker, document: Node, matrix: Node,

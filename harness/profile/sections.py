@@ -23,7 +23,8 @@ from napilab.runners.collectors import netstat
 from napilab.runners.registry import COLLECTORS, TOOLS
 from napilab.runners.workloads.workload import ArgSpec
 
-WORKLOAD_KEYS = ("tool", "duration", "timeout", "client", "server", "idle", "warmup")
+WORKLOAD_KEYS = ("tool", "duration", "timeout", "client", "server", "idle", "warmup",
+                 "load")
 WORKLOAD_NUMBERS = {"duration": Number(0.1, 86400), "timeout": Number(1, 172800),
                     "idle": Number(0, 3600), "warmup": Number(0, 3600)}
 PROCESS_KEYS = ("role", "cpus", "args", "wrapper", "env", "show_env")

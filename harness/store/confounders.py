@@ -114,7 +114,7 @@ def _variant_doc(manifest: Manifest, variant: str) -> dict[str, Any]:
     """The workload and roles a variant ran with: the base document under its overlay
     (the profile's own deep merge, on the document stored in the manifest)."""
     document = manifest.profile.document
-    overlay = (document.get("variants") or {}).get(variant) or {}
+    overlay = (document.get("variants") or {}).get(manifest.written_as(variant)) or {}
     return {key: plain(deep_merge(located(document.get(key)), located(overlay[key])))
             if overlay.get(key) is not None else document.get(key) for key in PROFILE_KEYS}
 

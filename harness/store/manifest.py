@@ -241,7 +241,7 @@ class Manifest:
     OPTIONAL: ClassVar[tuple[str, ...]] = (
         "groups", "comparisons", "status", "incomplete", "started", "ended", "host_facts",
         "hosts_changed", "resume_host_changes", "resumed", "argv_resume", "headlines",
-        "operations", "parameters", "budgets")
+        "operations", "parameters", "budgets", "load")
 
     run_id: str = ""
     profile: ProfileRecord = field(default_factory=ProfileRecord)
@@ -264,6 +264,9 @@ class Manifest:
     parameters: dict[str, dict[str, Any]] | None = None
     # variant -> role ("" for all roles) -> its `cores` budget; None before recorded
     budgets: dict[str, dict[str, float]] | None = None
+    # the offered-load ladder (harness.profile.load.Ladder.record) and `variants`:
+    # variant -> {base, rung, rate} (rate None: `max`); None without a ladder
+    load: dict[str, Any] | None = None
     inventory: InventoryRecord = field(default_factory=InventoryRecord)
     napilab: NapilabRecord = field(default_factory=NapilabRecord)
     argv: list[str] = field(default_factory=list)
@@ -285,6 +288,12 @@ class Manifest:
 
     def trial(self, index: int) -> TrialRecord:
         return self.trials[index - 1]
+
+    def written_as(self, variant: str) -> str:
+        """The name VARIANT has in the profile's `variants:` (a load ladder's rung
+        `busy+10k` is written as `busy`)."""
+        found = ((self.load or {}).get("variants") or {}).get(variant) or {}
+        return str(found.get("base") or variant)
 
     def headline(self, source: str) -> tuple[str, ...]:
         return tuple((self.headlines or {}).get(source, ()))

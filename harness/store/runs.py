@@ -60,6 +60,9 @@ def new_manifest(plan: Plan) -> Manifest:
         parameters={v.name: dict(v.parameters) for v in profile.variants if v.parameters}
         or None,
         budgets={v.name: dict(v.cores) for v in profile.variants if v.cores} or None,
+        load=None if profile.load is None else profile.load.record() | {"variants": {
+            v.name: {"base": v.base, "rung": v.rung.label, "rate": v.rung.rate}
+            for v in profile.variants if v.rung is not None}},
         inventory=InventoryRecord(plan.inventory.path, inventory_digest(plan),
                                   {n: h.public() for n, h in plan.hosts.items()}),
         napilab=NapilabRecord(__version__, git_sha()),

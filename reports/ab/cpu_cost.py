@@ -100,7 +100,7 @@ def _derive(samples: pd.DataFrame, per_cpu: pd.DataFrame, manifest: Manifest,
             continue
         window = windows.get((trial, host))
         host_rows = _host_rows(ms.div(total, axis=0), float(total.mean()), window,
-                               _workload_cpus(doc, variant, role),
+                               _workload_cpus(doc, manifest.written_as(variant), role),
                                signals.get((trial, host), {}), kthread_ms.get((trial, host)),
                                ops.get(trial, {}))
         yield from (_row(first, host, *found) for found in host_rows)
@@ -259,7 +259,7 @@ def _operation_counts(samples: pd.DataFrame, manifest: Manifest) -> dict[Any, di
     out: dict[Any, dict[str, float]] = {}
     for trial, frame in rows.groupby("trial"):
         variant = str(frame.iloc[0]["variant"])
-        spec = workload_spec(doc, variant)
+        spec = workload_spec(doc, manifest.written_as(variant))
         client = (spec.get("client") or {}).get("role")
         duration = spec.get("duration")
         for op, metrics in operations.items():

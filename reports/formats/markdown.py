@@ -13,8 +13,9 @@ from collections.abc import Iterable, Sequence
 
 from napilab.reports.ab import frontier, verdicts
 from napilab.reports.ab.compare import RunData
+from napilab.reports.ab.load import load_report
 from napilab.reports.ab.model import Table, format_ci, format_p, format_pct, p_text, verdict_text
-from napilab.reports.formats import run_facts
+from napilab.reports.formats import load_text, run_facts
 
 MAX_FINDINGS = 25
 
@@ -58,7 +59,11 @@ def markdown(run: RunData, tab: Table) -> str:
             out.append(f"> - trial {escape(failure.trial)} ({escape(failure.variant)} rep "
                        f"{failure.rep}) failed: {escape(failure.error)}")
         out.append("")
-    out += tables(tab, run_facts.absent_functions(manifest)) + _settings(run) + _hosts(run)
+    out += tables(tab, run_facts.absent_functions(manifest))
+    found = load_report(run.samples, manifest)
+    if found is not None:
+        out += load_text.markdown(found, _table, escape)
+    out += _settings(run) + _hosts(run)
     out += _commands(run)
     return "\n".join(out).rstrip("\n") + "\n"
 

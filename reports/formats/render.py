@@ -21,8 +21,10 @@ import jinja2
 from napilab.harness.store.manifest import TCG, Manifest
 from napilab.harness.store.store import atomic_write
 from napilab.reports.ab.compare import RunData, Table, load_run, table
+from napilab.reports.ab.load import load_report
 from napilab.reports.ab.model import format_ci, format_number, format_p, format_pct, p_text
 from napilab.reports.formats import (
+    load_text,
     markdown,
     report_json,
     run_facts,
@@ -94,6 +96,9 @@ def text(run: RunData, width: int = 80, tab: Table | None = None) -> str:
     statistics under it; a line on the run's status when it is not complete."""
     tab = tab if tab is not None else table(run)
     out = text_table(tab, width, run_facts.absent_functions(run.manifest))
+    found = load_report(run.samples, run.manifest)
+    if found is not None:
+        out += "\n" + load_text.text(found)
     status = run_facts.run_status(run.manifest)
     if not status.complete:
         out += (f"\n  {status.status} run: {status.ok} of {status.total} trials completed"

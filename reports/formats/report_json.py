@@ -12,6 +12,7 @@ from typing import Any
 
 from napilab.reports.ab import verdicts
 from napilab.reports.ab.compare import RunData
+from napilab.reports.ab.load import load_json, load_report
 from napilab.reports.ab.model import Table
 from napilab.reports.ab.table_json import table_doc
 from napilab.reports.formats import run_facts
@@ -54,6 +55,8 @@ def report_doc(run: RunData, tab: Table) -> dict[str, Any]:
         "confounders": run_facts.confounders(manifest, settings),
         "failures": [asdict(f) for f in run_facts.failures(run)],
         "commands": [{**asdict(c), "shell": c.shell} for c in run_facts.commands(run)],
+        **({"load": load_json(found)} if (found := load_report(run.samples, manifest))
+           else {}),
     }
 
 

@@ -18,8 +18,9 @@ import yaml
 from napilab.harness import redact
 from napilab.reports.ab import verdicts
 from napilab.reports.ab.compare import RunData
+from napilab.reports.ab.load import load_report
 from napilab.reports.ab.model import Table
-from napilab.reports.formats import run_facts
+from napilab.reports.formats import load_text, run_facts
 from napilab.reports.plots import plots
 
 MAX_FINDINGS = 25  # significant comparisons listed in the summary; the table has them all
@@ -67,6 +68,21 @@ def plot_figures(ctx: Context) -> dict[str, Any]:
             "omitted": [p for p in rendered if isinstance(p, plots.Omitted)]}
 
 
+def load(ctx: Context) -> dict[str, Any] | None:
+    """The latency-load curves, knees and capacities; None (no section) without a
+    `load:` ladder."""
+    found = load_report(ctx.run.samples, ctx.run.manifest)
+    if found is None:
+        return None
+    rendered = plots.load_figures(found)
+    return {"report": found, "header": load_text.header(found),
+            "rows": [(c, load_text.rows(found, c), load_text.derived(found, c))
+                     for c in found.curves],
+            "caption": load_text.caption(found, 0),
+            "figures": [p for p in rendered if isinstance(p, plots.Plot)],
+            "omitted": [p for p in rendered if isinstance(p, plots.Omitted)]}
+
+
 def settings(ctx: Context) -> dict[str, Any]:
     flagged = [s for s in ctx.settings if s.state in ("mismatch", "unread")]
     return {"rows": ctx.settings, "flagged": len(flagged),
@@ -101,8 +117,9 @@ def profile(ctx: Context) -> dict[str, Any]:
             "digest": str(meta.digest or "")[:12]}
 
 
-SECTIONS: dict[str, tuple[str, Callable[[Context], Mapping[str, Any]]]] = {
+SECTIONS: dict[str, tuple[str, Callable[[Context], Mapping[str, Any] | None]]] = {
     "verdicts": ("Verdicts", verdict_summary),
+    "load": ("Latency under offered load", load),
     "ab_table": ("A/B table", ab_table),
     "plots": ("Plots", plot_figures),
     "settings": ("Settings requested and read back", settings),
@@ -115,4 +132,5 @@ SECTIONS: dict[str, tuple[str, Callable[[Context], Mapping[str, Any]]]] = {
 
 def build(run: RunData, table: Table) -> list[Section]:
     ctx = context(run, table)
-    return [Section(name, title, function(ctx)) for name, (title, function) in SECTIONS.items()]
+    built = ((name, title, function(ctx)) for name, (title, function) in SECTIONS.items())
+    return [Section(name, title, data) for name, title, data in built if data is not None]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -32,6 +33,7 @@ from typing import Any
 
 from napilab.harness.errors import InputError
 from napilab.harness.stats.compare import RATIO, Comparison, Nights
+from napilab.harness.stats.curves import crossing_change
 from napilab.harness.stats.family import Workload, is_primary
 from napilab.harness.stats.gate import (
     GATE_CONFIDENCE,
@@ -45,6 +47,7 @@ from napilab.reports.ab import cross_run
 from napilab.reports.ab.compare import Column, RunData, build_table, column
 from napilab.reports.ab.directions import Judgement, judge
 from napilab.reports.ab.line_stats import not_comparable
+from napilab.reports.ab.load import crossing_text, load_report
 from napilab.reports.ab.model import Line, format_ci, format_p, format_pct, p_text
 from napilab.reports.ab.table_json import comparison_doc
 from napilab.reports.nightly.baselines import CHECK_FILE, Reference, reference_column
@@ -54,6 +57,8 @@ __all__ = ["CHECK_FILE", "DEFAULT_MAX_REGRESSION_PCT", "GateCase", "GateReport",
            "parse_thresholds"]
 
 DEFAULT_MAX_REGRESSION_PCT = 5.0
+LOAD_METRICS = ("capacity", "knee")  # `--max-regression` names of a load ladder's
+LOAD_SOURCE = "load"
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,7 @@ class GateCase:
     threshold: str = ""  # as printed: "5%", "+500 ms"
     anchor: tuple[str, ...] = ()  # run directories of the reference nights (a series)
     noise: str = ""  # the series' night-to-night noise, as printed
+    detail: str = ""  # a load case's two crossings and their ratio (reports.ab.load)
 
     @property
     def name(self) -> str:
@@ -217,6 +223,7 @@ def gate(reference: Reference, candidate: RunData,
          thresholds: Mapping[str, Threshold] | None = None,
          default_pct: float = DEFAULT_MAX_REGRESSION_PCT) -> GateReport:
     thresholds = dict(thresholds or {})
+    load_limits = {m: thresholds.pop(m) for m in LOAD_METRICS if m in thresholds}
     base = reference.newest
     cols, pairs = _columns(reference, candidate)
     # the candidate's profile states today's thresholds (the same as the reference's
@@ -262,9 +269,58 @@ def gate(reference: Reference, candidate: RunData,
                                                           result.nights.anchor),
                                  noise=_noise_text(result.nights, found.scale))
     common = [p[1].removeprefix("B:") for p in pairs]
-    return GateReport(candidate.manifest.profile.name,
-                      reference, candidate, tuple(cases.values()), len(samples),
+    found_load = _load_cases(base, candidate, load_limits)
+    return GateReport(candidate.manifest.profile.name, reference, candidate,
+                      (*cases.values(), *found_load), len(samples),
                       diff_manifests(base.manifest, candidate.manifest, common))
+
+
+def _load_cases(base: RunData, candidate: RunData,
+                limits: Mapping[str, Threshold]) -> list[GateCase]:
+    """The SLO capacity of each variant of a load ladder (when the ladder states an
+    SLO, or `--max-regression capacity=PCT` names it) and its knee (when
+    `--max-regression knee=PCT` names it), the reference's newest run against the
+    candidate: harness.stats.curves.crossing_change, higher is better."""
+    new = load_report(candidate.samples, candidate.manifest)
+    old = load_report(base.samples, base.manifest)
+    if new is None:
+        if limits:
+            raise InputError(f"--max-regression {', '.join(limits)}: the candidate has no "
+                             "load ladder (workload.load)")
+        return []
+    cases = []
+    for metric in LOAD_METRICS:
+        limit = limits.get(metric)
+        if limit is None and (metric == "knee" or new.slo is None):
+            continue
+        if limit is not None and limit.pct is None:
+            raise InputError(f"--max-regression {metric}: a relative threshold (PCT%), the "
+                             "load's own unit differs per tool")
+        pct = limit.pct if limit is not None and limit.pct is not None else new.max_regression
+        what = (f"capacity at {new.metric} <= {new.slo:g} {new.metric_unit}".rstrip()
+                if metric == "capacity" else f"knee ({new.metric} {new.knee_factor:g}x)")
+        for curve in new.curves:
+            case = GateCase(what, LOAD_SOURCE, metric, None, new.unit, curve.variant,
+                            "higher", "policy", pct, "cli" if limit else "policy",
+                            "skipped", None, "", f"{pct:g}%")
+            mine = getattr(curve, metric)
+            theirs = None if old is None else next(
+                (getattr(c, metric) for c in old.curves if c.variant == curve.variant), None)
+            if old is not None and (old.slo, old.knee_factor, old.metric) != (
+                    new.slo, new.knee_factor, new.metric):
+                cases.append(_with(case, "skipped", None, "the runs' ladders state different "
+                                   "SLOs, knees or metrics"))
+            elif mine is None or theirs is None:
+                cases.append(_with(case, "skipped", None, f"no {metric} in "
+                                   f"{'the candidate' if mine is None else 'the reference'}"))
+            else:
+                change = crossing_change(mine, theirs, pct)
+                detail = (f"{crossing_text(theirs)} -> {crossing_text(mine)} {new.unit}; "
+                          f"ratio {change.ratio:.3g} (CI {change.low:.3g}.."
+                          f"{change.high:.3g})")
+                cases.append(replace(case, status=change.status, reason=change.reason,
+                                     detail=detail))
+    return cases
 
 
 def measured_window(run: RunData, role: str | None) -> float | None:
@@ -323,7 +379,7 @@ def gate_doc(report: GateReport) -> dict[str, Any]:
                    "direction": c.direction, "direction_origin": c.direction_origin,
                    "max_regression_pct": c.max_regression_pct, "threshold": c.threshold,
                    "threshold_origin": c.threshold_origin, "reason": c.reason,
-                   "anchor": list(c.anchor), "noise": c.noise,
+                   "anchor": list(c.anchor), "noise": c.noise, "detail": c.detail,
                    "comparison": None if c.comparison is None else comparison_doc(c.comparison)}
                   for c in report.cases],
     }
@@ -358,6 +414,8 @@ def gate_text(report: GateReport) -> str:
                 format_p(found.p_adjusted))
             out.append(f"  {c.status:<12}  {c.label[:24]:<24}  {change:>8}  {ci:>17}  "
                        f"{p:>6}  {c.threshold}".rstrip())
+            if c.detail:
+                out += [f"                {line}" for line in textwrap.wrap(c.detail, 64)]
     if report.status == "inconclusive":
         out.append(f"  inconclusive: {len(report.undecided)} of {len(report.cases)} gated "
                    f"case(s) not judged within{report.undecided_hint()}:")

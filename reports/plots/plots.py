@@ -16,10 +16,12 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from napilab.reports.ab.compare import RunData
+from napilab.reports.ab.load import LoadReport
 from napilab.reports.ab.model import Line, Table, with_unit
 from napilab.reports.plots import cpu as plots_cpu
 from napilab.reports.plots import frontier as plots_frontier
 from napilab.reports.plots import latency as plots_latency
+from napilab.reports.plots import load as plots_load
 from napilab.reports.plots import trial_order as plots_trial_order
 from napilab.reports.plots.svg import RC, SvgRejected, color, figure_svg, label, numbers
 
@@ -164,6 +166,24 @@ def frontier_of(table: Table) -> Plot | Omitted:
         return Plot("frontier", title, figure_svg(figure, "plot-frontier"), note)
     except SvgRejected as exc:
         return Omitted("frontier", title, f"figure withheld: {exc}")
+
+
+def load_figures(report: LoadReport) -> list[Plot | Omitted]:
+    """The latency-load figures of a run with a load ladder (reports.plots.load)."""
+    out: list[Plot | Omitted] = []
+    with plt.rc_context(RC):
+        drawn = plots_load.figures(report)
+    for name, title, found in drawn:
+        if isinstance(found, str):
+            out.append(Omitted(name, title, found))
+            continue
+        figure, note = found
+        try:
+            out.append(Plot(name, title, figure_svg(figure, f"plot-{name}"), note))
+        except SvgRejected as exc:
+            out.append(Omitted(name, title, f"figure withheld: {exc}"))
+    plt.close("all")
+    return out
 
 
 def render_all(run: RunData, table: Table) -> list[Plot | Omitted]:
