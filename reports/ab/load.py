@@ -112,6 +112,9 @@ def load_report(samples: pd.DataFrame, manifest: Manifest) -> LoadReport | None:
     notes = []
     if not achieved:
         notes.append("the ladder names no achieved-rate metric: saturation is not judged")
+    elif not any(p.achieved for c in curves for p in c.points):
+        notes.append(f"no {' or '.join(achieved)} values: saturation is not judged and "
+                     "the loads drawn are the offered ones")
     return LoadReport(
         unit=str(ladder.get("unit", "")), metric=metric, metrics=metrics, roles=roles,
         knee_factor=float(ladder.get("knee", 2.0)), slo=ladder.get("slo"),

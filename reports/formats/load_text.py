@@ -13,32 +13,40 @@ from napilab.reports.ab.model import format_number
 
 
 def header(report: LoadReport) -> list[str]:
+    """Short column names: the percentiles without their stem (`latency_`), the ladder
+    metric's with its unit; busy cores per role."""
+    stem = (report.metric or "").rsplit("_p", 1)[0] + "_"
     unit = f" ({report.metric_unit})" if report.metric_unit else ""
-    return ["variant", "offered", "achieved", *(f"{m}{unit}" for m in report.metrics),
-            *(f"busy cores {role}" for role in report.roles)]
+    return ["variant", "offered", "achieved",
+            *(m.removeprefix(stem) + (unit if m == report.metric else "")
+              for m in report.metrics),
+            *(f"cores {role}" for role in report.roles)]
 
 
-def _est(found: Estimate | None, rate: bool = False) -> str:
+def _est(found: Estimate | None, interval: bool = True) -> str:
     if found is None:
         return "-"
-    show = rate_text if rate else format_number
-    if found.low is None or found.high is None:
-        return show(found.value)
-    return f"{show(found.value)} ({show(found.low)}..{show(found.high)})"
+    if not interval or found.low is None or found.high is None:
+        return format_number(found.value)
+    return f"{format_number(found.value)} ({format_number(found.low)}.." \
+           f"{format_number(found.high)})"
 
 
 def rows(report: LoadReport, curve: Curve) -> list[list[str]]:
+    """One row per rung: the interval of the ladder metric only (the others' are in the
+    JSON and the page's figures), so that a row fits a mail's 80 columns."""
     out = []
     for point in curve.points:
-        achieved = _est(point.achieved, rate=True)
+        achieved = rate_text(point.achieved.value) if point.achieved else "-"
         if point.saturated:
             achieved += f" SATURATED {point.short}/{point.achieved.n if point.achieved else 0}"
         elif point.short:
             achieved += f" short {point.short}/{point.achieved.n if point.achieved else 0}"
         out.append([curve.variant, "max" if point.offered is None else
                     rate_text(point.offered), achieved,
-                    *(_est(point.metrics.get(m)) for m in report.metrics),
-                    *(_est(point.cores.get(r)) for r in report.roles)])
+                    *(_est(point.metrics.get(m), interval=m == report.metric)
+                      for m in report.metrics),
+                    *(_est(point.cores.get(r), interval=False) for r in report.roles)])
     return out
 
 
@@ -74,8 +82,12 @@ def text(report: LoadReport, reps: int = 0) -> str:
         for row in rows(report, curve):
             out.append("  ".join(x.ljust(w) for x, w in zip(row, widths, strict=True))
                        .rstrip())
-        out += [f"  {curve.variant}: {line}" for line in derived(report, curve)]
-    out += [f"  note: {n}" for n in report.notes]
+        for line in derived(report, curve):
+            out += textwrap.wrap(f"{curve.variant}: {line}", 80, initial_indent="  ",
+                                 subsequent_indent="    ")
+    for note in report.notes:
+        out += textwrap.wrap(f"note: {note}", 80, initial_indent="  ",
+                             subsequent_indent="    ")
     return "\n".join(out) + "\n"
 
 
