@@ -215,6 +215,9 @@ def values(result: SockperfResult) -> list[Value]:
         number = getattr(result, name)
         if number is not None:
             rows.append(Value(f"{name}_messages", number, COUNT))
+    if result.sent is not None and result.valid_run_time:
+        # what the client achieved of its --mps in the valid duration (a load rung)
+        rows.append(Value("send_rate", result.sent / result.valid_run_time, "msg/s"))
     return rows
 
 

@@ -1,0 +1,142 @@
+"""A load ladder on the SSH testbed: sockperf under-load from a to b at 5k, 20k and 2M
+msg/s (2 s trials, 3 repetitions, RPS off and RPS to CPU 1 on b). The 2M rung is more
+than this machine sends: it is marked saturated. Its report page is opened in Chromium
+(a screenshot of the curves goes to the test artifacts). `check` against a second plain
+run (A/A) exits 0; a run under a token-bucket shaper on a's data0 (`tbf rate 2mbit`: the
+sender blocks at ~4k msg/s and p99 passes 20 ms) exits 3 on the SLO capacity.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from napilab.harness.hosts import testbed as tb
+
+NAPILAB = str(Path(sys.executable).parent / "napilab")
+ARTIFACTS = Path(os.environ.get("NAPILAB_ARTIFACTS", "/tmp/napilab-artifacts"))
+PROFILE = """\
+name: ladder
+hosts: {client: {host: a}, server: {host: b}}
+workload:
+  tool: sockperf.under-load
+  duration: 2
+  load: {rates: [5k, 20k, 2M], slo: 2000, knee: 4}
+  client: {role: client, cpus: "0"}
+  server: {role: server, cpus: "1"}
+collect: {proc_stat: {roles: [server]}}
+variants:
+  rps-off: {setup: {server: {rps: {"${iface}": none}}}}
+  rps-remote: {setup: {server: {rps: {"${iface}": "1"}}}}
+repeat: 3
+metrics:
+  # gated with the capacity: what the sender achieved at each rung
+  send_rate: {direction: higher, max_regression: 50%}
+"""
+SHAPER = ["tbf", "rate", "2mbit", "burst", "4kb", "latency", "50ms"]
+
+pytestmark = pytest.mark.skipif(shutil.which("sockperf") is None,
+                                reason="sockperf is not installed")
+
+
+def napilab(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([NAPILAB, *args], capture_output=True, text=True, timeout=600,
+                          check=False)
+
+
+def tc(bed: tb.Testbed, *args: str) -> subprocess.CompletedProcess[str]:
+    netns = next(n.netns for n in bed.nodes if n.name == "a")
+    return subprocess.run(["ip", "netns", "exec", netns, "tc", "qdisc", *args],
+                          capture_output=True, text=True, check=False)
+
+
+@contextmanager
+def shaped(bed: tb.Testbed) -> Iterator[None]:
+    added = tc(bed, "add", "dev", "data0", "root", *SHAPER)
+    assert added.returncode == 0, added.stderr
+    try:
+        yield
+    finally:
+        tc(bed, "del", "dev", "data0", "root")
+
+
+@pytest.fixture(autouse=True)
+def _no_qdisc_left(testbed: tb.Testbed) -> Iterator[None]:
+    yield
+    tc(testbed, "del", "dev", "data0", "root")  # a failed test may have left it
+    assert "tbf" not in tc(testbed, "show", "dev", "data0").stdout
+
+
+def run(bed: tb.Testbed, profile: Path, results: Path) -> Path:
+    before = set(results.glob("*/*"))
+    proc = napilab("run", str(profile), "-i", str(bed.inventory_path), "--transport", "ssh",
+                   "-o", str(results), "--format", "html,json,text")
+    assert proc.returncode == 0, proc.stderr
+    (created,) = {p for p in set(results.glob("*/*")) - before if p.is_dir()}
+    return created
+
+
+def test_a_ladder_run_its_curves_and_a_capacity_gate(testbed: tb.Testbed,
+                                                     tmp_path: Path) -> None:
+    profile = tmp_path / "ladder.yaml"
+    profile.write_text(PROFILE)
+    results = tmp_path / "results"
+    first = run(testbed, profile, results)
+    doc = json.loads((first / "report.json").read_text())
+    curves = {c["variant"]: c for c in doc["load"]["curves"]}
+    assert set(curves) == {"rps-off", "rps-remote"}
+    for curve in curves.values():
+        top = curve["points"][-1]
+        assert top["rung"] == "2M" and top["saturated"] and top["short"] == 3
+        assert top["achieved"]["value"] < 1_900_000
+        assert not any(p["saturated"] for p in curve["points"][:-1])
+        assert all(p["achieved"]["value"] > 0.95 * p["offered"] for p in curve["points"][:-1])
+        capacity = curve["capacity"]
+        assert capacity["low"] <= capacity["value"]
+        assert capacity["high"] is None or capacity["value"] <= capacity["high"]
+    text = (first / "report.txt").read_text()
+    assert "SATURATED 3/3" in text and "capacity (latency_p99 <= 2000 us)" in text
+    _screenshot(first / "report.html")
+
+    second = run(testbed, profile, results)
+    aa = napilab("check", str(second), "--baseline", str(first))
+    assert aa.returncode == 0, aa.stdout + aa.stderr
+    assert aa.stdout.count("within") >= 2 and "capacity at" in aa.stdout
+
+    with shaped(testbed):
+        third = run(testbed, profile, results)
+    found = napilab("check", str(third), "--baseline", str(first))
+    assert found.returncode == 3, found.stdout + found.stderr
+    cases = json.loads((third / "check.json").read_text())["cases"]
+    capacity = [c for c in cases if c["metric"] == "capacity"]
+    assert [c["status"] for c in capacity] == ["regression", "regression"], found.stdout
+
+
+def _screenshot(page: Path) -> None:
+    """The report in headless Chromium: the load section and its figures render; a
+    screenshot of the section is kept with the test artifacts."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    if not Path("/usr/bin/chromium").exists():
+        return
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium",
+                                    args=["--no-sandbox", "--headless", "--disable-gpu"])
+        try:
+            tab = browser.new_page(viewport={"width": 1200, "height": 900})
+            tab.goto(page.as_uri())
+            section = tab.locator("section#load")
+            assert section.locator("table#load-table tbody tr").count() == 6
+            assert section.locator("tr.saturated").count() == 2
+            assert section.locator("figure svg").count() >= 3
+            section.screenshot(path=str(ARTIFACTS / "load-ladder-report.png"))
+        finally:
+            browser.close()
