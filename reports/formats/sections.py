@@ -130,6 +130,10 @@ SECTIONS: dict[str, tuple[str, Callable[[Context], Mapping[str, Any] | None]]] =
 }
 
 
+# sections a run shows only when it has them (their function returns None otherwise)
+OPTIONAL = ("load",)
+
+
 def build(run: RunData, table: Table) -> list[Section]:
     ctx = context(run, table)
     built = ((name, title, function(ctx)) for name, (title, function) in SECTIONS.items())

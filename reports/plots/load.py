@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 
 from napilab.harness.stats.curves import Estimate
 from napilab.reports.ab.load import Curve, LoadReport, Point
-from napilab.reports.plots.svg import color, label, numbers
+from napilab.reports.plots.svg import color, label, log_numbers, numbers
 
 Drawn = tuple[Figure, str] | str
 LOG_SPAN = 20.0  # a ladder spanning more than this factor of load gets a log load axis
@@ -65,13 +65,15 @@ def _figure(report: LoadReport, pick: Callable[[Point], Estimate | None], what: 
             found = curve.capacity
             if found is not None and not found.below:
                 ax.axvline(found.value, color=color(i), linestyle=":", linewidth=1)
-    if loads and max(loads) / max(min(loads), 1e-12) > LOG_SPAN:
+    log_x = bool(loads) and max(loads) / max(min(loads), 1e-12) > LOG_SPAN
+    if log_x:
         ax.set_xscale("log")
     if log:
         ax.set_yscale("log")
     ax.set_xlabel(label(f"achieved load ({report.unit})" if report.unit else "achieved load"))
     ax.set_ylabel(label(what))
-    numbers(ax.xaxis, ax.yaxis)
+    for axis, scaled in ((ax.xaxis, log_x), (ax.yaxis, log)):
+        (log_numbers if scaled else numbers)(axis)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()

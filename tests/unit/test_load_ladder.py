@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -221,7 +222,11 @@ def test_a_ladder_run_reports_curves_saturation_knee_and_capacity(tmp_path: Path
     assert all(len(line) <= 80 for line in text.splitlines() if "SATURATED" in line)
     page = render.render(run, "html")
     assert 'id="load-table"' in page and 'id="plot-load-latency-p99"' in page
-    assert 'id="plot-load-cores-sender"' in page
+    assert 'id="plot-load-cores-sender"' in page and "mathdefault" not in page
+    ids = re.findall(r'\bid="([^"]+)"', page)
+    assert len(ids) == len(set(ids))
+    assert page.index('<section id="verdicts">') < page.index('<section id="load">') < \
+        page.index('<section id="ab_table">')
     doc = json.loads(render.render(run, "json"))
     assert doc["load"]["curves"][0]["points"][3]["saturated"] is True
     assert "Latency under offered load" in render.render(run, "md")
