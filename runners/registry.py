@@ -26,6 +26,7 @@ from napilab.runners.collectors.collector import Collector
 from napilab.runners.workloads import (
     command,
     iperf3,
+    mutilate,
     neper,
     neper_options,
     netperf,
@@ -55,6 +56,7 @@ TOOLS: dict[str, WorkloadTool] = _by_name(
     *(netperf.NetperfTool(test) for test in netperf.TESTS),
     command.CommandTool(),
     pktgen.PktgenTool(),
+    mutilate.MutilateTool(),
 )
 
 # In this order: the snapshot script's sections follow it.

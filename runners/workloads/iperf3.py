@@ -10,8 +10,11 @@ Quirks handled here:
 - `end.sum_received` is the receiving side's goodput whichever side this was; on the
   server only the side it played is filled in (the other sums are 0), and its
   `cpu_utilization_percent.remote_*` are 0 because it never hears the client's.
-- UDP: 3.11+ has `sum_sent`/`sum_received`; 3.10 and older only `sum` (receiver's
-  jitter and loss as reported back, but bytes sent).
+- UDP: 3.11+ has `sum_sent`/`sum_received`; 3.10 and older only `sum`, whose `bytes` and
+  `bits_per_second` are the sender's (every version: iperf_api.c's UDP `sum` prints
+  total_sent over sender_time) and its jitter and loss the receiver's as reported back.
+  There `sender_throughput` is `sum.bits_per_second` and `throughput` is derived: the
+  datagrams received (packets - lost_packets) x blksize x 8 / seconds.
 - a server without -1 prints one object per test, and 3.17+ `--json-stream` prints
   `{"event": ..., "data": ...}` lines; both are read (the last test wins).
 - `--get-server-output` adds `server_output_json`/`server_output_text`: kept as text.
@@ -70,6 +73,7 @@ class Iperf3Result:
     sent: Summary | None
     received: Summary | None
     udp_sum: Summary | None  # `end.sum`: UDP only (all versions)
+    blksize: int | None  # `start.test_start.blksize`: every UDP datagram's size (bytes)
     cpu: Mapping[str, float]
     rtt_us: tuple[float, float, float] | None  # min, mean, max over sending streams
     server_output: str | None
@@ -105,6 +109,7 @@ def parse(text: str) -> Iperf3Result:
         sent=sent,
         received=received,
         udp_sum=udp_sum,
+        blksize=int(_number(test["blksize"], "blksize")) if "blksize" in test else None,
         cpu=cpu,
         rtt_us=_rtt(stream_list),
         server_output=None if server_output is None else (
@@ -181,27 +186,37 @@ def _rtt(streams: list[Any]) -> tuple[float, float, float] | None:
 
 def values(result: Iperf3Result) -> list[Value]:
     """Summed values in bits/s: `throughput` is the goodput measured by the receiving
-    side (absent on a side that received nothing), `sender_throughput` the send rate."""
+    side (absent on a side that received nothing), `sender_throughput` the send rate
+    (with UDP at `-b`, the load the sender achieved). UDP adds the receiver's `jitter`
+    (RFC 1889 smoothed interarrival jitter, us: not a latency), `lost_packets`,
+    `packets` and `lost_percent` (docs/formats.md 2.4)."""
     rows = [Value("streams", result.streams, COUNT)]
-    received = result.received
-    if result.protocol == "UDP" and received is None:
-        received = result.udp_sum  # 3.10 and older: `sum` carries the receiver's view
-    # A side that did not receive has a sum_received of zeros (server of a normal test
-    # sends nothing back, server of -R receives nothing): not a measurement.
-    receiving = received if received is not None and received.get("bytes") else None
-    sending = result.sent if result.sent is not None and result.sent.get("bytes") else None
-    if receiving is not None:
-        rows.append(Value("throughput", receiving.fields["bits_per_second"], "bits/s"))
+    sent, received = result.sent, result.received
+    throughput: float | None = None
+    if result.protocol == "UDP" and received is None and result.udp_sum is not None:
+        # 3.10 and older: `sum` only. Its bytes and bits/s are the sender's; its packets
+        # and loss the receiver's (0 packets: this side heard of no receiver).
+        sent = result.udp_sum
+        received = result.udp_sum if result.udp_sum.get("packets") else None
+        throughput = _udp_goodput(result.udp_sum, result.blksize) if received else None
+    else:
+        # A side that did not receive has a sum_received of zeros (server of a normal
+        # test sends nothing back, server of -R receives nothing): not a measurement.
+        received = received if received is not None and received.get("bytes") else None
+        throughput = received.fields["bits_per_second"] if received is not None else None
+    sending = sent if sent is not None and sent.get("bytes") else None
+    if throughput is not None:
+        rows.append(Value("throughput", throughput, "bits/s"))
     if sending is not None:
         rows.append(Value("sender_throughput", sending.fields["bits_per_second"], "bits/s"))
         if sending.get("retransmits") is not None:
             rows.append(Value("retransmits", sending.fields["retransmits"], COUNT))
-    if result.protocol == "UDP" and receiving is not None:
+    if result.protocol == "UDP" and received is not None:
         for key, name, unit, scale in (("jitter_ms", "jitter", US, 1000.0),
                                        ("lost_packets", "lost_packets", COUNT, 1.0),
                                        ("packets", "packets", COUNT, 1.0),
                                        ("lost_percent", "lost_percent", PERCENT, 1.0)):
-            number = receiving.get(key)
+            number = received.get(key)
             if number is not None:
                 rows.append(Value(name, number * scale, unit))
     remote_known = any(result.cpu.get(k) for k in _CPU if k.startswith("remote"))
@@ -211,6 +226,18 @@ def values(result: Iperf3Result) -> list[Value]:
         rows += [Value(name, number, US) for name, number in
                  zip(("rtt_min", "rtt_mean", "rtt_max"), result.rtt_us, strict=True)]
     return rows
+
+
+def _udp_goodput(summary: Summary, blksize: int | None) -> float | None:
+    """bits/s received, from 3.10's `sum`: the datagrams that arrived (packets -
+    lost_packets; iperf3 writes every one blksize long) over `seconds`, the receiver's
+    time. On a client `packets` is the count sent, so the tail (datagrams sent after the
+    last one the receiver saw, neither lost nor received) counts as received: on the 3.12
+    captures this is sum_received.bits_per_second to 5e-4 (62 of 126k at 45% loss)."""
+    packets, lost, seconds = (summary.get(k) for k in ("packets", "lost_packets", "seconds"))
+    if not blksize or not seconds or packets is None:
+        return None
+    return (packets - (lost or 0.0)) * blksize * 8 / seconds
 
 
 class Iperf3Tool:

@@ -12,6 +12,10 @@ from 3.7). Quirks handled here:
 - `No valid observations found` replaces the block when nothing was measured, and
   `No messages were received from the server. Is the server down?` when no reply came.
 - a stray `Test end (interrupted by signal 2)` can appear mid-summary (under-load, 3.7).
+- `send_rate` (msg/s) is the `[Valid Duration]` line's SentMessages / RunTime: the rate the
+  client achieved, which a `load:` rung compares with its `--mps`. Under-load keeps a fixed
+  send schedule (it catches up in bursts after a stall) but times each message from its
+  actual send, so a stalled sender's delay is in no latency (docs/formats.md 4.5).
 The --full-log CSV is parsed by `parse_full_log`, fast enough for 10^7 samples; it
 imports numpy and pyarrow itself, so that importing this module (every `napilab`
 start does, through runners.registry) costs neither.

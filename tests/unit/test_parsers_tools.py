@@ -121,13 +121,58 @@ def test_iperf3_3_14_error_exit_1_and_3_9_stderr_only() -> None:
         TOOLS["iperf3"].parse(ToolOutput(ProcessOutput(127, "", "iperf3: not found")))
 
 
-def test_iperf3_udp_before_3_11_has_only_sum() -> None:
-    obj = json.loads(text(IPERF / "udp_P2.json"))
+@pytest.mark.parametrize("case", ["udp_P2", "udp_b10M", "udp_b0", "udp_b20G", "server_udp_b0"])
+def test_iperf3_udp_before_3_11_has_only_sum(case: str) -> None:
+    # 3.10 and older print `sum` alone: bytes and bits/s of the sender, packets and loss
+    # of the receiver. The 3.12 captures without sum_sent/sum_received stand for them.
+    obj = json.loads(text(IPERF / f"{case}.json"))
+    real = metrics(iperf3.values(iperf3.parse(json.dumps(obj))))
+    assert obj["end"]["sum"]["bits_per_second"] == obj["end"]["sum_sent"]["bits_per_second"]
     del obj["end"]["sum_sent"], obj["end"]["sum_received"]
     got = metrics(iperf3.values(iperf3.parse(json.dumps(obj))))
-    assert got["throughput"] == obj["end"]["sum"]["bits_per_second"]
-    assert got["jitter"] == pytest.approx(14.1295, rel=1e-4)
-    assert "sender_throughput" not in got
+    # the received rate is derived from the datagrams that arrived, not sum's sent rate
+    assert got["throughput"] == pytest.approx(real["throughput"], rel=1e-3)  # the tail
+    assert got.get("sender_throughput") == real.get("sender_throughput")  # none on a server
+    for name in ("jitter", "lost_packets"):
+        assert got[name] == real[name]
+    without_blksize = json.loads(json.dumps(obj))
+    del without_blksize["start"]["test_start"]["blksize"]
+    assert "throughput" not in metrics(iperf3.values(iperf3.parse(json.dumps(without_blksize))))
+
+
+# -b RATE (bits/s) of each capture; 0 is unlimited
+UDP_RATES = {"udp_b10M": 10e6, "udp_b100M": 100e6, "udp_b1G": 1e9, "udp_b0": 0.0,
+             "udp_b20G": 20e9, "udp_b200G": 200e9}
+
+
+@pytest.mark.parametrize("case", sorted(UDP_RATES))
+def test_iperf3_udp_at_a_bitrate_reads_what_was_sent_and_what_arrived(case: str) -> None:
+    obj = json.loads(text(IPERF / f"{case}.json"))
+    sent, received = obj["end"]["sum_sent"], obj["end"]["sum_received"]
+    blksize = obj["start"]["test_start"]["blksize"]
+    assert obj["start"]["test_start"]["target_bitrate"] == UDP_RATES[case]
+    got = metrics(TOOLS["iperf3"].parse(ToolOutput(ProcessOutput(0, text(IPERF / f"{case}.json"),
+                                                                 ""))).client)
+    achieved = TOOLS["iperf3"].load.achieved[0]  # type: ignore[union-attr]
+    assert got[achieved] == got["sender_throughput"] == pytest.approx(
+        sent["bytes"] * 8 / sent["seconds"], rel=1e-6)
+    assert got["throughput"] == pytest.approx(received["bytes"] * 8 / received["seconds"],
+                                              rel=1e-6)
+    assert got["jitter"] == received["jitter_ms"] * 1000  # us
+    # `packets` is the receiver's count (its highest sequence number): the datagrams that
+    # arrived and the ones lost; the client's lost_percent is over the datagrams sent,
+    # the few sent after the last one seen (the tail) are in neither count.
+    assert got["packets"] - got["lost_packets"] == received["bytes"] / blksize
+    assert 0 <= sent["packets"] - got["packets"] < 100
+    assert got["lost_percent"] == pytest.approx(100 * got["lost_packets"] / sent["packets"])
+    offered = UDP_RATES[case]
+    if offered and offered <= 20e9:  # reached, to within one datagram of the 3 s
+        assert got["sender_throughput"] == pytest.approx(
+            offered, abs=blksize * 8 / 3 + offered * 1e-3)
+    elif offered:  # 200G: the sender could not offer it (saturated rung)
+        assert got["sender_throughput"] < 0.5 * offered
+    if case in ("udp_b0", "udp_b20G", "udp_b200G"):
+        assert got["lost_packets"] > 0 and got["throughput"] < got["sender_throughput"]
 
 
 def test_iperf3_server_of_reverse_udp_test_did_not_receive() -> None:
@@ -156,6 +201,49 @@ def test_sockperf_burst_summary_and_two_servers() -> None:
         sockperf.parse(two)
 
 
+# --mps of each under-load capture (sockperf prints it only in a --full-log file)
+UL_RATES = {"ul-mps1000": 1000, "ul-mps10000": 10_000, "ul-mps100000": 100_000,
+            "ul-mps100000-fl": 100_000, "ul-mps2000000-saturated": 2_000_000}
+
+
+@pytest.mark.parametrize("case", [*sorted(UL_RATES), "ul-max", "ul_udp", "pp_udp"])
+def test_sockperf_send_rate_is_the_valid_durations_sent_messages_over_its_run_time(
+        case: str) -> None:
+    raw = text(SOCKPERF / f"{case}.txt")
+    summary = sockperf.parse(raw)
+    assert isinstance(summary, sockperf.LatencySummary)
+    assert summary.sent and summary.valid_run_time
+    got = metrics(sockperf.values(summary))
+    assert got["send_rate"] == summary.sent / summary.valid_run_time
+    rows = {row.metric: row for row in TOOLS["sockperf.under-load"].parse(
+        ToolOutput(ProcessOutput(0, raw, ""))).client}
+    assert rows["send_rate"].unit == "msg/s"
+    assert TOOLS["sockperf.under-load"].load.achieved == ("send_rate",)  # type: ignore[union-attr]
+    offered = UL_RATES.get(case)
+    too_high = "The requested message-per-second rate is too high" in raw
+    if case == "ul-mps2000000-saturated":  # the sender fell short: a saturated rung
+        assert got["send_rate"] < 0.5 * offered and too_high  # type: ignore[operator]
+    elif offered:  # reached, to the millisecond RunTime is printed to
+        assert got["send_rate"] == pytest.approx(offered, rel=1e-3) and not too_high
+
+
+def test_sockperf_send_rate_needs_the_valid_duration_line() -> None:
+    raw = text(SOCKPERF / "ul-mps10000.txt")
+    cut = "".join(line for line in raw.splitlines(keepends=True)
+                  if "[Valid Duration]" not in line)
+    assert cut != raw
+    got = metrics(sockperf.values(sockperf.parse(cut)))
+    assert "send_rate" not in got and "sent_messages" not in got
+    assert got["latency_p99"] == metrics(sockperf.values(sockperf.parse(raw)))["latency_p99"]
+    # RunTime=0.000 (one observation): no rate rather than a division by zero
+    one = sockperf.parse(text(SOCKPERF / "pp_udp_mps3_one_observation.txt"))
+    assert isinstance(one, sockperf.LatencySummary) and one.valid_run_time == 0
+    assert "send_rate" not in metrics(sockperf.values(one))
+    # throughput mode prints its own rate, never send_rate
+    assert "send_rate" not in metrics(sockperf.values(sockperf.parse(
+        text(SOCKPERF / "tp_udp.txt"))))
+
+
 def test_sockperf_tool_wants_the_summary_of_its_mode() -> None:
     out = ToolOutput(ProcessOutput(0, text(SOCKPERF / "tp_udp.txt"), ""))
     with pytest.raises(ToolFailed, match="no ping-pong summary"):
@@ -163,7 +251,7 @@ def test_sockperf_tool_wants_the_summary_of_its_mode() -> None:
 
 
 @pytest.mark.parametrize("case", ["pp_udp", "ul_tcp", "pp_tcp_mps3000",
-                                  "ul_udp_full_rtt_mps5000"])
+                                  "ul_udp_full_rtt_mps5000", "ul-mps100000-fl"])
 def test_sockperf_full_log_agrees_with_the_summary_written_above_it(case: str) -> None:
     raw = (SOCKPERF / f"{case}_fulllog.csv").read_bytes()
     log = sockperf.parse_full_log(raw)
