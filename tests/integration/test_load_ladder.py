@@ -1,7 +1,7 @@
 """A load ladder on the SSH testbed: sockperf under-load from a to b at 5k and 2M msg/s
 (2 s trials, 3 repetitions, RPS off and RPS to CPU 1 on b). The 2M rung is more
 than this machine sends: it is marked saturated. Its report page is opened in Chromium
-(a screenshot of the curves goes to the test artifacts). `check` against a second plain
+(a screenshot of the section: test-artifacts/load-ladder-report.png). `check` against a second plain
 run (A/A) exits 0; a run under a token-bucket shaper on a's data0 (`tbf rate 2mbit`: the
 sender blocks at ~4k msg/s and p99 passes 20 ms) exits 3 on the SLO capacity.
 """
@@ -9,7 +9,6 @@ sender blocks at ~4k msg/s and p99 passes 20 ms) exits 3 on the SLO capacity.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -22,7 +21,7 @@ import pytest
 from napilab.harness.hosts import testbed as tb
 
 NAPILAB = str(Path(sys.executable).parent / "napilab")
-ARTIFACTS = Path(os.environ.get("NAPILAB_ARTIFACTS", "/tmp/napilab-artifacts"))
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"  # as tests/browser
 PROFILE = """\
 name: ladder
 hosts: {client: {host: a}, server: {host: b}}
