@@ -40,7 +40,7 @@ from napilab.harness.inventory import ansible as inventory_ansible
 from napilab.harness.inventory import inventory
 from napilab.harness.knobs import registry, values
 from napilab.harness.knobs.kind import Kind
-from napilab.harness.profile import kernel, keys, load, matrix, names, profile, sections
+from napilab.harness.profile import kernel, keys, load, matrix, names, profile, sections, tune
 from napilab.harness.profile.schema import Number
 from napilab.runners.collectors import netstat
 from napilab.runners.registry import COLLECTORS, TOOLS
@@ -183,6 +183,38 @@ def _matrix() -> Schema:
             "else": mapping_of(values, keys=r"^[A-Za-z_][A-Za-z0-9_]*$")}
 
 
+def _tune() -> Schema:
+    """`tune:` (harness.profile.tune): the space, the goal, the budget."""
+    scalar = {"type": ["string", "number", "boolean"]}
+    param = {"anyOf": [{"type": "array", "minItems": 1, "items": scalar},
+                       obj({"low": {"type": "number"}, "high": {"type": "number"},
+                            "log": {"type": "boolean"}, "step": {"type": "number",
+                                                                  "exclusiveMinimum": 0},
+                            "choices": {"type": "array", "minItems": 1, "items": scalar}})]}
+    assert set(param["anyOf"][1]["properties"]) == set(tune.PARAM_KEYS)
+    bound = {"anyOf": [{"type": "number"}, obj({"min": {"type": "number"},
+                                                "max": {"type": "number"}})]}
+    bounds = mapping_of(bound)
+    goal = obj({"minimise": STRING, "maximise": STRING, "subject_to": bounds,
+                "front": {"type": "array", "items": STRING, "minItems": 2, "maxItems": 2}})
+    assert set(goal["properties"]) == set(tune.GOAL_KEYS)
+    seconds: Schema = {"anyOf": [{"type": "number", "exclusiveMinimum": 0},
+                              {"type": "string", "pattern": r"^\d+(\.\d+)?\s*(s|m|h)?$"}]}
+    out = obj({"variant": STRING,
+               "parameters": mapping_of(param, keys=r"^[A-Za-z_][A-Za-z0-9_]*$"),
+               "goal": goal,
+               "budget": obj({"trials": {"type": "integer", "minimum": 1,
+                                         "maximum": tune.MAX_TRIALS}, "time": seconds}),
+               "duration": {"type": "number", "minimum": 0.1},
+               "confirm": obj({"top": {"type": "integer", "minimum": 1, "maximum": 20},
+                               "repeat": {"type": "integer", "minimum": 2}}),
+               "sampler": {"enum": list(tune.SAMPLERS)},
+               "seed": {"type": "integer", "minimum": 0}, "guard": bounds},
+              required=("parameters", "goal"))
+    assert set(out["properties"]) == set(tune.TUNE_KEYS)
+    return out
+
+
 def _kernel() -> Schema:
     image: Schema = {"type": "string", "pattern": _regex(kernel._IMAGE)}
     word: Schema = {"type": "string", "pattern": _regex(kernel._WORD)}
@@ -230,6 +262,7 @@ def profile_schema() -> Schema:
                                    "min_effect": percent, "max_regression": percent,
                                    "primary": {"type": "boolean"}})),
         "matrix": _matrix(),
+        "tune": _tune(),
         "kernel": kernels,
         "boot": {"enum": list(kernel.BOOT_MODES)},
         **{key: _number(spec) for key, spec in profile.TOP_NUMBERS.items()},

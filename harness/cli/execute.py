@@ -8,22 +8,29 @@ Like every CLI module it imports the layers below inside the functions that use 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from napilab.harness.engine.progress import Progress
-from napilab.harness.errors import ExitCode, NapilabError
+from napilab.harness.errors import ExitCode, InputError, NapilabError
 
 if TYPE_CHECKING:
     from napilab.harness.inventory.inventory import Inventory
     from napilab.harness.profile.plan import Plan
 
 
-def load(profile: str, inventory: str | None, transport: str | None = None
-         ) -> tuple[Plan | None, Any]:
+def load(profile: str, inventory: str | None, transport: str | None = None, *,
+         tuned: bool = True) -> tuple[Plan | None, Any]:
+    """The profile, and its plan on INVENTORY. With TUNED false a profile `napilab
+    tune` searches is refused before the inventory is read (`run`)."""
     from napilab.harness.profile.profile import load_profile
 
     prof = load_profile(profile)
+    if not tuned and prof.tune is not None:
+        raise InputError(f"{profile}: variant {prof.tune.variant} holds the parameters "
+                         "`napilab tune` searches (tune:)", hint="`napilab tune` it; the "
+                         "profile it writes (recommended.yaml) runs with `napilab run`")
     if inventory is None:
         return None, prof
     from napilab.harness.inventory.inventory import load_inventory
@@ -36,12 +43,13 @@ def load(profile: str, inventory: str | None, transport: str | None = None
 def execute(bound: Plan, results: str, *, keep_going: bool = False,
             formats: list[str] | None = None, break_lock: bool = False,
             progress: Progress | None = None, resume: str | None = None,
-            allow_host_change: bool = False) -> ExitCode:
+            allow_host_change: bool = False,
+            on_store: Callable[[Path], None] | None = None) -> ExitCode:
     """Lock the hosts, run (or resume) the plan, release, render the reports.
 
     Every host's lock is released on its own: one that cannot be reached (or was not
     restored) keeps its lock and is named, and the error that ended the run is the one
-    raised."""
+    raised. ON_STORE is told the run directory once it exists (before any trial)."""
     from napilab.harness.engine.engine import Engine
     from napilab.harness.hosts import lock
     from napilab.harness.hosts.session import close_sessions, open_sessions
@@ -66,6 +74,8 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
     code = ExitCode.ERROR
     report_error = None
     try:
+        if on_store is not None:
+            on_store(store.dir)
         engine = Engine(bound, store, sessions, progress=progress, keep_going=keep_going)
         code = engine.run(resume=resume is not None, allow_host_change=allow_host_change)
     finally:

@@ -27,6 +27,7 @@ from napilab.harness.cli import analysis as cli_analysis
 from napilab.harness.cli import history as cli_reports
 from napilab.harness.cli import lab as cli_lab
 from napilab.harness.cli import setup as cli_setup
+from napilab.harness.cli import tune as cli_tune
 from napilab.harness.cli.execute import execute
 from napilab.harness.cli.execute import load as _load
 from napilab.harness.cli.options import (
@@ -203,7 +204,7 @@ def run(profile: str, inventory: str, results: str, transport: str | None, keep_
     if dry_run:
         _print_plan(profile, inventory, transport, as_json)
         return
-    bound, _ = _load(profile, inventory, transport)
+    bound, _ = _load(profile, inventory, transport, tuned=False)
     assert bound is not None
     code = execute(bound, results, keep_going=keep_going, formats=formats,
                    break_lock=break_lock, progress=reporter(quiet=quiet, as_json=as_json),
@@ -345,6 +346,7 @@ cli.add_command(cli_setup.docs)
 cli.add_command(cli_lab.hosts)
 cli.add_command(cli_lab.testbed)
 cli.add_command(cli_setup.schema)
+cli.add_command(cli_tune.tune)
 
 
 def main(argv: list[str] | None = None) -> None:

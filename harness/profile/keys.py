@@ -54,6 +54,8 @@ PROFILE_KEY_HELP = {
               "release or path, or {image, append: [command-line words]}.",
     "boot": "When hosts boot into the trials' kernels: per-kernel (default: one boot per "
             "kernel) or per-trial (fresh before every trial).",
+    "tune": "The search of `napilab tune`: parameters (${name} in one variant: ranges or "
+            "choices), the goal, the budget, the confirmation of the best candidates.",
 }
 PROFILE_KEYS = tuple(PROFILE_KEY_HELP)
 # A variant's keys (harness.profile.profile.VARIANT_KEYS), each with its line.

@@ -185,12 +185,17 @@ def unknown_placeholders(check: Checker, document: Node, values: dict[str, Any],
 
 
 def declared_parameters(document: Node) -> set[str]:
-    """The parameter names written under `matrix:`, well-formed or not."""
+    """The parameter names written under `matrix:` (and `tune.parameters`), well-formed
+    or not."""
+    found: set[str] = set()
+    tune = document.get("tune")
+    if isinstance(tune, dict) and isinstance(tune.get("parameters"), dict):
+        found |= {str(k) for k in tune["parameters"]}  # `napilab tune`'s (profile.tune)
     matrix = document.get("matrix")
     if not isinstance(matrix, dict):
-        return set()
+        return found
     params = matrix.get("parameters", matrix)
-    return {str(k) for k in params} if isinstance(params, dict) else set()
+    return found | ({str(k) for k in params} if isinstance(params, dict) else set())
 
 
 def first_use(value: Any, text: str, path: str) -> tuple[Location | None, str]:

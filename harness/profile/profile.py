@@ -2,7 +2,7 @@
 frozen `Profile`. No I/O beyond reading the profile files; no host is touched.
 
     name, description, extends, hosts, setup, workload, collect, report, variants,
-    baseline, repeat, order, seed, cooldown, on_mismatch, metrics
+    baseline, repeat, order, seed, cooldown, on_mismatch, metrics, tune
 
 See docs/profiles.md for every key with an example.
 """
@@ -62,6 +62,7 @@ from napilab.harness.profile.sections import (
     parse_workload,
 )
 from napilab.harness.profile.setup import parse_setup
+from napilab.harness.profile.tune import Tune, Tuning, parse_tune
 from napilab.harness.profile.yamlsrc import Node
 from napilab.runners.registry import TOOLS
 
@@ -146,6 +147,8 @@ class Profile:
     digest: str  # sha256 of the resolved document: `--resume` refuses a changed profile
     boot: str = "per-kernel"  # per-kernel | per-trial (harness.profile.kernel)
     load: Ladder | None = None  # the offered-load ladder (harness.profile.load)
+    tune: Tune | None = None  # `napilab tune`'s search (harness.profile.tune)
+    tuning: Tuning | None = None  # the candidates it was loaded with (None: as written)
 
     @property
     def baseline(self) -> str:
@@ -190,9 +193,14 @@ class Profile:
         return [Trial(i, name, rep) for i, (name, rep) in enumerate(pairs, start=1)]
 
 
-def load_profile(path: str | Path) -> Profile:
-    """Read, resolve and validate a profile; every problem is reported at once."""
+def load_profile(path: str | Path, tuning: Tuning | None = None) -> Profile:
+    """Read, resolve and validate a profile; every problem is reported at once.
+
+    A profile with `tune:` loads with its template variant filled in at the space's
+    corner (validate, plan), or, with TUNING, once per candidate (`napilab tune`)."""
     document = resolve_extends(Path(path), [])
+    if tuning is not None:
+        tuning.override(document)
     check = Checker(document.location)
     check.keys(document, "", TOP_KEYS, required=("hosts", "workload"))
     roles = _roles(check, document)
@@ -210,6 +218,11 @@ def load_profile(path: str | Path) -> Profile:
         check.error(document.where("baseline"), "baseline", f"no variant named {baseline!r}"
                     f"{suggest(baseline, names)}")
         baseline = None
+    tune = None
+    if "tune" in document:
+        tune, arms = _tune_arms(check, document, arms, baseline or (names or [""])[0], tuning)
+        if tuning is not None and not tuning.baseline:
+            baseline = None
     variants = _variants(check, document, base, arms, roles, ladder)
     if baseline is not None:
         # rung by rung (they are in ladder order already), the baseline first in each
@@ -232,8 +245,44 @@ def load_profile(path: str | Path) -> Profile:
         name=str(document.get("name") or Path(path).stem), path=str(path),
         description=str(document.get("description") or ""), roles=roles,
         variants=tuple(variants), table=tuple(table), document=resolved, digest=digest,
-        load=ladder, **profile_fields,
+        load=ladder, tune=tune, tuning=tuning, **profile_fields,
     )
+
+
+def _tune_arms(check: Checker, document: Node, arms: list[tuple[str, Node, dict[str, Any]]],
+               baseline: str, tuning: Tuning | None
+               ) -> tuple[Tune | None, list[tuple[str, Node, dict[str, Any]]]]:
+    """`tune:` read, and the arms with the template variant filled in: at the space's
+    corner, or once per candidate of TUNING (after the baseline unless it leaves it out)."""
+    names = [name for name, _, _ in arms]
+    tune = parse_tune(check, document["tune"], document.where("tune"), names, baseline)
+    if "matrix" in document:
+        check.error(document.where("matrix"), "matrix", "a profile is searched (tune:) or "
+                    "swept (matrix:), not both: a grid of the same space is a matrix profile")
+    if tune is None:
+        return None, arms
+    if len(arms) != 2:
+        check.error(document.where("variants"), "variants", "a tuned profile has two variants, "
+                    f"the baseline and the one `tune` fills in; it has {len(arms)}")
+    template = next(overlay for name, overlay, _ in arms if name == tune.variant)
+    params = {p.name for p in tune.parameters}
+    used = placeholders(template)
+    for name in sorted(params - used):
+        check.error(document["tune"]["parameters"].key_locations.get(name),
+                    f"tune.parameters.{name}", f"not used: write ${{{name}}} in variants."
+                    f"{tune.variant}")
+    outside = {k: v for k, v in document.items() if k not in ("variants", "tune")}
+    outside["variants"] = {n: o for n, o, _ in arms if n != tune.variant}
+    for name in sorted(params & placeholders(outside)):
+        check.error(document.where("tune"), f"tune.parameters.{name}", f"${{{name}}} is used "
+                    f"outside variants.{tune.variant}: only the variant the search fills in "
+                    "may use the parameters")
+    kept = [arm for arm in arms if arm[0] == baseline and (tuning is None or tuning.baseline)]
+    filled = [(name, template, dict(values)) for name, values in tuning.candidates] \
+        if tuning is not None else [(tune.variant, template, tune.corner())]
+    for name, _, _ in filled:
+        check_name(check, name, document.where("tune"), "tune")
+    return tune, kept + filled
 
 
 def _variants(check: Checker, document: Node, base: Node,

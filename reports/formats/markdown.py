@@ -39,6 +39,9 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str) -> 
     return out
 
 
+md_table = _table  # for the other Markdown pages (reports.formats.tune_report)
+
+
 def _fence(text: str) -> list[str]:
     ticks = "`" * max(3, 1 + max((len(m) for m in re.findall(r"`+", text)), default=0))
     return [ticks, text, ticks]

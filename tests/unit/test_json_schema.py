@@ -100,12 +100,14 @@ def _semantic(doc: Any, where: tuple[Any, ...]) -> bool:
     """Places where what a key may be depends on the rest of the profile: setup, kernel
     and a variant's cores are keyed by the profile's roles, report.columns name its
     variants, matrix
-    excludes by its parameters, and with a matrix name template a new variant may
-    collide with another."""
+    excludes by its parameters, with a matrix name template a new variant may
+    collide with another, and a tuned profile has exactly two variants and uses every
+    parameter in its template."""
     return (where[-1:] in (("setup",), ("kernel",), ("cores",))
             or where[:2] == ("matrix", "exclude")
-            or where[:2] == ("report", "columns")
-            or (where == ("variants",) and "name" in (doc.get("matrix") or {})))
+            or where[:2] == ("report", "columns") or where == ("tune", "parameters")
+            or (where == ("variants",) and ("name" in (doc.get("matrix") or {})
+                                            or "tune" in doc)))
 
 
 def _with(doc: Any, path: tuple[Any, ...], key: str, value: Any) -> Any:
