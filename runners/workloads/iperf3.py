@@ -186,10 +186,10 @@ def _rtt(streams: list[Any]) -> tuple[float, float, float] | None:
 
 def values(result: Iperf3Result) -> list[Value]:
     """Summed values in bits/s: `throughput` is the goodput measured by the receiving
-    side (absent on a side that received nothing), `sender_throughput` the send rate
-    (with UDP at `-b`, the load the sender achieved). UDP adds the receiver's `jitter`
-    (RFC 1889 smoothed interarrival jitter, us: not a latency), `lost_packets`,
-    `packets` and `lost_percent` (docs/formats.md 2.4)."""
+    side (absent on a side that received nothing; at `-b`, the load achieved),
+    `sender_throughput` the send rate (what the sender put on the wire of `-b`). UDP
+    adds the receiver's `jitter` (RFC 1889 smoothed interarrival jitter, us: not a
+    latency), `lost_packets`, `packets` and `lost_percent` (docs/formats.md 2.4)."""
     rows = [Value("streams", result.streams, COUNT)]
     sent, received = result.sent, result.received
     throughput: float | None = None
@@ -247,8 +247,14 @@ class Iperf3Tool:
 
     name = "iperf3"
     headline: tuple[str, ...] = ("throughput",)
-    # UDP at a target bitrate (`-b`; 0 unlimited): what it sent is the achieved load
-    load: LoadAxis | None = LoadAxis("b", "bits/s", 0, ("sender_throughput",), "jitter")
+    # At a target bitrate (`-b`; 0 unlimited) the achieved load is what the receiver
+    # got: a UDP datagram the receiver dropped was offered but never carried, and the
+    # jitter and loss are of the datagrams that arrived. So a rung is saturated when the
+    # sender falls short of -b or the receiver cannot take what it sent (3.12 captures:
+    # 19.99 Gbit/s sent at 20G, 11.0 received). `sender_throughput` is read only where no
+    # receiver's value is (docs/load.md, docs/formats.md 2.6).
+    load: LoadAxis | None = LoadAxis("b", "bits/s", 0, ("throughput", "sender_throughput"),
+                                     "jitter")
     operations: Mapping[str, tuple[str, ...]] = {"MB": ("throughput",)}
     parsers: Mapping[str, Parser] = {"iperf3": lambda text: values(parse(text))}
     versions: Mapping[str, tuple[str, ...] | None] = {"iperf3": ("iperf3", "--version")}
