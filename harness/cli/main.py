@@ -167,6 +167,9 @@ def _print_plan(profile: str, inventory: str, transport: str | None, as_json: bo
     bound, prof = _load(profile, inventory, transport)
     assert bound is not None
     _design(prof, strict)
+    if prof.tune is not None and not as_json:  # a search: its space, budget, one candidate
+        click.echo(cli_tune.summary(prof, bound), nl=False)
+        return
     if as_json:
         click.echo(json.dumps(plan_json(bound, summary_only=summary), indent=1))
     else:

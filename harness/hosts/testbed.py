@@ -217,9 +217,23 @@ class Testbed:
                 run_here(["ip", "link", "del", node.mgmt_root], check=False)
         run_here(["ip", "route", "del", "unreachable", str(self.network)], check=False)
         if (self.state / "created-run-sshd").exists():
-            with contextlib.suppress(OSError):
-                Path("/run/sshd").rmdir()
+            other = self._other_sshd()
+            if other is not None:  # still needed there: that testbed removes it
+                with contextlib.suppress(OSError):
+                    (other / "created-run-sshd").touch()
+            else:
+                with contextlib.suppress(OSError):
+                    Path("/run/sshd").rmdir()
         shutil.rmtree(self.state, ignore_errors=True)
+
+    def _other_sshd(self) -> Path | None:
+        """The state directory of another testbed whose sshd runs (it needs /run/sshd,
+        sshd's privilege-separation directory)."""
+        for pidfile in sorted(Path("/run").glob("*-testbed/*/sshd.pid")):
+            state = pidfile.parent.parent
+            if state != self.state and (pid := read_pid(pidfile)) and alive(pid):
+                return state
+        return None
 
     def status(self) -> dict[str, object]:
         names = set(_netns_list())

@@ -42,9 +42,11 @@ class Estimate:
                 self.value if self.high is None else self.high)
 
 
-def estimate(values: Sequence[float], *, log: bool,
-             confidence: float = CONFIDENCE) -> Estimate | None:
-    """Geometric mean (LOG) or mean of the finite values, with its t interval."""
+def estimate(values: Sequence[float], *, log: bool, confidence: float = CONFIDENCE,
+             floor: float | None = None) -> Estimate | None:
+    """Geometric mean (LOG) or mean of the finite values, with its t interval; FLOOR
+    clips the interval's low end where the quantity cannot go (a rate, busy cores: 0),
+    which the mean of values at or above it never passes."""
     x = np.asarray([v for v in values if math.isfinite(v)], dtype=np.float64)
     if log:
         x = x[x > 0]
@@ -58,6 +60,8 @@ def estimate(values: Sequence[float], *, log: bool,
         half = float(sps.t.ppf(0.5 + confidence / 2, x.size - 1) * y.std(ddof=1)
                      / math.sqrt(x.size))
         low, high = centre - half, centre + half
+        if floor is not None and not log:
+            low = max(low, floor)
     back = (lambda v: float(math.exp(v))) if log else float
     return Estimate(back(centre), None if low is None else back(low),
                     None if high is None else back(high), int(x.size))

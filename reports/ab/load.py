@@ -149,7 +149,7 @@ def _point(variant: str, rung: str, rate: Any, tool: pd.DataFrame, cores: pd.Dat
         rates = _per_trial(own, name)
         if rates:
             break
-    achieved = estimate(rates, log=False)
+    achieved = estimate(rates, log=False, floor=0.0)
     floor = None if offered is None else offered * (1 - tolerance / 100)
     short = sum(1 for r in rates if floor is not None and r < floor)
     saturated = achieved is not None and floor is not None and achieved.value < floor
@@ -157,7 +157,7 @@ def _point(variant: str, rung: str, rate: Any, tool: pd.DataFrame, cores: pd.Dat
     mine = cores[cores["variant"] == variant] if len(cores) else cores
     busy = {role: e for role in roles
             if (e := estimate(_per_trial(mine[mine["role"] == role], CORES_METRIC),
-                              log=False))}
+                              log=False, floor=0.0))}
     return Point(rung, offered, achieved, short, saturated, values, busy)
 
 
