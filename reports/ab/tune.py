@@ -11,8 +11,9 @@ The confirmation is judged with the A/B table (reports.ab.compare: its Holm fami
 intervals): a candidate is *confirmed* when every objective is `better` than the
 baseline or, for a front, one is `better` and none `worse`, and the median of every
 bounded metric (`subject_to`) is inside its bound. Only confirmed candidates are
-recommended; among them, the best median objective (or, for a front, every confirmed
-candidate not dominated by another on the medians).
+recommended; among them, the best median objective (the others confirmed are listed,
+not compared with it), or, for a front, every confirmed candidate not dominated by
+another on the medians.
 """
 
 from __future__ import annotations
@@ -197,9 +198,9 @@ def _recommend(confirmed: list[Verdicts], objectives: Sequence[tuple[Named, str]
             return math.inf
         return value if direction == "minimise" else -value
 
-    if len(objectives) == 1:
+    if len(objectives) == 1:  # the best; the other confirmed ones are in the table
         named, direction = objectives[0]
-        return [v.name for v in sorted(confirmed, key=lambda v: key(v, named, direction))]
+        return [v.name for v in sorted(confirmed, key=lambda v: key(v, named, direction))][:1]
     keyed = [(v, [key(v, n, d) for n, d in objectives]) for v in confirmed]
     front = [v for v, k in keyed if not any(
         all(a <= b for a, b in zip(other, k, strict=True)) and other != k
