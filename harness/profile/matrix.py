@@ -126,14 +126,19 @@ def substitute_text(text: str, values: dict[str, Any]) -> str:
     return fill(text, {name: _text(value) for name, value in values.items()})
 
 
+def substitute_string(text: str, values: dict[str, Any]) -> Any:
+    """TEXT with its placeholders filled in; exactly one placeholder: the value itself."""
+    whole = PLACEHOLDER.fullmatch(text)
+    if whole and whole[1] in values:
+        return values[whole[1]]
+    return substitute_text(text, values)
+
+
 def substitute(value: Any, values: dict[str, Any]) -> Any:
     """Replace `${param}` in every string (keys included); a string that is exactly one
     placeholder becomes the parameter's value with its type. Locations are kept."""
     if isinstance(value, str):
-        whole = PLACEHOLDER.fullmatch(value)
-        if whole and whole[1] in values:
-            return values[whole[1]]
-        return substitute_text(value, values)
+        return substitute_string(value, values)
     if isinstance(value, Node):
         out = Node()
         out.location = value.location

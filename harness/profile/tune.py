@@ -36,10 +36,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from napilab.harness.profile.matrix import RESERVED, substitute_text
+from napilab.harness.profile.matrix import RESERVED, substitute_string, substitute_text
 from napilab.harness.profile.schema import Checker, join, suggest, type_name
 from napilab.harness.profile.yamlsrc import Node, Seq
-from napilab.runners.base import PLACEHOLDER
 
 TUNE_KEYS = ("variant", "parameters", "goal", "budget", "duration", "confirm", "sampler",
              "seed", "guard")
@@ -186,12 +185,9 @@ def filled(value: Any, values: dict[str, Any]) -> Any:
     """A plain document (dicts, lists) with `${param}` replaced as the loader does: a
     string that is exactly one placeholder takes the value with its type."""
     if isinstance(value, str):
-        whole = PLACEHOLDER.fullmatch(value)
-        if whole and whole[1] in values:
-            return values[whole[1]]
-        return substitute_text(value, values)
+        return substitute_string(value, values)
     if isinstance(value, dict):
-        return {filled(k, values): filled(v, values) for k, v in value.items()}
+        return {substitute_text(str(k), values): filled(v, values) for k, v in value.items()}
     if isinstance(value, list):
         return [filled(v, values) for v in value]
     return value
