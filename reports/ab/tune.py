@@ -30,6 +30,7 @@ from napilab.reports.ab.compare import RunData, load_run, table
 from napilab.reports.ab.model import Line, Table
 
 CORES = "cores"
+BUSY = "busy_cores"  # what each candidate costs, shown whatever the goal
 
 
 class MetricError(Exception):
@@ -111,6 +112,7 @@ class Confirmation:
     recommended: list[str]  # names, best first
     table: Table | None = None
     notes: list[str] = field(default_factory=list)
+    cost: dict[str, float | None] = field(default_factory=dict)  # name -> busy cores
 
 
 def judge(run_dir: str | Path, objectives: Sequence[tuple[Named, str]],
@@ -139,7 +141,9 @@ def judge(run_dir: str | Path, objectives: Sequence[tuple[Named, str]],
         confirmed, why = _confirmed(verdicts, inside, len(objectives) > 1)
         out.append(Verdicts(name, verdicts, changes, medians[name], inside, confirmed, why))
     recommended = _recommend([v for v in out if v.confirmed], objectives)
-    return Confirmation(base, medians[base], out, recommended, tab)
+    cost = {c: values(run.samples, c, Named(BUSY, None)) for c in [base, *candidates]}
+    return Confirmation(base, medians[base], out, recommended, tab,
+                        cost=cost if any(v is not None for v in cost.values()) else {})
 
 
 def _line(tab: Table, manifest: Manifest, named: Named) -> Line | None:

@@ -53,7 +53,8 @@ def document(state: dict[str, Any], conf: Confirmation | None) -> dict[str, Any]
                 "verdicts": v.verdicts, "changes": v.changes, "medians": v.medians,
                 "inside": v.inside, "confirmed": v.confirmed, "why": v.why}
                 for v in conf.candidates],
-            "recommended": conf.recommended, "profile": confirmation.get("profile")},
+            "recommended": conf.recommended, "profile": confirmation.get("profile"),
+            "cost": conf.cost},
     }
 
 
@@ -84,15 +85,19 @@ def _tables(doc: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]
                 ["candidate", "values", *labels, "state"], rows))
     conf = doc["confirmation"]
     if conf is not None:
-        head = ["candidate", "values", *[f"{k} (median)" for k in labels],
+        cost = conf.get("cost") or {}
+        extra = ["busy cores (median)"] if cost and "busy_cores" not in labels else []
+        head = ["candidate", "values", *[f"{k} (median)" for k in labels], *extra,
                 *[f"{k} change [95% CI]" for k in doc["labels"]], "verdict"]
         rows = [[conf["baseline"] + " (baseline)", "-",
                  *[_n(conf["baseline_medians"].get(k)) for k in labels],
+                 *[_n(cost.get(conf["baseline"])) for _ in extra],
                  *["" for _ in doc["labels"]], ""]]
         for c in conf["candidates"]:
             verdict = ("confirmed: " if c["confirmed"] else "not confirmed: ") + c["why"]
             rows.append([c["name"], _values(c["values"]),
                          *[_n(c["medians"].get(k)) for k in labels],
+                         *[_n(cost.get(c["name"])) for _ in extra],
                          *[f"{c['changes'].get(k, '-')} {c['verdicts'].get(k, '')}"
                            for k in doc["labels"]], verdict])
         out.append(("Confirmation (re-measured, interleaved with the baseline)", head, rows))

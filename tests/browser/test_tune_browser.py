@@ -37,6 +37,8 @@ def test_a_real_studys_page(browser: Browser, tmp_path: Path) -> None:
     rows = browser.page.locator("#tune-table-1 tbody tr")
     assert rows.count() == 1 + len(state["candidates"])  # the baseline, each candidate
     assert browser.page.locator("#tune-table-2 tbody tr").count() == 1 + len(conf.candidates)
+    # what each candidate costs, though the goal names only latency
+    assert "busy cores (median)" in browser.page.locator("#tune-table-2 thead").inner_text()
     figures = browser.page.locator("#tune-figures figure svg")
     assert figures.count() == 1  # one goal metric: the search's progress only
     box = figures.first.bounding_box()

@@ -197,14 +197,14 @@ def test_a_real_study_finds_the_bowls_floor_and_resumes_after_a_kill(tmp_path: P
         RUNNING
 
 
-def confirm_run(results: Path) -> Path:
+def confirm_run(results: Path, primary: tuple[str, ...] = ("latency_p99",)) -> Path:
     values = {"sockperf.latency_p99": {"default": lognormal(1, 5, 100.0, 0.03),
                                        "t001": lognormal(2, 5, 60.0, 0.03),
                                        "t002": lognormal(3, 5, 99.0, 0.03)},
               "cpu.busy_cores": {"default": lognormal(4, 5, 1.0), "t001": lognormal(5, 5, 1.4),
                                  "t002": lognormal(6, 5, 0.5)}}
     run = store_run(results, values, profile="tuned", units={"cpu.busy_cores": "cores"},
-                    policies={"latency_p99": {"direction": "lower"}})
+                    policies={m: {"direction": "lower"} for m in primary})
     path = run / "manifest.json"
     doc = json.loads(path.read_text())
     doc["workload_source"] = "sockperf"
@@ -226,6 +226,18 @@ def test_only_a_candidate_confirmed_better_is_recommended(tmp_path: Path) -> Non
     assert bounded.recommended == [] and "busy_cores outside" in bounded.candidates[0].why
 
 
+def test_a_front_recommends_what_is_better_on_one_and_worse_on_none(tmp_path: Path) -> None:
+    """t001: p99 -40% but 1.4x the cores (worse); t002: p99 unchanged, half the cores."""
+    run = confirm_run(tmp_path, ("latency_p99", "busy_cores"))  # as tune's confirmation
+    p99, cores = Named("latency_p99", None), Named("busy_cores", None)
+    conf = judge(run, [(p99, "minimise"), (cores, "minimise")], [], ["t001", "t002"])
+    by = {v.name: v for v in conf.candidates}
+    assert by["t001"].verdicts == {"latency_p99": "better", "busy_cores": "worse"}
+    assert not by["t001"].confirmed and "worse on busy_cores" in by["t001"].why
+    assert by["t002"].confirmed and by["t002"].verdicts["busy_cores"] == "better"
+    assert conf.recommended == ["t002"]
+
+
 def test_the_report_says_what_was_searched_measured_and_recommended(tmp_path: Path) -> None:
     run = confirm_run(tmp_path)
     conf = judge(run, [(Named("latency_p99", None), "minimise")], [], ["t001", "t002"])
@@ -244,6 +256,7 @@ def test_the_report_says_what_was_searched_measured_and_recommended(tmp_path: Pa
     text = paths[0].read_text()
     assert "recommended: t001, written to recommended.yaml" in text
     assert "t002" in text and "not confirmed" in text
+    assert "busy_cores (median)" in text  # the bound's; without one, busy cores anyway
     assert "| candidate |" in paths[1].read_text()
     page = paths[2].read_text()
     assert page.count("<svg") == 2 and "tune-answer" in page
