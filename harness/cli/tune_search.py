@@ -36,6 +36,7 @@ from napilab.harness.tune.study import (
     RECOMMENDED,
     Candidate,
     Study,
+    inside,
 )
 from napilab.reports.ab import tune as ab_tune
 
@@ -164,7 +165,7 @@ class Search:
             raise
         cand.seconds = time.monotonic() - start
         broken = self._guard(numbers)
-        cand.numbers = {k: v for k, v in numbers.items()}
+        cand.numbers = dict(numbers)
         cand.state = BROKEN if broken else OK
         cand.error = broken
         study.tell(optuna_study, trial, cand, tune)
@@ -221,7 +222,7 @@ class Search:
         study, tune = self.study, self.tune
         entry = study.state.get("confirmation") or {}
         if not entry.get("candidates"):
-            ranked = [r for r in study.ranked(tune) if self._inside(r[1])][:tune.top]
+            ranked = [r for r in study.ranked(tune) if inside(tune, r[1])][:tune.top]
             entry = {"candidates": [[names[0], values] for values, _, names in ranked],
                      "run": None}
             study.state["confirmation"] = entry
@@ -236,9 +237,8 @@ class Search:
         self.say(f"confirming {', '.join(names)} against {self.prof.baseline}, {repeat} "
                  "repetitions each")
         tuning = Tuning(tuple((n, v) for n, v in entry["candidates"]), baseline=True,
-                        repeat=repeat, primary=tuple(
-                            (o.metric, "lower" if o.direction == "minimise" else "higher")
-                            for o in tune.objectives))
+                        repeat=repeat, primary=tuple((o.metric, o.policy)
+                                                     for o in tune.objectives))
 
         def record(directory: Path) -> None:
             entry["run"] = str(directory.relative_to(study.dir))
@@ -265,10 +265,6 @@ class Search:
         self.say(f"recommended: {', '.join(conf.recommended)} -> {entry['profile']}")
         return ExitCode.OK
 
-    def _inside(self, numbers: dict[str, float]) -> bool:
-        return all(numbers.get(b.label) is not None and b.violation(numbers[b.label]) <= 0
-                   for b in self.tune.constraints)
-
     def _write_profile(self, entry: dict[str, Any], conf: ab_tune.Confirmation) -> Path:
         """The confirmed settings as a profile `napilab run` takes: the profile as
         written (extends resolved), without `tune:`, the baseline and each recommended
@@ -290,8 +286,7 @@ class Search:
         doc.pop("tune", None)
         doc.update(variants=variants, baseline=self.prof.baseline,
                    repeat=tune.repeat or self.prof.repeat,
-                   metrics={o.metric: {"direction": "lower" if o.direction == "minimise"
-                                       else "higher"} for o in tune.objectives})
+                   metrics={o.metric: {"direction": o.policy} for o in tune.objectives})
         path = self.study.dir / RECOMMENDED
         head = (f"# Written by napilab tune (study {self.study.state['id']}) from "
                 f"{self.prof.path}: the settings it confirmed, against the baseline.\n"

@@ -102,6 +102,11 @@ class Objective:
     def label(self) -> str:
         return self.metric + (f"@{self.role}" if self.role else "")
 
+    @property
+    def policy(self) -> str:
+        """Its direction as a profile's `metrics:` writes it."""
+        return "lower" if self.direction == "minimise" else "higher"
+
 
 @dataclass(frozen=True)
 class Bound:
@@ -154,6 +159,7 @@ class Tune:
                 "parameters": {p.name: p.describe() for p in self.parameters},
                 "objectives": [[o.label, o.direction] for o in self.objectives],
                 "constraints": [c.describe() for c in self.constraints],
+                "bounds": [[c.label, c.low, c.high] for c in self.constraints],
                 "trials": self.trials, "seconds": self.seconds, "duration": self.duration,
                 "top": self.top, "repeat": self.repeat, "sampler": self.sampler,
                 "seed": self.seed, "guard": [g.describe() for g in self.guard]}

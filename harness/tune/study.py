@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import secrets
+import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -34,6 +35,7 @@ from optuna.trial import Trial, TrialState
 
 from napilab.harness.errors import InputError
 from napilab.harness.profile.tune import Tune
+from napilab.harness.stats import pareto
 from napilab.harness.store.store import atomic_write
 from napilab.harness.tune import space
 
@@ -160,7 +162,8 @@ class Study:
         if cand.state != OK or any(v is None or math.isnan(v) for v in objectives):
             study.tell(trial, state=TrialState.FAIL)
             return
-        for bound, violation in zip(tune.constraints, violations(tune, cand), strict=True):
+        for bound, violation in zip(tune.constraints, violations(tune, cand.numbers),
+                                    strict=True):
             trial.set_constraint(bound.label, violation)  # <= 0: inside
         study.tell(trial, [float(v) for v in objectives if v is not None])
 
@@ -178,14 +181,14 @@ class Study:
         for members in points.values():
             numbers = {}
             for label in {k for c in members for k in c.numbers}:
-                found = sorted(v for c in members if (v := c.numbers.get(label)) is not None)
+                found = [v for c in members if (v := c.numbers.get(label)) is not None]
                 if found:
-                    numbers[label] = found[len(found) // 2] if len(found) % 2 else \
-                        (found[len(found) // 2 - 1] + found[len(found) // 2]) / 2
+                    numbers[label] = statistics.median(found)
             rows.append((members[0].values, numbers, [c.name for c in members]))
-        keys = [[_signed(numbers.get(o.label), o.direction) for o in tune.objectives]
+        keys = [[pareto.signed(numbers.get(o.label), o.direction) for o in tune.objectives]
                 for _, numbers, _ in rows]
-        layer = _layers(keys)
+        layer = pareto.layers(keys)
+
         def order(i: int) -> tuple[float, int, float]:
             worst = max((b.violation(v) for b in tune.constraints
                          if (v := rows[i][1].get(b.label)) is not None), default=-math.inf)
@@ -193,35 +196,18 @@ class Study:
         return [rows[i] for i in sorted(range(len(rows)), key=order)]
 
 
-def violations(tune: Tune, cand: Candidate) -> list[float]:
+def violations(tune: Tune, numbers: dict[str, Any]) -> list[float]:
     """Optuna's constraint values (<= 0: inside the bound); a missing number is outside."""
     out = []
     for bound in tune.constraints:
-        value = cand.numbers.get(bound.label)
+        value = numbers.get(bound.label)
         out.append(bound.violation(value) if value is not None else 1.0)
     return out
 
 
-def _signed(value: float | None, direction: str) -> float:
-    if value is None:
-        return math.inf
-    return value if direction == "minimise" else -value
-
-
-def _layers(keys: list[list[float]]) -> list[int]:
-    """Pareto layer of each point (0: not dominated), every objective minimised."""
-    layer = [0] * len(keys)
-    remaining = set(range(len(keys)))
-    depth = 0
-    while remaining:
-        front = {i for i in remaining if not any(
-            all(a <= b for a, b in zip(keys[j], keys[i], strict=True)) and keys[j] != keys[i]
-            for j in remaining)}
-        for i in front:
-            layer[i] = depth
-        remaining -= front
-        depth += 1
-    return layer
+def inside(tune: Tune, numbers: dict[str, Any]) -> bool:
+    """NUMBERS keep every bound of the goal (a missing one does not)."""
+    return all(v <= 0 for v in violations(tune, numbers))
 
 
 def _sampler(tune: Tune, done: int) -> optuna.samplers.BaseSampler:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from napilab.harness.stats import pareto
 from napilab.harness.store.manifest import Manifest
 from napilab.reports.ab.compare import RunData, load_run, table
 from napilab.reports.ab.model import Line, Table
@@ -197,18 +198,13 @@ def _confirmed(verdicts: dict[str, str], inside: dict[str, bool],
 def _recommend(confirmed: list[Verdicts], objectives: Sequence[tuple[Named, str]]
                ) -> list[str]:
     def key(v: Verdicts, named: Named, direction: str) -> float:
-        value = v.medians.get(named.label)
-        if value is None:
-            return math.inf
-        return value if direction == "minimise" else -value
+        return pareto.signed(v.medians.get(named.label), direction)
 
     if len(objectives) == 1:  # the best; the other confirmed ones are in the table
         named, direction = objectives[0]
         return [v.name for v in sorted(confirmed, key=lambda v: key(v, named, direction))][:1]
-    keyed = [(v, [key(v, n, d) for n, d in objectives]) for v in confirmed]
-    front = [v for v, k in keyed if not any(
-        all(a <= b for a, b in zip(other, k, strict=True)) and other != k
-        for _, other in keyed)]
+    layer = pareto.layers([[key(v, n, d) for n, d in objectives] for v in confirmed])
+    front = [v for v, depth in zip(confirmed, layer, strict=True) if depth == 0]
     first, direction = objectives[0]
     return [v.name for v in sorted(front, key=lambda v: key(v, first, direction))]
 

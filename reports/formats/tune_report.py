@@ -30,7 +30,7 @@ def document(state: dict[str, Any], conf: Confirmation | None) -> dict[str, Any]
     """Everything the report shows, as data (tune-report.json)."""
     tune = state["tune"]
     labels = [label for label, _ in tune["objectives"]]
-    bounds = [c.split(" ")[0] for c in tune["constraints"]]
+    bounds = [label for label, _, _ in tune["bounds"]]
     rows = []
     for cand in state["candidates"]:
         rows.append({"name": f"t{cand['number']:03d}", "values": cand["values"],

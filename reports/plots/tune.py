@@ -38,15 +38,12 @@ def figures(doc: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _inside(doc: dict[str, Any], row: dict[str, Any]) -> bool:
-    for text in doc["tune"]["constraints"]:
-        name, _, rest = text.partition(" ")
+    """ROW keeps every bound of the goal (tune.json's `bounds`: label, min, max)."""
+    for name, low, high in doc["tune"]["bounds"]:
         value = row["numbers"].get(name)
-        if not _finite(value):
+        if not _finite(value) or (low is not None and value < low) or (
+                high is not None and value > high):
             return False
-        for part in rest.split(" and "):
-            op, _, bound = part.partition(" ")
-            if (op == "<=" and value > float(bound)) or (op == ">=" and value < float(bound)):
-                return False
     return True
 
 

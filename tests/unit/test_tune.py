@@ -244,6 +244,7 @@ def test_the_report_says_what_was_searched_measured_and_recommended(tmp_path: Pa
     state = {"id": "tune-x", "profile_name": "tuned", "tune": {
         "variant": "tuned", "parameters": {"defer": "0..100"},
         "objectives": [["latency_p99", "minimise"]], "constraints": ["busy_cores <= 1.5"],
+        "bounds": [["busy_cores", None, 1.5]],
         "trials": 3, "seconds": None, "sampler": "tpe"},
         "baseline": {"state": OK, "numbers": {"latency_p99": 101.0, "busy_cores": 1.0}},
         "candidates": [{"number": i, "values": {"defer": d}, "state": OK, "seconds": 3.0,
