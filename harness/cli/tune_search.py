@@ -107,7 +107,7 @@ class Search:
         execute(plan, str(self.study.runs), formats=[] if progress is None else ["html", "text"],
                 progress=progress or QuietProgress(), on_store=stored,
                 resume=str(resume) if resume else None, keep_going=progress is not None)
-        return where[0] if where else Path(resume or ".")
+        return where[0]  # execute() names the directory before any trial, or raises
 
     def _search_tuning(self, candidates: tuple[tuple[str, dict[str, Any]], ...],
                        baseline: bool) -> Tuning:
