@@ -13,19 +13,40 @@ TEST_DEBS := chromium
 # `tools`: patchelf points sid's netperf at sid's libc
 TOOLS_DEBS := patchelf
 
-.PHONY: demo test lint debs test-debs vm-debs tools-debs kernels tools clean
+.PHONY: demo test test-setup check lint debs test-debs vm-debs tools-debs kernels tools clean
 
 demo: $(VENV)/.runtime debs
 	$(BIN)/napilab demo
 
+# `make test`: every part timed against its budget in tests/budgets.toml (the times and
+# budgets are printed at the end; a part over 1.5 x its budget fails the run).
 # The unit and browser tests are CPU-bound and independent: they run on every CPU
-# (pytest-xdist). The integration tests share one testbed with fixed names: serial.
-# The VM tests (tests/integration/vm) boot Debian kernels in QEMU guests: `kernels`
-# fetches them when root (they skip, saying why, where that or QEMU is not possible).
-# `tools` installs netperf and netserver (sid's) when root.
-test: $(VENV)/.test debs test-debs vm-debs kernels tools lint
-	$(BIN)/pytest -q -n auto --durations=10 tests/unit tests/browser
-	$(BIN)/pytest -q --durations=25 tests/integration
+# (pytest-xdist). The integration tests run two at a time, each worker with a netns
+# testbed and a /var/tmp/napilab of its own (tests/conftest.py), the VM tests
+# (tests/integration/vm: Debian kernels in QEMU guests) together on one worker; then the
+# tests marked `serial` alone (verdicts measured on the testbed, the machine's own state).
+# `kernels` fetches the kernels when root (the VM tests skip, saying why, where that or
+# QEMU is not possible). `tools` installs netperf and netserver (sid's) when root.
+TIMED := $(PYTHON) tests/timed.py
+INTEGRATION_WORKERS ?= 2
+
+test:
+	@$(TIMED) start
+	@$(TIMED) run setup -- $(MAKE) --no-print-directory test-setup
+	@$(TIMED) run lint -- $(MAKE) --no-print-directory lint
+	@$(TIMED) run unit -- $(BIN)/pytest -q -n auto --durations=10 tests/unit tests/browser
+	@$(TIMED) run integration -- $(BIN)/pytest -q -n $(INTEGRATION_WORKERS) --dist loadgroup \
+	  -m "not serial" --durations=20 tests/integration
+	@$(TIMED) run serial -- $(BIN)/pytest -q -m serial --durations=10 tests/integration
+	@$(TIMED) report
+
+test-setup: $(VENV)/.test debs test-debs vm-debs kernels tools
+
+# The quick loop while changing code: lint, mypy and the unit tests (no browser, no
+# root, no host); `make test` before a commit that lands.
+check: $(VENV)/.test
+	@$(MAKE) --no-print-directory lint
+	$(BIN)/pytest -q -n auto tests/unit
 
 lint: $(VENV)/.test
 	$(BIN)/ruff check $(wildcard napilab harness runners reports tests benchmarks)

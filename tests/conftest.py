@@ -3,6 +3,7 @@ left exactly as it was (global sysctls, namespaces, links, sshd processes)."""
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import os
 import shutil
@@ -92,6 +93,92 @@ def hold_session_lock() -> None:
     _SESSION.append(fd)
 
 
+def worker() -> str | None:
+    """The pytest-xdist worker this process is ("gw0", "gw1", ...), None when it runs
+    the tests itself."""
+    return os.environ.get("PYTEST_XDIST_WORKER")
+
+
+def suite_testbed(name: str | None = None) -> tuple[str, int]:
+    """The prefix and management block of the netns testbed of worker `name` (this
+    process's by default): the serial session's is napilabt on 198.51.100.128/29, worker
+    gwN's napilabtN on the /29 after it, so workers bring theirs up side by side."""
+    name = worker() if name is None else name
+    if not name:
+        return TESTBED_PREFIX, TESTBED_BLOCK
+    index = int(name.removeprefix("gw"))
+    if index >= MAX_WORKERS:
+        raise pytest.UsageError(f"at most {MAX_WORKERS} workers run the root tests "
+                                f"(198.51.100.{TESTBED_BLOCK}/26 holds that many testbeds)")
+    return f"{TESTBED_PREFIX}{index}", TESTBED_BLOCK + 8 * (index + 1)
+
+
+MAX_WORKERS = 6
+
+
+def vm_testbed_prefix(name: str | None = None) -> str:
+    """The VM testbed's prefix of worker `name` (this process's by default): napilabt
+    for the serial session, napilabtvN for worker gwN (its taps napilabtvN-va, -vb)."""
+    name = worker() if name is None else name
+    return f"{TESTBED_PREFIX}v{int(name.removeprefix('gw'))}" if name else TESTBED_PREFIX
+PRIVATE_ROOT = Path("/run/napilabt-workers")
+
+
+def private_var_tmp() -> Path | None:
+    """Worker gwN's own /var/tmp/napilab (root only): a directory bind-mounted over
+    /var/tmp/napilab in a mount namespace of the worker's own, which every process it
+    starts (napilab, `ip netns exec`, its testbed's sshd and their sessions) inherits.
+    The netns testbeds' hosts share this machine's file system, and napilab keeps its
+    locks, journals and work directories there: without this, one worker's run in
+    progress would be another worker's leftover."""
+    name = worker()
+    if not name or os.geteuid() != 0:
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+    private = PRIVATE_ROOT / name
+    shutil.rmtree(private, ignore_errors=True)  # a killed session's
+    private.mkdir(parents=True)
+    shared = Path("/var/tmp/napilab")
+    shared.mkdir(parents=True, exist_ok=True)  # the mount point (an empty one may stay)
+    for call, args in (("unshare", (CLONE_NEWNS,)),
+                       ("mount", (b"none", b"/", None, MS_REC | MS_PRIVATE, None)),
+                       ("mount", (bytes(private), bytes(shared), None, MS_BIND, None))):
+        if getattr(libc, call)(*args) != 0:
+            errno = ctypes.get_errno()
+            raise pytest.UsageError(f"worker {name}: {call}{args}: {os.strerror(errno)}")
+    return private
+
+
+CLONE_NEWNS, MS_BIND, MS_REC, MS_PRIVATE = 0x00020000, 4096, 16384, 1 << 18
+_PRIVATE: list[Path] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    private = private_var_tmp()
+    if private is not None:
+        _PRIVATE.append(private)
+
+
+def stale_testbeds() -> list[str]:
+    """Remove the suite's testbeds a killed session left: the serial one, each
+    worker's and the VM testbed."""
+    removed = []
+    for name in ("", *(f"gw{i}" for i in range(MAX_WORKERS))):
+        prefix, block = suite_testbed(name)
+        stale = tb.Testbed(prefix=prefix, block=block)
+        if stale.exists():
+            stale.down()
+            removed.append(prefix)
+    from napilab.harness.lab.vmbed import VmTestbed
+
+    for name in ("", *(f"gw{i}" for i in range(MAX_WORKERS))):
+        stale_vm = VmTestbed(prefix=vm_testbed_prefix(name))
+        if stale_vm.exists():
+            stale_vm.down()
+            removed.append(f"{stale_vm.prefix} VM")
+    return removed
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     # `make test &` from a script (or nohup) starts pytest with SIGINT ignored, and every
     # napilab it starts inherits that: the Ctrl-C tests (tests/integration/test_faults.py,
@@ -104,24 +191,26 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     if os.geteuid() == 0 and "PYTEST_XDIST_WORKER" not in os.environ:
         hold_session_lock()
-        # The suite's own testbed, left by a session that was killed before its teardown
-        # (CI images have been captured with one up): it is ours to remove, and removing it
-        # must not count as this session changing the machine.
-        stale = tb.Testbed(prefix=TESTBED_PREFIX, block=TESTBED_BLOCK)
-        if stale.exists():
-            stale.down()
-            print(f"removed a stale {TESTBED_PREFIX} testbed left by an earlier session")
-        from napilab.harness.lab.vmbed import VmTestbed
-
-        stale_vm = VmTestbed(prefix=TESTBED_PREFIX)
-        if stale_vm.exists():
-            stale_vm.down()
-            print(f"removed a stale {TESTBED_PREFIX} VM testbed left by an earlier session")
-    _BEFORE.update(machine_state())
+        # The suite's own testbeds, left by a session that was killed before its
+        # teardown (CI images have been captured with one up): they are ours to remove,
+        # and removing them must not count as this session changing the machine.
+        for prefix in stale_testbeds():
+            print(f"removed a stale {prefix} testbed left by an earlier session")
+    if worker() is None:
+        _BEFORE.update(machine_state())
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Fail the session if the tests changed the machine."""
+    """Fail the session if the tests changed the machine; a worker, if its own
+    /var/tmp/napilab is not empty at its end."""
+    for private in _PRIVATE:
+        left = sorted(p.name for p in private.iterdir())
+        if left:
+            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(f"LEFT IN {worker()}'s /var/tmp/napilab: {left}", red=True)
+            session.exitstatus = 1
+        shutil.rmtree(private, ignore_errors=True)
     if not _BEFORE:
         return
     after = machine_state()
@@ -145,7 +234,8 @@ def testbed(root_only: None) -> Iterator[tb.Testbed]:
     """A real testbed with an sshd in each namespace, torn down even if tests fail."""
     if shutil.which("sshd") is None and not Path("/usr/sbin/sshd").exists():
         pytest.skip("needs openssh-server (make test installs it as root)")
-    bed = tb.Testbed(prefix=TESTBED_PREFIX, block=TESTBED_BLOCK)
+    prefix, block = suite_testbed()
+    bed = tb.Testbed(prefix=prefix, block=block)
     bed.down()  # a previous crashed session may have left one
     taken = bed.addresses_in_use()
     if taken:
@@ -252,3 +342,20 @@ def napilab_runs(testbed: tb.Testbed) -> Iterator[NapilabRuns]:
         yield runs
     finally:
         runs.stop_all()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The VM tests share a VM testbed per worker (tests/integration/vm/conftest.py):
+    under pytest-xdist's `--dist loadgroup` the tests that boot guest b into other
+    kernels and the AF_XDP seeds run on one worker, the others on another, each group in
+    its order (two testbeds of two guests each, side by side)."""
+    vm = ROOT / "tests" / "integration" / "vm"
+    for item in items:
+        if vm in item.path.parents:
+            second = item.path.name in VM_SECOND_BED
+            item.add_marker(pytest.mark.xdist_group("vm-2" if second else "vm"))
+
+
+# The VM tests on the second VM testbed: runs that boot guest b into other kernels and
+# back, and the AF_XDP seeds (measured under -n 2: 667 s of the VM tests' 1,170 s)
+VM_SECOND_BED = ("test_vm_seed001.py", "test_vm_kernel.py", "test_vm_afxdp.py")

@@ -37,9 +37,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -47,6 +46,9 @@ import pyarrow.parquet as pq
 from napilab.harness.errors import InputError, StorageError
 from napilab.harness.profile.names import unsafe
 from napilab.harness.store.manifest import Manifest
+
+if TYPE_CHECKING:  # pandas is imported by the readers only: a run never loads it
+    import pandas as pd
 
 COLUMNS = ("run_id", "trial", "variant", "rep", "role", "host", "source", "metric", "cpu",
            "value", "unit")
@@ -361,6 +363,8 @@ def _read(path: Path, read: Callable[[], pd.DataFrame]) -> pd.DataFrame:
 def read_parquet_files(files: list[Path], columns: list[str] | None = None) -> pd.DataFrame:
     """Several Parquet files of one schema as one frame (as pandas.read_parquet reads
     one)."""
+    import pandas  # noqa: F401 (to_pandas needs it; imported here, not by a run)
+
     frame: pd.DataFrame = pq.read_table([str(f) for f in files], columns=columns).to_pandas()
     return frame
 
@@ -368,6 +372,8 @@ def read_parquet_files(files: list[Path], columns: list[str] | None = None) -> p
 def load_samples(directory: Path) -> pd.DataFrame:
     """A run's samples as one table (a trial's own file wins over samples.parquet). A
     file that cannot be read (truncated, not Parquet) is a StorageError naming it."""
+    import pandas as pd
+
     legacy = directory / LEGACY_SAMPLES
     per_trial = sorted((directory / SAMPLES_DIR).glob("[0-9]*.parquet"))
     frames = [_read(legacy, lambda: pd.read_parquet(legacy))] if legacy.exists() else []

@@ -26,6 +26,8 @@ import pytest
 
 from napilab.harness.hosts import testbed as tb
 
+pytestmark = pytest.mark.serial  # verdicts measured on the testbed: alone on the CPUs
+
 NAPILAB = str(Path(sys.executable).parent / "napilab")
 KNOB_PROFILE = """\
 name: knob

@@ -17,6 +17,7 @@ from napilab.harness.hosts.settings import HostSettings
 from napilab.harness.inventory.inventory import Host, load_inventory
 from napilab.harness.knobs.kind import Setting
 from napilab.harness.transport.connect import transport_for
+from tests.conftest import suite_testbed
 
 
 @pytest.fixture()
@@ -74,7 +75,8 @@ def test_threaded_busy_poll_is_refused_by_this_kernel(host_b: HostSession) -> No
     else:  # a newer kernel takes it: then it must have been applied and verified
         assert not uname.startswith("6.18"), "6.18 has no threaded busy-poll"
         settings.restore()
-    assert ns(tb.Testbed("napilabt"), "cat", "/sys/class/net/data0/gro_flush_timeout") == "0\n"
+    assert ns(tb.Testbed(suite_testbed()[0]), "cat",
+              "/sys/class/net/data0/gro_flush_timeout") == "0\n"
 
 
 def test_ethtool_features_and_read_back(testbed: tb.Testbed, host_b: HostSession) -> None:

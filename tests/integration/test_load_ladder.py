@@ -1,9 +1,12 @@
 """A load ladder on the SSH testbed: sockperf under-load from a to b at 5k and 2M msg/s
-(2 s trials, 3 repetitions, RPS off and RPS to CPU 1 on b). The 2M rung is more
-than this machine sends: it is marked saturated. Its report page is opened in Chromium
-(a screenshot of the section: test-artifacts/load-ladder-report.png). `check` against a second plain
-run (A/A) exits 0; a run under a token-bucket shaper on a's data0 (`tbf rate 2mbit`: the
-sender blocks at ~4k msg/s and p99 passes 20 ms) exits 3 on the SLO capacity.
+(2 s trials, 3 repetitions, RPS off on b: one variant, since what is tested is the
+ladder, its curve and its gate; variants side by side on one figure are the unit tests'
+(tests/unit/test_load_ladder.py), and each trial costs sockperf's own 4.4 s here).
+The 2M rung is more than this machine sends: it is marked saturated. Its report page is
+opened in Chromium (a screenshot of the section: test-artifacts/load-ladder-report.png).
+`check` against a second plain run (A/A) exits 0; a run under a token-bucket shaper on
+a's data0 (`tbf rate 2mbit`: the sender blocks at ~4k msg/s and p99 passes 20 ms) exits
+3 on the SLO capacity.
 """
 
 from __future__ import annotations
@@ -34,7 +37,6 @@ workload:
 collect: {proc_stat: {roles: [server]}}
 variants:
   rps-off: {setup: {server: {rps: {"${iface}": none}}}}
-  rps-remote: {setup: {server: {rps: {"${iface}": "1"}}}}
 repeat: 3
 metrics:
   # gated with the capacity: what the sender achieved at each rung
@@ -42,8 +44,9 @@ metrics:
 """
 SHAPER = ["tbf", "rate", "2mbit", "burst", "4kb", "latency", "50ms"]
 
-pytestmark = pytest.mark.skipif(shutil.which("sockperf") is None,
-                                reason="sockperf is not installed")
+pytestmark = [pytest.mark.skipif(shutil.which("sockperf") is None,
+                               reason="sockperf is not installed"),
+              pytest.mark.serial]  # an A/A check: alone on the CPUs
 
 
 def napilab(*args: str) -> subprocess.CompletedProcess[str]:
@@ -91,7 +94,7 @@ def test_a_ladder_run_its_curves_and_a_capacity_gate(testbed: tb.Testbed,
     first = run(testbed, profile, results)
     doc = json.loads((first / "report.json").read_text())
     curves = {c["variant"]: c for c in doc["load"]["curves"]}
-    assert set(curves) == {"rps-off", "rps-remote"}
+    assert set(curves) == {"rps-off"}
     for curve in curves.values():
         top = curve["points"][-1]
         assert top["rung"] == "2M" and top["saturated"] and top["short"] == 3
@@ -116,7 +119,7 @@ def test_a_ladder_run_its_curves_and_a_capacity_gate(testbed: tb.Testbed,
     assert found.returncode == 3, found.stdout + found.stderr
     cases = json.loads((third / "check.json").read_text())["cases"]
     capacity = [c for c in cases if c["metric"] == "capacity"]
-    assert [c["status"] for c in capacity] == ["regression", "regression"], found.stdout
+    assert [c["status"] for c in capacity] == ["regression"], found.stdout
 
 
 def _screenshot(page: Path) -> None:
@@ -133,8 +136,8 @@ def _screenshot(page: Path) -> None:
             tab = browser.new_page(viewport={"width": 1200, "height": 900})
             tab.goto(page.as_uri())
             section = tab.locator("section#load")
-            assert section.locator("table#load-table tbody tr").count() == 4
-            assert section.locator("tr.saturated").count() == 2
+            assert section.locator("table#load-table tbody tr").count() == 2
+            assert section.locator("tr.saturated").count() == 1
             assert section.locator("figure svg").count() >= 3
             section.screenshot(path=str(ARTIFACTS / "load-ladder-report.png"))
         finally:

@@ -49,6 +49,7 @@ repeat: {REPEAT}
 PROGRAMS = ("mutilate", "memcached")
 
 pytestmark = [
+    pytest.mark.serial,  # its ladder's saturation is measured: alone on the CPUs
     pytest.mark.skipif(shutil.which("mutilate") is None,
                        reason="mutilate is not on PATH (not packaged: build "
                               "leverich/mutilate and add it to PATH)"),

@@ -24,6 +24,8 @@ import pytest
 
 from napilab.harness.hosts import testbed as tb
 
+pytestmark = pytest.mark.serial  # verdicts measured on the testbed: alone on the CPUs
+
 NAPILAB = str(Path(sys.executable).parent / "napilab")
 DEMO = Path(__file__).resolve().parents[2] / "profiles" / "demo.yaml"
 # One variant, the same name in both profiles: RPS off in one, to CPU 1 in the other

@@ -393,7 +393,7 @@ def test_suite_runs_beside_a_napilab_testbed(testbed: tb.Testbed, tmp_path: Path
     theirs = tb.Testbed()
     if theirs.exists():
         pytest.skip("a `napilab testbed` is up: the suite is running beside it already")
-    assert testbed.prefix == TESTBED_PREFIX and testbed.network != theirs.network
+    assert testbed.prefix.startswith(TESTBED_PREFIX) and testbed.network != theirs.network
     try:
         theirs.up(ssh=False)
         assert theirs.addresses_in_use() is not None and testbed.addresses_in_use() is not None

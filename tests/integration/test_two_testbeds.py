@@ -11,6 +11,8 @@ import pytest
 
 from napilab.harness.hosts import testbed as tb
 
+pytestmark = pytest.mark.serial  # it reads /run/sshd, which every other testbed shares
+
 PRIV_SEP = Path("/run/sshd")
 
 

@@ -27,6 +27,7 @@ from napilab.harness.lab import kernels
 from napilab.harness.lab.vmbed import VmTestbed
 from napilab.harness.transport.connect import transport_for
 from napilab.harness.transport.transport import CommandResult
+from tests.conftest import vm_testbed_prefix
 
 NAPILAB = str(Path(sys.executable).parent / "napilab")
 PREFIX = "napilabt"
@@ -58,7 +59,7 @@ def vm_bed() -> Iterator[VmTestbed]:
     reason = cannot_start()
     if reason:
         pytest.skip(reason)
-    bed = VmTestbed(prefix=PREFIX)
+    bed = VmTestbed(prefix=vm_testbed_prefix())
     bed.down()  # a session killed before its teardown may have left one
     try:
         bed.up({"a": GENERIC, "b": GENERIC}, queues=2, cpus={"a": 2, "b": 3}, memory="1G")

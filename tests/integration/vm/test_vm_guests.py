@@ -45,11 +45,11 @@ def test_guests_are_separate_machines_on_a_private_link(vm_clean: VmTestbed) -> 
     ping = guest(vm_clean, "a", "ping -c 3 -q -W 2 192.0.2.2").stdout
     assert "3 received" in ping
     # the data link never enters this machine's stack: no address, no route, IPv6 off
-    for tap in ("napilabt-va", "napilabt-vb"):
+    for tap in (vm_clean.tap("a"), vm_clean.tap("b")):
         addrs = subprocess.run(["ip", "-j", "addr", "show", "dev", tap], capture_output=True,
                                text=True, check=True).stdout
         assert json.loads(addrs)[0]["addr_info"] == []
-    routes = subprocess.run(["ip", "-4", "route", "show", "dev", "napilabt-va"],
+    routes = subprocess.run(["ip", "-4", "route", "show", "dev", vm_clean.tap("a")],
                             capture_output=True, text=True, check=False).stdout
     assert routes == ""
     # management: only loopback on this machine, QEMU's network reaches nothing

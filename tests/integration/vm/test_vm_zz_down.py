@@ -16,27 +16,28 @@ def test_down_leaves_nothing(vm_bed: VmTestbed) -> None:
     assert all(pids) and vm_bed.stray_processes()
     links_before = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True,
                                   check=True).stdout
-    assert "napilabt-va" in links_before and "napilabt-vb" in links_before
+    prefix = vm_bed.prefix  # this worker's (tests/conftest.py)
+    assert f"{prefix}-va" in links_before and f"{prefix}-vb" in links_before
     subprocess.run([NAPILAB, "testbed", "down"], check=True, timeout=120,
                    capture_output=True)  # the user's testbed (none here): a no-op
     vm_bed.down()
-    assert not vm_bed.state.exists() and not Path("/run/napilabt-vm").exists()
+    assert not vm_bed.state.exists() and not Path(f"/run/{prefix}-vm").exists()
     assert vm_bed.stray_processes() == []
     assert all(not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat")
                .read_text().split()[2] for pid in pids)
     qemu = subprocess.run(["pgrep", "-af", "qemu-system|virtme|vng"], capture_output=True,
                           text=True, check=False).stdout
-    assert "napilabt" not in qemu
+    assert prefix not in qemu
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True,
                            check=True).stdout
-    assert "napilabt-v" not in links
+    assert f"{prefix}-v" not in links
     for kind in ("tun", "bridge"):
         found = subprocess.run(["ip", "-o", "link", "show", "type", kind],
                                capture_output=True, text=True, check=True).stdout
-        assert "napilabt" not in found
-    assert "napilabt" not in subprocess.run(["ip", "netns", "list"], capture_output=True,
-                                            text=True, check=True).stdout
-    assert "napilabt" not in subprocess.run(["ip", "route", "show", "table", "all"],
-                                            capture_output=True, text=True, check=True).stdout
+        assert prefix not in found
+    assert prefix not in subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                        text=True, check=True).stdout
+    assert prefix not in subprocess.run(["ip", "route", "show", "table", "all"],
+                                        capture_output=True, text=True, check=True).stdout
     assert not vm_bed.status()["up"]
     vm_bed.down()  # idempotent
