@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from napilab.harness.hosts import testbed as tb
 from napilab.harness.store.store import load_samples
 
@@ -17,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NAPILAB = str(Path(sys.executable).parent / "napilab")
 
 
+@pytest.mark.serial
 def test_seed_001_on_the_testbed(testbed: tb.Testbed, tmp_path: Path) -> None:
     inventory = tmp_path / "inv.yaml"
     text = testbed.inventory_path.read_text()

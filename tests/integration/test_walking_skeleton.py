@@ -48,6 +48,7 @@ def _knobs(bed: tb.Testbed) -> dict[str, str]:
     return {k: sysfs(bed, "b", k) for k in KNOBS}
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("transport", ["ssh", "local"])
 def test_two_variant_run_restores_and_reports(testbed: tb.Testbed, tmp_path: Path,
                                               transport: str) -> None:

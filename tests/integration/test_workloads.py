@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from napilab.harness.hosts import testbed as tb
 from napilab.harness.store.store import load_samples
@@ -56,6 +57,7 @@ repeat: 1
 """
 
 
+@pytest.mark.serial
 def test_iperf3_sockperf_and_ping_between_namespaces(testbed: tb.Testbed,
                                                      tmp_path: Path) -> None:
     wait_no_workload(testbed)

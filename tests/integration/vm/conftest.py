@@ -1,6 +1,8 @@
 """The VM testbed for the tests of this directory: two QEMU guests on Debian kernels
-(harness.lab.vmbed), booted once for the session and shared; torn down at its end, and
-by tests/integration/vm/test_vm_zz_down.py, which checks that nothing is left.
+(harness.lab.vmbed), booted once for the session (for each pytest-xdist worker that
+runs VM tests: tests/conftest.py groups them on two, each with a testbed of its own,
+napilabtv0 and napilabtv1) and shared; torn down at its end, and by
+tests/integration/vm/test_vm_zz_down.py, which checks that nothing of its testbed is left.
 
 They skip, with the reason, only where QEMU cannot start a guest here: not root, no
 qemu-system-x86_64 or busybox-static, no kernels in the cache (`make test` fetches them
@@ -30,7 +32,6 @@ from napilab.harness.transport.transport import CommandResult
 from tests.conftest import vm_testbed_prefix
 
 NAPILAB = str(Path(sys.executable).parent / "napilab")
-PREFIX = "napilabt"
 RT_OLD, RT_NEW, GENERIC = "6.1-rt", "7.2-rt", "7.2"
 
 
