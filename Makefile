@@ -23,7 +23,8 @@ demo: $(VENV)/.runtime debs
 # The unit and browser tests are CPU-bound and independent: they run on every CPU
 # (pytest-xdist). The integration tests run two at a time, each worker with a netns
 # testbed and a /var/tmp/napilab of its own (tests/conftest.py), the VM tests
-# (tests/integration/vm: Debian kernels in QEMU guests) together on one worker; then the
+# (tests/integration/vm: Debian kernels in QEMU guests) on two VM testbeds, one per
+# worker (groups vm and vm-2); then the
 # tests marked `serial` alone (verdicts measured on the testbed, the machine's own state).
 # `kernels` fetches the kernels when root (the VM tests skip, saying why, where that or
 # QEMU is not possible). `tools` installs netperf and netserver (sid's) when root.

@@ -99,6 +99,22 @@ def worker() -> str | None:
     return os.environ.get("PYTEST_XDIST_WORKER")
 
 
+MAX_WORKERS = 6
+# "" is the session that runs the tests itself (`-m serial`, or no xdist)
+SESSIONS = ("", *(f"gw{i}" for i in range(MAX_WORKERS)))
+PRIVATE_ROOT = Path("/run/napilabt-workers")
+CLONE_NEWNS, MS_BIND, MS_REC, MS_PRIVATE = 0x00020000, 4096, 16384, 1 << 18
+
+
+def worker_index(name: str) -> int:
+    """N of worker gwN, checked against MAX_WORKERS."""
+    index = int(name.removeprefix("gw"))
+    if index >= MAX_WORKERS:
+        raise pytest.UsageError(f"at most {MAX_WORKERS} workers run the root tests "
+                                f"(198.51.100.{TESTBED_BLOCK}/26 holds that many testbeds)")
+    return index
+
+
 def suite_testbed(name: str | None = None) -> tuple[str, int]:
     """The prefix and management block of the netns testbed of worker `name` (this
     process's by default): the serial session's is napilabt on 198.51.100.128/29, worker
@@ -106,22 +122,15 @@ def suite_testbed(name: str | None = None) -> tuple[str, int]:
     name = worker() if name is None else name
     if not name:
         return TESTBED_PREFIX, TESTBED_BLOCK
-    index = int(name.removeprefix("gw"))
-    if index >= MAX_WORKERS:
-        raise pytest.UsageError(f"at most {MAX_WORKERS} workers run the root tests "
-                                f"(198.51.100.{TESTBED_BLOCK}/26 holds that many testbeds)")
+    index = worker_index(name)
     return f"{TESTBED_PREFIX}{index}", TESTBED_BLOCK + 8 * (index + 1)
-
-
-MAX_WORKERS = 6
 
 
 def vm_testbed_prefix(name: str | None = None) -> str:
     """The VM testbed's prefix of worker `name` (this process's by default): napilabt
     for the serial session, napilabtvN for worker gwN (its taps napilabtvN-va, -vb)."""
     name = worker() if name is None else name
-    return f"{TESTBED_PREFIX}v{int(name.removeprefix('gw'))}" if name else TESTBED_PREFIX
-PRIVATE_ROOT = Path("/run/napilabt-workers")
+    return f"{TESTBED_PREFIX}v{worker_index(name)}" if name else TESTBED_PREFIX
 
 
 def private_var_tmp() -> Path | None:
@@ -149,7 +158,6 @@ def private_var_tmp() -> Path | None:
     return private
 
 
-CLONE_NEWNS, MS_BIND, MS_REC, MS_PRIVATE = 0x00020000, 4096, 16384, 1 << 18
 _PRIVATE: list[Path] = []
 
 
@@ -160,22 +168,19 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def stale_testbeds() -> list[str]:
-    """Remove the suite's testbeds a killed session left: the serial one, each
-    worker's and the VM testbed."""
-    removed = []
-    for name in ("", *(f"gw{i}" for i in range(MAX_WORKERS))):
-        prefix, block = suite_testbed(name)
-        stale = tb.Testbed(prefix=prefix, block=block)
-        if stale.exists():
-            stale.down()
-            removed.append(prefix)
+    """Remove the suite's testbeds a killed session left: the serial session's and each
+    worker's, netns and VM."""
     from napilab.harness.lab.vmbed import VmTestbed
 
-    for name in ("", *(f"gw{i}" for i in range(MAX_WORKERS))):
-        stale_vm = VmTestbed(prefix=vm_testbed_prefix(name))
-        if stale_vm.exists():
-            stale_vm.down()
-            removed.append(f"{stale_vm.prefix} VM")
+    removed = []
+    for name in SESSIONS:
+        prefix, block = suite_testbed(name)
+        for stale, what in ((tb.Testbed(prefix=prefix, block=block), prefix),
+                            (VmTestbed(prefix=vm_testbed_prefix(name)),
+                             f"{vm_testbed_prefix(name)} VM")):
+            if stale.exists():
+                stale.down()
+                removed.append(what)
     return removed
 
 
@@ -189,7 +194,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     if not shutil.which("ip"):
         return
-    if os.geteuid() == 0 and "PYTEST_XDIST_WORKER" not in os.environ:
+    if os.geteuid() == 0 and worker() is None:
         hold_session_lock()
         # The suite's own testbeds, left by a session that was killed before its
         # teardown (CI images have been captured with one up): they are ours to remove,

@@ -363,8 +363,6 @@ def _read(path: Path, read: Callable[[], pd.DataFrame]) -> pd.DataFrame:
 def read_parquet_files(files: list[Path], columns: list[str] | None = None) -> pd.DataFrame:
     """Several Parquet files of one schema as one frame (as pandas.read_parquet reads
     one)."""
-    import pandas  # noqa: F401 (to_pandas needs it; imported here, not by a run)
-
     frame: pd.DataFrame = pq.read_table([str(f) for f in files], columns=columns).to_pandas()
     return frame
 
