@@ -349,11 +349,16 @@ def napilab_runs(testbed: tb.Testbed) -> Iterator[NapilabRuns]:
         runs.stop_all()
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The VM tests share a VM testbed per worker (tests/integration/vm/conftest.py):
     under pytest-xdist's `--dist loadgroup` the tests that boot guest b into other
     kernels and the AF_XDP seeds run on one worker, the others on another, each group in
-    its order (two testbeds of two guests each, side by side)."""
+    its order (two testbeds of two guests each, side by side). The groups are marked
+    before xdist's worker reads them (tryfirst: its hook, registered after this file,
+    would otherwise run first and see none, and both workers then booted a VM testbed
+    late and ran VM tests in turn). xdist hands out the biggest scopes first, so each
+    worker starts on its VM group and the netns tests fill in after."""
     vm = ROOT / "tests" / "integration" / "vm"
     for item in items:
         if vm in item.path.parents:

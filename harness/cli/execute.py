@@ -8,8 +8,6 @@ Like every CLI module it imports the layers below inside the functions that use 
 
 from __future__ import annotations
 
-import importlib
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,7 +56,6 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
     from napilab.harness.store.runs import new_manifest, open_for_resume
     from napilab.harness.store.store import RunStore, new_run_id
 
-    warming = _warm_pandas()
     progress = progress or Progress()
     store = open_for_resume(bound, resume) if resume else None
     run_id = store.run_id if store else new_run_id()
@@ -87,23 +84,10 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
         close_sessions(sessions.values())
         if formats and store.manifest.trials:
             report_error = _write_reports(store.dir, formats, progress)
-    warming.join()
     if report_error:
         raise NapilabError(f"the run is stored in {store.dir}, but {report_error}",
                            hint=f"`napilab report {store.dir}` renders it later")
     return code
-
-
-def _warm_pandas() -> threading.Thread:
-    """pandas, imported while the run connects to its hosts and waits for its first
-    workload. pyarrow imports it the first time a trial's rows are stored (it checks every
-    column for a pandas object), and that import (0.5 s here) would otherwise sit between
-    the first trial's workload and the next (benchmarks/overhead.py). Nothing the thread
-    imports imports napilab, so it never waits on a module the run is importing."""
-    thread = threading.Thread(target=importlib.import_module, args=("pandas",),
-                              name="napilab-import-pandas")
-    thread.start()
-    return thread
 
 
 def _write_reports(run_dir: Path, formats: list[str], progress: Progress) -> str | None:

@@ -361,6 +361,7 @@ class Engine:
         record = workload_exec.WorkloadRecord()
         self.progress.phase("warm-up" if warmup else spec.tool, client_host.name,
                             f"{duration:g}s")
+        self.store.warm()  # while the run waits on its first workload
         try:
             if commands.client_files or commands.server_files:
                 for host in {client_host.name, server_host.name}:

@@ -99,6 +99,18 @@ def qemu_opts(spec: GuestSpec) -> list[str]:
     ]
 
 
+# Drivers of the q35 machine's own devices (AHCI and its DVD drive, the SMBus, the
+# watchdogs, the PC speaker, the mouse) and of KVM, which udev's coldplug loads at every
+# boot and no test uses: kept from loading by alias (an explicit `modprobe` still loads
+# one). Under TCG, a guest then answers SSH in 18 s instead of 25 s here (udev settles
+# 6 s after its trigger instead of 18 s).
+UNUSED_MODULES = ("ahci", "libahci", "libata", "sr_mod", "cdrom", "sg", "scsi_mod",
+                  "i2c_i801", "i2c_smbus", "lpc_ich", "i6300esb", "iTCO_wdt",
+                  "intel_pmc_bxt", "watchdog", "pcspkr", "psmouse", "serio_raw", "evdev",
+                  "kvm_amd", "kvm_intel", "kvm", "ccp", "irqbypass", "aesni_intel",
+                  "gf128mul", "qemu_fw_cfg", "button", "powernow_k8", "acpi_cpufreq")
+
+
 def vng_argv(spec: GuestSpec, vng: str = "vng") -> list[str]:
     argv = [vng, "--run", str(spec.image), "--cpus", str(spec.cpus), "--memory", spec.memory,
             "--name", spec.name, "--verbose", "--force-9p",
@@ -108,6 +120,7 @@ def vng_argv(spec: GuestSpec, vng: str = "vng") -> list[str]:
             "--exec", f"sh {GUEST_DIR}/init.sh"]
     if spec.accel == "tcg":
         argv.insert(1, "--disable-kvm")
+    argv += ["--append", "modprobe.blacklist=" + ",".join(UNUSED_MODULES)]
     for extra in spec.append:
         argv += ["--append", extra]
     return argv
