@@ -1,12 +1,12 @@
 """A load ladder on the SSH testbed: sockperf under-load from a to b at 5k and 2M msg/s
 (2 s trials, 3 repetitions, RPS off on b: one variant, since what is tested is the
-ladder, its curve and its gate; variants side by side on one figure are the unit tests'
-(tests/unit/test_load_ladder.py), and each trial costs sockperf's own 4.4 s here).
+ladder run, its curve and its report; variants side by side on one figure are the unit
+tests' (tests/unit/test_load_ladder.py), and each trial costs sockperf's own 4.4 s here).
 The 2M rung is more than this machine sends: it is marked saturated. Its report page is
 opened in Chromium (a screenshot of the section: test-artifacts/load-ladder-report.png).
-`check` against a second plain run (A/A) exits 0; a run under a token-bucket shaper on
-a's data0 (`tbf rate 2mbit`: the sender blocks at ~4k msg/s and p99 passes 20 ms) exits
-3 on the SLO capacity.
+The capacity gate's verdicts (an A/A pair passes, a sender under a token-bucket shaper
+fails on its SLO capacity) are judged on three such runs measured alone on this
+machine's CPUs and stored (tests/unit/test_gate_runs.py, tests/golden/gate_runs/).
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -42,39 +40,15 @@ metrics:
   # gated with the capacity: what the sender achieved at each rung
   send_rate: {direction: higher, max_regression: 50%}
 """
-SHAPER = ["tbf", "rate", "2mbit", "burst", "4kb", "latency", "50ms"]
 
 pytestmark = [pytest.mark.skipif(shutil.which("sockperf") is None,
                                reason="sockperf is not installed"),
-              pytest.mark.serial]  # an A/A check: alone on the CPUs
+              pytest.mark.serial]  # sockperf's saturated rung: alone on the CPUs
 
 
 def napilab(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([NAPILAB, *args], capture_output=True, text=True, timeout=600,
                           check=False)
-
-
-def tc(bed: tb.Testbed, *args: str) -> subprocess.CompletedProcess[str]:
-    netns = next(n.netns for n in bed.nodes if n.name == "a")
-    return subprocess.run(["ip", "netns", "exec", netns, "tc", "qdisc", *args],
-                          capture_output=True, text=True, check=False)
-
-
-@contextmanager
-def shaped(bed: tb.Testbed) -> Iterator[None]:
-    added = tc(bed, "add", "dev", "data0", "root", *SHAPER)
-    assert added.returncode == 0, added.stderr
-    try:
-        yield
-    finally:
-        tc(bed, "del", "dev", "data0", "root")
-
-
-@pytest.fixture(autouse=True)
-def _no_qdisc_left(testbed: tb.Testbed) -> Iterator[None]:
-    yield
-    tc(testbed, "del", "dev", "data0", "root")  # a failed test may have left it
-    assert "tbf" not in tc(testbed, "show", "dev", "data0").stdout
 
 
 def run(bed: tb.Testbed, profile: Path, results: Path) -> Path:
@@ -86,8 +60,7 @@ def run(bed: tb.Testbed, profile: Path, results: Path) -> Path:
     return created
 
 
-def test_a_ladder_run_its_curves_and_a_capacity_gate(testbed: tb.Testbed,
-                                                     tmp_path: Path) -> None:
+def test_a_ladder_run_its_curves_and_its_report(testbed: tb.Testbed, tmp_path: Path) -> None:
     profile = tmp_path / "ladder.yaml"
     profile.write_text(PROFILE)
     results = tmp_path / "results"
@@ -107,19 +80,6 @@ def test_a_ladder_run_its_curves_and_a_capacity_gate(testbed: tb.Testbed,
     text = (first / "report.txt").read_text()
     assert "SATURATED 3/3" in text and "capacity (latency_p99 <= 2000 us)" in text
     _screenshot(first / "report.html")
-
-    second = run(testbed, profile, results)
-    aa = napilab("check", str(second), "--baseline", str(first))
-    assert aa.returncode == 0, aa.stdout + aa.stderr
-    assert aa.stdout.count("within") >= 2 and "capacity at" in aa.stdout
-
-    with shaped(testbed):
-        third = run(testbed, profile, results)
-    found = napilab("check", str(third), "--baseline", str(first))
-    assert found.returncode == 3, found.stdout + found.stderr
-    cases = json.loads((third / "check.json").read_text())["cases"]
-    capacity = [c for c in cases if c["metric"] == "capacity"]
-    assert [c["status"] for c in capacity] == ["regression"], found.stdout
 
 
 def _screenshot(page: Path) -> None:
