@@ -21,15 +21,16 @@ demo: $(VENV)/.runtime debs
 # `make test`: every part timed against its budget in tests/budgets.toml (the times and
 # budgets are printed at the end; a part over 1.5 x its budget fails the run).
 # The unit and browser tests are CPU-bound and independent: they run on every CPU
-# (pytest-xdist). The integration tests run two at a time, each worker with a netns
+# (pytest-xdist). The integration tests run three at a time, each worker with a netns
 # testbed and a /var/tmp/napilab of its own (tests/conftest.py), the VM tests
 # (tests/integration/vm: Debian kernels in QEMU guests) on two VM testbeds, one per
-# worker (groups vm and vm-2); then the
+# worker (groups vm and vm-2), the third worker on netns tests (they mostly wait on
+# their hosts: the CPUs were 79% busy at two workers); then the
 # tests marked `serial` alone (verdicts measured on the testbed, the machine's own state).
 # `kernels` fetches the kernels when root (the VM tests skip, saying why, where that or
 # QEMU is not possible). `tools` installs netperf and netserver (sid's) when root.
 TIMED := $(PYTHON) tests/timed.py
-INTEGRATION_WORKERS ?= 2
+INTEGRATION_WORKERS ?= 3
 
 test:
 	@$(TIMED) start
