@@ -16,6 +16,7 @@ from napilab.harness.engine.progress import Progress
 from napilab.harness.errors import ExitCode, InputError, NapilabError
 
 if TYPE_CHECKING:
+    from napilab.harness.hosts.session import HostSession
     from napilab.harness.inventory.inventory import Inventory
     from napilab.harness.profile.plan import Plan
 
@@ -95,14 +96,14 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
     return code
 
 
-def _connect_while_importing(bound: Plan) -> dict[str, Any]:
+def _connect_while_importing(bound: Plan) -> dict[str, HostSession]:
     """The hosts' sessions, opened in a thread while this one imports what the run needs
     (the engine, the store, pyarrow: 0.3-0.4 s here), which would otherwise come before
     or after connecting (two SSH connects: 0.38 s here, mostly waiting on sshd). An
     import that fails, or Ctrl-C, closes the sessions once they are open."""
     from concurrent.futures import Future, ThreadPoolExecutor
 
-    from napilab.harness.hosts.session import HostSession, close_sessions, open_sessions
+    from napilab.harness.hosts.session import close_sessions, open_sessions
 
     pool = ThreadPoolExecutor(1, thread_name_prefix="napilab-connect")
     opening = pool.submit(open_sessions, bound.hosts.values())
