@@ -42,25 +42,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-
 from napilab.harness.errors import InputError, StorageError
 from napilab.harness.profile.names import unsafe
 from napilab.harness.store.manifest import Manifest
 
 if TYPE_CHECKING:  # pandas is imported by the readers only: a run never loads it
     import pandas as pd
+    import pyarrow as pa
 
 COLUMNS = ("run_id", "trial", "variant", "rep", "role", "host", "source", "metric", "cpu",
            "value", "unit")
-SAMPLES_SCHEMA = pa.schema([
-    ("run_id", pa.string()), ("trial", pa.int32()), ("variant", pa.string()),
-    ("rep", pa.int32()), ("role", pa.string()), ("host", pa.string()),
-    ("source", pa.string()), ("metric", pa.string()), ("cpu", pa.int32()),
-    ("value", pa.float64()), ("unit", pa.string()),
-])
+
+
+def samples_schema() -> pa.Schema:
+    """The samples table's Arrow schema. pyarrow (with numpy, 0.15-0.2 s here) is
+    imported where a table is first written or read, not with this module: a run imports
+    it beside its first workload (RunStore.warm), not while it connects to its hosts."""
+    import pyarrow as pa
+
+    return pa.schema([
+        ("run_id", pa.string()), ("trial", pa.int32()), ("variant", pa.string()),
+        ("rep", pa.int32()), ("role", pa.string()), ("host", pa.string()),
+        ("source", pa.string()), ("metric", pa.string()), ("cpu", pa.int32()),
+        ("value", pa.float64()), ("unit", pa.string()),
+    ])
+
 SAMPLES_DIR = "samples"
 LEGACY_SAMPLES = "samples.parquet"
 RESERVE = ".reserve"
@@ -251,17 +257,18 @@ class RunStore:
         self.write_raw(trial, host, name, json.dumps(doc, indent=1, default=str) + "\n")
 
     def warm(self) -> None:
-        """Import pandas in a thread now. pyarrow imports it the first time rows are
-        stored (it checks every column for a pandas object), and that import (0.5 s here)
-        would otherwise sit between the first trial's workload and the next. The engine
-        calls this as each workload starts (a no-op but the first time), when the run
-        waits on its hosts: begun with the run instead, it slowed connecting to two
-        hosts over SSH from 0.38 s to 0.54 s here, and the first trial's settings from
-        20 ms to 50-68 ms (benchmarks/overhead.py). The thread imports nothing of
+        """Import pyarrow and pandas in a thread now. The first trial's rows need
+        pyarrow, and pyarrow imports pandas the first time rows are stored (it checks
+        every column for a pandas object): 0.5-0.7 s here that would otherwise sit
+        between the first trial's workload and the next. The engine calls this as each
+        workload starts (a no-op but the first time), when the run waits on its hosts:
+        imported with the run instead, they slowed connecting to two hosts over SSH
+        (0.34 s alone, 0.57 s beside the imports, here) and the first trial's settings
+        from 20 ms to 50-68 ms (benchmarks/overhead.py). The thread imports nothing of
         napilab, so it never waits on a module the run is importing."""
         if "pandas" not in sys.modules:
-            threading.Thread(target=importlib.import_module, args=("pandas",),
-                             name="napilab-import-pandas").start()
+            threading.Thread(target=_import_all, args=("pyarrow.parquet", "pandas"),
+                             name="napilab-import-pyarrow").start()
 
     def add_rows(self, rows: Iterable[Row]) -> None:
         """Store rows: each trial's in its own file, written once."""
@@ -276,6 +283,12 @@ class RunStore:
         """Forget a trial's rows (it runs again on --resume)."""
         (self.dir / SAMPLES_DIR / f"{trial:03d}.parquet").unlink(missing_ok=True)
         legacy = self.dir / LEGACY_SAMPLES
+        if self._merged is None and not legacy.exists():  # a new run: pyarrow not needed
+            return
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
         if self._merged is None:  # the trials samples.parquet holds, read once
             self._merged = set(pq.read_table(legacy, columns=["trial"])["trial"].to_pylist()) \
                 if legacy.exists() else set()
@@ -293,6 +306,10 @@ class RunStore:
         as other tools and older napilab versions read it; then the per-trial files go.
         If napilab stops in between, both are there and readers take a trial's own file
         over samples.parquet (load_samples, reports.nightly.history)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
         per_trial = sorted((self.dir / SAMPLES_DIR).glob("[0-9]*.parquet"))
         if not per_trial:
             return
@@ -315,20 +332,31 @@ class RunStore:
         (self.dir / SAMPLES_DIR).rmdir()
 
     def write_latencies(self, trial: str, latencies_us: Any) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         table = pa.table({"latency_us": pa.array(latencies_us, type=pa.float64())})
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink, compression="zstd")
         atomic_write(self.dir / "latency" / f"{trial}.parquet", sink.getvalue().to_pybytes())
 
 
+def _import_all(*modules: str) -> None:
+    for module in modules:
+        importlib.import_module(module)
+
+
 def _parquet(run_id: str, rows: list[Row]) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     columns: dict[str, list[Any]] = {c: [] for c in COLUMNS}
     for row in rows:
         columns["run_id"].append(run_id)
         for name in COLUMNS[1:]:
             columns[name].append(getattr(row, name))
     sink = pa.BufferOutputStream()
-    pq.write_table(pa.Table.from_pydict(columns, schema=SAMPLES_SCHEMA), sink,
+    pq.write_table(pa.Table.from_pydict(columns, schema=samples_schema()), sink,
                    compression="zstd")
     return bytes(sink.getvalue().to_pybytes())
 
@@ -367,6 +395,8 @@ def sample_files(directory: Path) -> list[Path]:
 
 
 def _read(path: Path, read: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+    import pyarrow as pa
+
     try:
         return read()
     except (OSError, ValueError, pa.ArrowException) as exc:
@@ -379,6 +409,8 @@ def _read(path: Path, read: Callable[[], pd.DataFrame]) -> pd.DataFrame:
 def read_parquet_files(files: list[Path], columns: list[str] | None = None) -> pd.DataFrame:
     """Several Parquet files of one schema as one frame (as pandas.read_parquet reads
     one)."""
+    import pyarrow.parquet as pq
+
     frame: pd.DataFrame = pq.read_table([str(f) for f in files], columns=columns).to_pandas()
     return frame
 
