@@ -113,6 +113,26 @@ def test_interrupted_command_retires_the_persistent_shell(testbed: tb.Testbed) -
         transport.close()
 
 
+def test_the_persistent_shell_runs_commands_as_env_would(testbed: tb.Testbed) -> None:
+    """The persistent shell runs `env K=V cmd` as the shell's `K=V cmd` (no env exec):
+    every value reaches the command unchanged (spaces, quotes, $, newlines), the
+    locale is C, a name sh runs itself (echo, kill) still runs the real program, and
+    no assignment stays behind in the shell for the next command."""
+    transport = SSHTransport(load_inventory(testbed.inventory_path).hosts["b"])
+    odd = "a b 'c' \"d\" $HOME `x` \\n\nline2"
+    try:
+        result = transport.run(["sh", "-c", 'printf "%s|%s" "$ODD" "$LC_ALL"'],
+                               env={"ODD": odd})
+        assert result.stdout == f"{odd}|C"
+        assert transport.run(["echo", "a\\nb"]).stdout == "a\\nb\n"  # /bin/echo's
+        assert transport.run(["sh", "-c", 'printf "[%s]" "${ODD-unset}"']).stdout \
+            == "[unset]"
+        missing = transport.run(["napilab-no-such-command"], check=False)
+        assert missing.exit_code == 127
+    finally:
+        transport.close()
+
+
 # -- item 8 ------------------------------------------------------------------------------
 
 
