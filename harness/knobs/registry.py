@@ -22,12 +22,14 @@ from napilab.harness.knobs.kinds import (
     queues,
     sysctl,
     sysfs,
+    transparent_hugepage,
 )
 
 KINDS: tuple[Kind, ...] = (
     kernel.Kernel(),  # booted into before anything else is set (harness.engine.boots)
     sysctl.Sysctl(),
     irqbalance.Irqbalance(),
+    transparent_hugepage.TransparentHugepage(),
     cpufreq.Cpufreq(),
     ethtool.Ethtool(),  # first of the interface's: channels and GRO decide queues and NAPIs
     netdev.Netdev(),
