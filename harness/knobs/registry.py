@@ -38,6 +38,7 @@ KINDS: tuple[Kind, ...] = (
     queues.Rps(),
     queues.RpsFlowCnt(),
     queues.Xps(),
+    queues.XpsRxqs(),
     irq_affinity.IrqAffinity(),
     napi_threads.NapiThreads(),
     kprobe.Kprobe(),

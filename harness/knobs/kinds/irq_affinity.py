@@ -1,6 +1,14 @@
-"""`irq_affinity: {IFACE: CPULIST}` or `{IFACE: {cpus: CPULIST, match: REGEX}}`: every IRQ
-of the interface (or those whose /proc/interrupts name matches), through
-/proc/irq/N/smp_affinity_list."""
+"""`irq_affinity:` the CPUs of an interface's IRQs, through /proc/irq/N/smp_affinity_list:
+
+    data0: "0-3"                              # every IRQ of data0
+    data0: {cpus: "0-3", match: "input"}      # those whose /proc/interrupts name matches
+    data0: {queues: "0-3", cpus: "2"}         # the IRQs of queues 0-3 (rx and tx)
+    data0: {spread: "0-3"}                    # queue i's IRQs on the i-th CPU of 0-3
+    data0: {queues: "2-3", spread: local}     # ... of the device's NUMA-local CPUs
+    data0: {map: {0: "2", 1: "3"}}
+
+Queues are indexes (harness.knobs.per_queue); the host says which IRQs are a queue's
+(harness.knobs.kinds.queue_map)."""
 
 from __future__ import annotations
 
@@ -8,38 +16,16 @@ import re
 
 from napilab.harness.authoring import json_parts as js
 from napilab.harness.errors import HostError
-from napilab.harness.knobs import grammar, values
-from napilab.harness.knobs.backend import read_files
-from napilab.harness.knobs.kind import Item, Kind, Lookup, Session, Setting
+from napilab.harness.knobs import grammar, per_queue, values
+from napilab.harness.knobs.kind import Item, Kind, Lookup, Setting
+from napilab.harness.knobs.kinds.queue_map import irqs, queue_irqs, spread_cpus
 from napilab.harness.profile.schema import Checker, join
 from napilab.harness.profile.yamlsrc import Node
 
-KEYS = ("cpus", "match")
-# IRQ numbers of a NIC: its PCI function's msi_irqs (virtio-net: the parent device's).
-MSI_IRQS = ["sh", "-c", 'ls "$1/device/msi_irqs" 2>/dev/null || ls "$1/device/../msi_irqs"',
-            "napilab-irqs"]
+__all__ = ["IrqAffinity", "irqs"]
 
-
-def irqs(host: Session, iface: str, pattern: str) -> list[tuple[str, str]]:
-    """(IRQ number, its /proc/interrupts description) of the interface's IRQs."""
-    msi = host.transport.run([*MSI_IRQS, f"/sys/class/net/{iface}"], check=False)
-    numbers = {int(n) for n in msi.stdout.split() if n.isdigit()}
-    table = read_files(host.transport, ["/proc/interrupts"])["/proc/interrupts"]
-    found = []
-    for line in table.splitlines()[1:]:
-        name, _, rest = line.partition(":")
-        if not name.strip().isdigit():
-            continue
-        irq, description = int(name), " ".join(t for t in rest.split() if not t.isdigit())
-        ours = irq in numbers if numbers else re.search(rf"\b{re.escape(iface)}\b",
-                                                           description)
-        if ours and (not pattern or re.search(pattern, description)):
-            found.append((str(irq), description))
-    if not found:
-        raise HostError(f"{host.name}: no IRQs found for {iface}"
-                        + (f" matching {pattern!r}" if pattern else "")
-                        + " (a virtual device such as veth has none)")
-    return found
+KEYS = ("cpus", "match", "queues", "spread", "map")
+PLAN_IRQS = {0: [("<irq of queue 0>", "")], 1: [("<irq of queue 1>", "")]}
 
 
 class IrqAffinity(Kind):
@@ -50,38 +36,74 @@ class IrqAffinity(Kind):
         body = grammar.body(check, node, self.name, path)
         out = []
         for iface, spec, ipath in grammar.interfaces(check, body or Node(), path, short=True):
-            check.keys(spec, ipath, KEYS, required=("cpus",))
+            check.keys(spec, ipath, KEYS)
             match = check.get(spec, "match", ipath, str)
             if match is not None:
                 try:
                     re.compile(match)
                 except re.error as exc:
                     check.error(spec.where("match"), join(ipath, "match"), f"bad regex: {exc}")
-                    match = None
-            value = (grammar.value(check, spec, "cpus", ipath, values.cpu_list)
-                     if "cpus" in spec else None)
-            if value == "":
-                check.error(spec.where("cpus"), grammar.at(spec, "cpus", ipath).key_path,
-                            "an IRQ needs at least one CPU")
-            elif value is not None:
-                target = f"{iface}/{match}" if match else iface
-                out.append(Setting(role, self.name, target, value,
-                                   grammar.at(spec, "cpus", ipath)))
+                    continue
+            for placed in per_queue.placements(check, spec, iface, ipath):
+                if placed.value == "":
+                    check.error(placed.at.location if placed.at else None,
+                                placed.at.key_path if placed.at else ipath,
+                                "an IRQ needs at least one CPU")
+                    continue
+                target = placed.scope.target(match or "")
+                out.append(Setting(role, self.name, target, placed.value, placed.at))
         return out
 
     def json_schema(self) -> js.Schema:
-        return js.mapping_of({"anyOf": [js.CPUS_SOME, js.obj(
-            {"cpus": js.CPUS_SOME, "match": js.leaf(js.STRING)}, required=("cpus",))]},
-            keys=js.IFACE_KEY)
+        placement = {"cpus": js.CPUS_SOME, "match": js.leaf(js.STRING),
+                     "queues": per_queue.QUEUES, "spread": per_queue.SPREAD,
+                     "map": per_queue.MAP}
+        return js.mapping_of({"anyOf": [js.CPUS_SOME, js.obj(placement)]}, keys=js.IFACE_KEY)
 
     def resolve(self, setting: Setting, host: Lookup) -> list[Item]:
-        iface, _, pattern = setting.target.partition("/")
-        found = host.find(irqs, iface, pattern, plan=[("<irq>", iface)])
-        return [self.item(f"/proc/irq/{irq}/smp_affinity_list", f"irq {irq} ({desc})",
-                          setting.value) for irq, desc in found]
+        scope, pattern = per_queue.scope(setting.target)
+        if not scope.per_queue:
+            found = host.find(irqs, scope.iface, pattern, plan=[("<irq>", scope.iface)])
+            return [self._item(irq, desc, setting.value) for irq, desc in found]
+        by_queue = host.find(queue_irqs, scope.iface, pattern, plan=PLAN_IRQS)
+        chosen = sorted(by_queue) if scope.queue is None else [scope.queue]
+        missing = [q for q in chosen if q not in by_queue]
+        if missing:
+            raise HostError(f"{host.name}: {scope.iface} has no IRQ for queue "
+                            f"{', '.join(map(str, missing))}"
+                            + (f" matching {pattern!r}" if pattern else "")
+                            + f" (its queues with IRQs: {', '.join(map(str, by_queue))})")
+        placed = self._placed(setting.value, chosen, scope.iface, host)
+        return [self._item(irq, desc, cpu_list, queue)
+                for queue, cpu_list in zip(chosen, placed, strict=True)
+                for irq, desc in by_queue[queue]]
+
+    def _placed(self, value: str, chosen: list[int], iface: str,
+                host: Lookup) -> list[str]:
+        """Each chosen queue's CPU list."""
+        spread = per_queue.spread_source(value)
+        if spread is None:
+            return [value] * len(chosen)
+        source, position = spread
+        if source in per_queue.SPREAD_WORDS:
+            source = host.find(spread_cpus, iface, source, plan=f"<{source} CPUs>")
+            if source.startswith("<"):  # napilab plan: the host decides
+                return [f"{source}[{position if position is not None else k}]"
+                        for k in range(len(chosen))]
+        if position is not None:
+            return [per_queue.spread(source, position + 1)[position]]
+        return per_queue.spread(source, len(chosen))
+
+    def _item(self, irq: str, desc: str, value: str, queue: int | None = None) -> Item:
+        name = desc.split()[-1] if desc.split() else ""
+        what = f"irq {irq} ({desc})" if queue is None else f"queue {queue} irq {irq} ({name})"
+        return self.item(f"/proc/irq/{irq}/smp_affinity_list", what, value)
 
     def canonical(self, key: str, value: str) -> str:
         return values.cpu_list_text(value)
 
     def cpu_lists(self, setting: Setting) -> list[str]:
-        return [setting.value]
+        spread = per_queue.spread_source(setting.value)
+        if spread is None:
+            return [setting.value]
+        return [] if spread[0] in per_queue.SPREAD_WORDS else [spread[0]]

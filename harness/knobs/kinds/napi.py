@@ -15,7 +15,7 @@ from typing import Any, Self
 
 from napilab.harness.authoring import json_parts as js
 from napilab.harness.errors import HostError, NapilabError
-from napilab.harness.knobs import grammar, values
+from napilab.harness.knobs import grammar, per_queue, values
 from napilab.harness.knobs.backend import Backend, Command, Gone, read_files
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Session, Setting
 from napilab.harness.profile.schema import Checker, join, suggest
@@ -210,34 +210,57 @@ class Napi(Kind):
     def parse(self, check: Checker, node: Node, path: str, role: str) -> list[Setting]:
         body = grammar.body(check, node, self.name, path)
         out = []
-        for iface, attrs, _ in grammar.interfaces(check, body or Node(), path):
-            spelled = {k.replace("_", "-"): k for k in attrs}
-            for written in attrs:
+        for iface, attrs, ipath in grammar.interfaces(check, body or Node(), path):
+            spelled = {k.replace("_", "-"): k for k in attrs if k != "queues"}
+            for written in spelled.values():
                 if written.replace("_", "-") not in ATTRS:
                     check.error(attrs.key_locations.get(written),
                                 join(path, f"{iface}.{written}"),
-                                f"unknown key; expected one of {sorted(ATTRS)}"
+                                f"unknown key; expected one of {sorted([*ATTRS, 'queues'])}"
                                 f"{suggest(written.replace('_', '-'), ATTRS)}")
+            selected = per_queue.selection(check, attrs, ipath)
+            if selected == []:
+                continue
+            scopes = ([per_queue.Scope(iface)] if selected is None
+                      else [per_queue.Scope(iface, q) for q in selected])
             for attr, convert in ATTRS.items():
                 if attr in spelled:
                     value = grammar.value(check, attrs, spelled[attr], join(path, iface),
                                           convert)
                     if value is not None:
-                        out.append(Setting(role, self.name, f"{iface}/{attr}", value))
+                        out += [Setting(role, self.name, s.target(attr), value,
+                                        grammar.at(attrs, spelled[attr], ipath))
+                                for s in scopes]
         return out
 
     def json_schema(self) -> js.Schema:
         # each attribute also spelt with underscores
         return js.mapping_of(js.obj({
-            spelling: js.spellings(NAPI_THREADED) if attr == "threaded" else js.converter(convert)
-            for attr, convert in ATTRS.items()
-            for spelling in dict.fromkeys((attr, attr.replace("-", "_")))}), keys=js.IFACE_KEY)
+            "queues": per_queue.QUEUES,
+            **{spelling: js.spellings(NAPI_THREADED) if attr == "threaded"
+               else js.converter(convert)
+               for attr, convert in ATTRS.items()
+               for spelling in dict.fromkeys((attr, attr.replace("-", "_")))}}),
+            keys=js.IFACE_KEY)
 
     def resolve(self, setting: Setting, host: Lookup) -> list[Item]:
-        iface, _, attr = setting.target.partition("/")
-        ifindex, ids = host.find(napi_ids, iface, plan=("<ifindex>", ["<napi-id>"]))
-        return [self.item(f"{ifindex}/{i}/{attr}", f"{iface}/napi-{i}/{attr}", setting.value)
-                for i in ids]
+        scope, attr = per_queue.scope(setting.target)
+        iface = scope.iface
+        if scope.queue is None:
+            ifindex, ids = host.find(napi_ids, iface, plan=("<ifindex>", ["<napi-id>"]))
+            return [self.item(f"{ifindex}/{i}/{attr}", f"{iface}/napi-{i}/{attr}",
+                              setting.value) for i in ids]
+        from napilab.harness.knobs.kinds import queue_map  # it reads NAPIs with NapiBackend
+
+        ifindex = host.find(queue_map.ifindex, iface, plan="<ifindex>")
+        by_queue = host.find(queue_map.queue_napis, iface,
+                             plan={scope.queue: [f"<napi-id of queue {scope.queue}>"]})
+        if scope.queue not in by_queue:
+            raise HostError(f"{host.name}: {iface} has no queue {scope.queue} with a NAPI "
+                            f"(its queues: {', '.join(map(str, sorted(by_queue)))})")
+        return [self.item(f"{ifindex}/{i}/{attr}",
+                          f"{iface}/queue-{scope.queue}/napi-{i}/{attr}", setting.value)
+                for i in by_queue[scope.queue]]
 
     def canonical(self, key: str, value: str) -> str:
         return value.strip()

@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from napilab.harness.authoring import json_parts as js
 from napilab.harness.errors import CommandError, HostError
-from napilab.harness.knobs import grammar, values
+from napilab.harness.knobs import grammar, per_queue, values
 from napilab.harness.knobs.backend import Backend, Command, Gone, reason
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Session, Setting
 from napilab.harness.profile.schema import Checker, join
@@ -18,6 +18,7 @@ from napilab.harness.profile.yamlsrc import Node
 
 POLICIES = ("fifo", "rr", "other", "batch", "idle")
 KEYS = ("cpus", "policy", "priority")
+QUEUE_KEYS = (*KEYS, "queues", "spread", "map")  # an interface's: per queue too
 _AFFINITY = re.compile(r"affinity list: ([\d,-]+)")
 _POLICY = re.compile(r"scheduling policy: SCHED_(\w+)")
 _PRIORITY = re.compile(r"scheduling priority: (\d+)")
@@ -95,12 +96,15 @@ class NapiThreads(Kind):
         out = []
         for owner, spec, opath in grammar.interfaces(check, body or Node(), path,
                                                      also=("backlog",)):
-            check.keys(spec, opath, KEYS)
-            if "cpus" in spec:
-                value = grammar.value(check, spec, "cpus", opath, values.cpu_list)
-                if value:
-                    out.append(Setting(role, self.name, f"{owner}/cpus", value,
-                                       grammar.at(spec, "cpus", opath)))
+            check.keys(spec, opath, KEYS if owner == "backlog" else QUEUE_KEYS)
+            placed = per_queue.placements(check, spec, owner, opath, required=False)
+            out += [Setting(role, self.name, p.scope.target("cpus"), p.value, p.at)
+                    for p in placed if p.value]
+            scopes = list(dict.fromkeys(p.scope for p in placed))
+            if not scopes and owner != "backlog":
+                selected = per_queue.selection(check, spec, opath)
+                scopes = [per_queue.Scope(owner, q) for q in selected or []]
+            scopes = scopes or [per_queue.Scope(owner)]
             policy = check.choice(spec, "policy", opath, POLICIES)
             if "policy" in spec and policy is None:
                 continue  # a misspelt policy is one error: its priority cannot be judged
@@ -114,18 +118,22 @@ class NapiThreads(Kind):
                                     maximum=99 if realtime else 0,
                                     default=50 if realtime else 0)
             if policy is not None and priority is not None:
-                out.append(Setting(role, self.name, f"{owner}/policy",
-                                   f"{policy}:{priority}"))
+                out += [Setting(role, self.name, scope.target("policy"), f"{policy}:{priority}")
+                        for scope in scopes]
         return out
 
     def json_schema(self) -> js.Schema:
         return js.mapping_of(js.obj({
             "cpus": js.CPU_LIST, "policy": js.leaf({"enum": list(POLICIES)}),
-            "priority": js.leaf({"type": "integer", "minimum": 0, "maximum": 99})}),
+            "priority": js.leaf({"type": "integer", "minimum": 0, "maximum": 99}),
+            "queues": per_queue.QUEUES, "spread": per_queue.SPREAD, "map": per_queue.MAP}),
             keys=js.regex(f"{values.IFACE.pattern}|backlog", placeholder=True))
 
     def resolve(self, setting: Setting, host: Lookup) -> list[Item]:
-        owner, _, what = setting.target.partition("/")
+        scope, what = per_queue.scope(setting.target)
+        owner = scope.iface
+        if scope.per_queue:
+            return self._per_queue(setting, scope, what, host)
         pattern = r"backlog_napi/\d+" if owner == "backlog" else rf"napi/{re.escape(owner)}-\d+"
         found = host.find(threads, pattern, plan=[("<pid>", pattern)])
         if not found:
@@ -135,8 +143,48 @@ class NapiThreads(Kind):
         return [self.item(f"{pid}/{what}", f"{comm}/{what}", setting.value)
                 for pid, comm in found]
 
+    def _per_queue(self, setting: Setting, scope: per_queue.Scope, what: str,
+                   host: Lookup) -> list[Item]:
+        """The threads of the NAPIs of one queue, or of every queue for a spread."""
+        from napilab.harness.knobs.kinds import queue_map  # it reads NAPIs with NapiBackend
+
+        iface = scope.iface
+        plan = {scope.queue if scope.queue is not None else 0: ["<napi-id>"]}
+        by_queue = host.find(queue_map.queue_napis, iface, plan=plan)
+        chosen = [scope.queue] if scope.queue is not None else sorted(by_queue)
+        missing = [q for q in chosen if q not in by_queue]
+        if missing:
+            raise HostError(f"{host.name}: {iface} has no queue {missing[0]} with a NAPI "
+                            f"(its queues: {', '.join(map(str, sorted(by_queue)))})")
+        placed = [setting.value] * len(chosen)
+        spread = per_queue.spread_source(setting.value) if what == "cpus" else None
+        if spread is not None:
+            source, position = spread
+            if source in per_queue.SPREAD_WORDS:
+                source = host.find(queue_map.spread_cpus, iface, source, plan="0")
+            placed = ([per_queue.spread(source, position + 1)[position]]
+                      if position is not None else per_queue.spread(source, len(chosen)))
+        found = host.find(threads, rf"napi/{re.escape(iface)}-\d+", plan=[
+            ("<pid>", f"napi/{iface}-{i}") for q in chosen for i in by_queue[q]])
+        pids = {comm: pid for pid, comm in found}
+        items = []
+        for queue, value in zip(chosen, placed, strict=True):
+            for napi_id in by_queue[queue]:
+                comm = f"napi/{iface}-{napi_id}"
+                if comm not in pids:
+                    raise HostError(f"{host.name}: no thread {comm} for queue {queue} of "
+                                    f"{iface} (set threaded on its NAPI first)")
+                items.append(self.item(f"{pids[comm]}/{what}", f"{comm}/queue-{queue}/{what}",
+                                       value))
+        return items
+
     def canonical(self, key: str, value: str) -> str:
         return values.cpu_list_text(value) if key.endswith("/cpus") else value
 
     def cpu_lists(self, setting: Setting) -> list[str]:
-        return [setting.value] if setting.target.endswith("/cpus") else []
+        if not setting.target.endswith("/cpus"):
+            return []
+        spread = per_queue.spread_source(setting.value)
+        if spread is None:
+            return [setting.value]
+        return [] if spread[0] in per_queue.SPREAD_WORDS else [spread[0]]

@@ -1,7 +1,11 @@
 """`rps:` and `xps:` per interface queue: `{IFACE: CPULIST}` or `{IFACE: {cpus: CPULIST,
 queues: [rx-0], flow_cnt: N}}` (flow_cnt for rps only); without `queues`, every rx (tx
-for xps) queue of the interface, as the host lists them in its turn. Three kinds share
-the grammar: rps (rps_cpus), rps_flow_cnt and xps (xps_cpus)."""
+for xps) queue of the interface, as the host lists them in its turn. `queues` also takes
+indexes (`"0-3"`, [0, 2]); `spread: LIST|local|all` puts the k-th queue on the k-th CPU
+and `map: {0: "2"}` names each queue's CPUs (harness.knobs.per_queue); xps's
+`rxqs: LIST|paired` sets xps_rxqs, the rx queues whose traffic picks the tx queue
+(`paired`: tx-i for rx-i). Four kinds share the grammar: rps (rps_cpus), rps_flow_cnt,
+xps (xps_cpus) and xps_rxqs."""
 
 from __future__ import annotations
 
@@ -9,14 +13,16 @@ from typing import ClassVar
 
 from napilab.harness.authoring import json_parts as js
 from napilab.harness.errors import HostError
-from napilab.harness.knobs import grammar, values
+from napilab.harness.knobs import grammar, per_queue, values
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Session, Setting
 from napilab.harness.profile import cpus
 from napilab.harness.profile.schema import Checker, join
 from napilab.harness.profile.yamlsrc import Node
 
 PLAN_QUEUES = ["rx-*", "tx-*"]  # `napilab plan`: every queue of a direction
-QUEUE_KEYS = {"rps": ("cpus", "queues", "flow_cnt"), "xps": ("cpus", "queues")}
+QUEUE_KEYS = {"rps": ("cpus", "queues", "flow_cnt", "spread", "map"),
+              "xps": ("cpus", "queues", "spread", "map", "rxqs")}
+PAIRED = "paired"  # xps_rxqs of tx-i: rx-i
 FLOW_CNT = values.integer(0, 2**31)
 
 
@@ -39,12 +45,30 @@ class QueueKind(Kind):
         iface, _, queue = setting.target.partition("/")
         if queue.endswith("*"):
             found = host.find(queues, iface, plan=PLAN_QUEUES)
-            selected = [q for q in found if q.startswith(self.direction)]
+            selected = sorted((q for q in found if q.startswith(self.direction)),
+                              key=lambda q: int(q.partition("-")[2]))
         else:
             selected = [queue]
-        text = self.written(setting.value)
+        each = self.each(setting.value, selected, iface, host)
         return [self.item(f"/sys/class/net/{iface}/queues/{q}/{self.leaf}", f"{iface}/{q}",
-                          text) for q in selected]
+                          self.written(value)) for q, value in zip(selected, each, strict=True)]
+
+    def each(self, value: str, selected: list[str], iface: str, host: Lookup) -> list[str]:
+        """Each selected queue's value: a spread over CPUs gives the k-th queue the
+        k-th CPU; `paired` gives tx-i rx queue i."""
+        if value == PAIRED:
+            return [q.partition("-")[2] for q in selected]
+        spread = per_queue.spread_source(value)
+        if spread is None:
+            return [value] * len(selected)
+        source, position = spread
+        if source in per_queue.SPREAD_WORDS:
+            from napilab.harness.knobs.kinds import queue_map
+
+            source = host.find(queue_map.spread_cpus, iface, source, plan="0")
+        if position is not None:
+            return [per_queue.spread(source, position + 1)[position]]
+        return per_queue.spread(source, len(selected))
 
     def written(self, value: str) -> str:
         return value
@@ -63,7 +87,10 @@ class CpuMaskKind(QueueKind):
         return values.cpu_mask_text(value)
 
     def cpu_lists(self, setting: Setting) -> list[str]:
-        return [setting.value]
+        spread = per_queue.spread_source(setting.value)
+        if spread is None:
+            return [setting.value]
+        return [] if spread[0] in per_queue.SPREAD_WORDS else [spread[0]]
 
     def parse(self, check: Checker, node: Node, path: str, role: str) -> list[Setting]:
         spec_node = grammar.body(check, node, self.name, path)
@@ -72,9 +99,13 @@ class CpuMaskKind(QueueKind):
     def json_schema(self) -> js.Schema:
         keys = QUEUE_KEYS[self.name]
         queue = js.leaf({"type": "string", "pattern": r"^(?:rx|tx)-(?:\d{1,4}|\*)$"})
-        properties: js.Schema = {"cpus": js.CPU_LIST, "queues": js.one_or_list(queue)}
+        properties: js.Schema = {"cpus": js.CPU_LIST, "queues": {"anyOf": [
+            js.one_or_list(queue), per_queue.QUEUES]}, "spread": per_queue.SPREAD,
+            "map": per_queue.MAP}
         if "flow_cnt" in keys:
             properties["flow_cnt"] = js.converter(FLOW_CNT)
+        if "rxqs" in keys:
+            properties["rxqs"] = js.leaf({"anyOf": [per_queue.QUEUES, {"enum": [PAIRED]}]})
         return js.mapping_of({"anyOf": [js.CPU_LIST, js.obj(properties)]}, keys=js.IFACE_KEY)
 
 
@@ -94,6 +125,20 @@ class RpsFlowCnt(QueueKind):
     leaf, direction = "rps_flow_cnt", "rx-"
 
 
+class XpsRxqs(QueueKind):
+    """Made by `xps: {IFACE: {rxqs: LIST|paired}}`: the rx queues (a list of their
+    indexes, written as a mask) whose traffic maps to each tx queue (xps_rxqs)."""
+
+    name = "xps_rxqs"
+    leaf, direction = "xps_rxqs", "tx-"
+
+    def written(self, value: str) -> str:
+        return cpus.to_mask(cpus.parse_list(value))
+
+    def canonical(self, key: str, value: str) -> str:
+        return values.cpu_mask_text(value)
+
+
 class Xps(CpuMaskKind):
     """`xps: {IFACE: CPULIST}` or `{IFACE: {cpus: CPULIST, queues: [tx-0]}}`: transmit
     packet steering, the CPUs that send on each tx queue (xps_cpus); without `queues`,
@@ -106,24 +151,61 @@ class Xps(CpuMaskKind):
 def parse_queues(check: Checker, node: Node, path: str, role: str,
                  kind: str) -> list[Setting]:
     out = []
+    direction = "rx" if kind == "rps" else "tx"
     for iface, spec, ipath in grammar.interfaces(check, node, path, short=True):
         check.keys(spec, ipath, QUEUE_KEYS[kind])
-        names = check.string_list(spec, "queues", ipath) or [
-            ("rx-*" if kind == "rps" else "tx-*")]
-        for queue in names:
-            if queue.endswith("*"):
-                continue
-            try:
-                values.check_queue(queue)
-            except values.KnobValueError as exc:
-                check.error(spec.where("queues"), join(ipath, "queues"), str(exc))
-        if "cpus" in spec:
+        names = _queue_names(check, spec, ipath, direction)
+        if names is None:
+            continue
+        placed = per_queue.placements(check, spec, iface, ipath, required=False) \
+            if any(k in spec for k in ("spread", "map")) or (
+                "cpus" in spec and "queues" not in spec) else []
+        if "cpus" in spec and not placed and "queues" in spec:
             value = grammar.value(check, spec, "cpus", ipath, values.cpu_list)
             if value is not None:
                 out += [Setting(role, kind, f"{iface}/{q}", value,
                                 grammar.at(spec, "cpus", ipath)) for q in names]
+        for p in placed:
+            queue = (f"{direction}-{p.scope.queue}" if p.scope.queue is not None
+                     else names[0] if len(names) == 1 else f"{direction}-*")
+            out.append(Setting(role, kind, f"{iface}/{queue}", p.value, p.at))
         if "flow_cnt" in spec:
             value = grammar.value(check, spec, "flow_cnt", ipath, FLOW_CNT)
             if value is not None:
                 out += [Setting(role, "rps_flow_cnt", f"{iface}/{q}", value) for q in names]
+        if "rxqs" in spec:
+            out += _rxqs(check, spec, ipath, role, iface, names)
     return out
+
+
+def _queue_names(check: Checker, spec: Node, ipath: str, direction: str) -> list[str] | None:
+    """`queues:` as queue names of the kind's direction (every queue: `rx-*`)."""
+    if "queues" not in spec:
+        return [f"{direction}-*"]
+    raw = spec["queues"]
+    listed = list(raw) if isinstance(raw, list) else [raw]
+    wrong = [q for q in listed if isinstance(q, str) and q[:3] in ("rx-", "tx-")
+             and not q.startswith(direction)]
+    if wrong:
+        check.error(spec.where("queues"), join(ipath, "queues"),
+                    f"{wrong[0]!r}: this kind sets {direction} queues")
+        return None
+    selected = per_queue.selection(check, spec, ipath)
+    return [f"{direction}-{q}" for q in selected] if selected else None
+
+
+def _rxqs(check: Checker, spec: Node, ipath: str, role: str, iface: str,
+          names: list[str]) -> list[Setting]:
+    raw = spec["rxqs"]
+    if raw == PAIRED:
+        value = PAIRED
+    else:
+        try:
+            value = cpus.format_list(per_queue.queue_indexes(
+                list(raw) if isinstance(raw, list) else raw))
+        except values.KnobValueError as exc:
+            check.error(spec.where("rxqs"), join(ipath, "rxqs"),
+                        f"{exc} (or `paired`: tx-i for rx-i)")
+            return []
+    return [Setting(role, "xps_rxqs", f"{iface}/{q}", value, grammar.at(spec, "rxqs", ipath))
+            for q in names]

@@ -1,0 +1,137 @@
+"""Per-queue settings for real on guest b's virtio-net NIC (2 queue pairs, 3 vCPUs,
+kernel 7.2): "queue i's IRQs on the i-th CPU of a list", threaded busy-poll on one
+queue's NAPI only, that NAPI's kthread pinned, RPS spread over the rx queues and XPS by
+rx queue (xps_rxqs) paired. Written as a profile would, applied by napilab over SSH,
+read back here with the kernel's own files and netlink, restored byte-equal; and a run
+holding them killed with SIGKILL, then put back by `napilab restore`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+from pathlib import Path
+
+from napilab.harness.hosts.settings import HostSettings
+from napilab.harness.knobs.kinds.napi import NETDEV_NL
+from napilab.harness.lab.vmbed import VmTestbed
+from tests.integration.vm.conftest import NAPILAB, guest, kill_run_when, leftovers, session_on
+from tests.integration.vm.test_vm_knobs import STATE, settings_of
+
+# b's data NIC by queue, read with the kernel's files and netlink: each queue's IRQs
+# (by their virtio names) with their CPUs, each rx queue's NAPI with its threaded state
+# and kthread CPUs, rps_cpus and xps_rxqs per queue
+PER_QUEUE = r"""
+cd /sys/class/net/data0
+for n in $(ls device/../msi_irqs); do
+  echo "irq $(sed -n "s/^ *$n:.* \([^ ]*\)$/\1/p" /proc/interrupts) $(cat /proc/irq/$n/smp_affinity_list)"
+done
+python3 - queue-get $(cat ifindex) <<'EOF' > /tmp/napilab-queues.json
+{netdev_nl}
+EOF
+python3 - napi-get $(cat ifindex) <<'EOF' > /tmp/napilab-napis.json
+{netdev_nl}
+EOF
+echo "queues $(cat /tmp/napilab-queues.json)"
+echo "napis $(cat /tmp/napilab-napis.json)"
+rm -f /tmp/napilab-queues.json /tmp/napilab-napis.json
+for p in $(pgrep '^napi/data0'); do echo "thread $(cat /proc/$p/comm) $(taskset -pc $p | sed 's/.*: //')"; done
+for q in queues/rx-*; do echo "$q rps $(cat $q/rps_cpus)"; done
+for q in queues/tx-*; do echo "$q rxqs $(cat $q/xps_rxqs)"; done
+""".replace("{netdev_nl}", NETDEV_NL.read_text())
+
+SETUP = """\
+irq_affinity: {data0: {spread: "1-2"}}
+napi: {data0: {queues: 1, threaded: busy-poll}}
+napi_threads: {data0: {queues: 1, cpus: "2"}}
+rps: {data0: {spread: "1-2"}}
+xps: {data0: {rxqs: paired}}
+"""
+
+
+def per_queue(bed: VmTestbed) -> dict[str, object]:
+    """PER_QUEUE's output as {"irq": {name: cpus}, "napi": {queue: (threaded, id)},
+    "thread": {comm: cpus}, "rps": {queue: mask}, "rxqs": {queue: mask}}."""
+    out: dict[str, dict[str, object]] = {"irq": {}, "thread": {}, "rps": {}, "rxqs": {}}
+    queues: list[dict[str, object]] = []
+    napis: list[dict[str, object]] = []
+    for line in guest(bed, "b", PER_QUEUE).stdout.splitlines():
+        word, _, rest = line.partition(" ")
+        if word == "irq":  # virtioN-input.0 -> input.0
+            name, cpus = rest.split()
+            out["irq"][name.partition("-")[2]] = cpus
+        elif word == "queues":
+            queues = json.loads(rest)
+        elif word == "napis":
+            napis = json.loads(rest)
+        elif word == "thread":
+            comm, cpus = rest.split()
+            out["thread"][comm] = cpus
+        elif " rps " in line or " rxqs " in line:
+            queue, what, mask = line.split()
+            out[what][queue.rpartition("/")[2]] = mask
+    by_id = {str(n["id"]): n for n in napis}
+    out["napi"] = {f"rx-{q['id']}": (by_id[str(q["napi-id"])]["threaded"], q["napi-id"])
+                   for q in queues if q["type"] == "rx" and "napi-id" in q}
+    return out
+
+
+def test_spread_irqs_and_one_queues_threaded_busy_poll(tmp_path: Path,
+                                                       vm_clean: VmTestbed) -> None:
+    before, queues_before = guest(vm_clean, "b", STATE).stdout, per_queue(vm_clean)
+    assert queues_before["napi"] == {"rx-0": ("disabled", queues_before["napi"]["rx-0"][1]),
+                                     "rx-1": ("disabled", queues_before["napi"]["rx-1"][1])}
+    session = session_on(vm_clean, "b")
+    settings = HostSettings(session, "vmperq1")
+    try:
+        changes = settings.apply(settings_of(tmp_path, vm_clean, SETUP))
+        assert changes and all(c.matches for c in changes), [c for c in changes
+                                                             if not c.matches]
+        now = per_queue(vm_clean)
+        irq = now["irq"]
+        assert isinstance(irq, dict)
+        # queue 0 on the first CPU of 1-2, queue 1 on the second; the config IRQ as it was
+        assert (irq["input.0"], irq["output.0"]) == ("1", "1"), irq
+        assert (irq["input.1"], irq["output.1"]) == ("2", "2"), irq
+        assert irq["config"] == queues_before["irq"]["config"]  # type: ignore[index]
+        napi = now["napi"]
+        assert isinstance(napi, dict)
+        assert napi["rx-0"][0] == "disabled" and napi["rx-1"][0] == "busy-poll", napi
+        # one kthread: queue 1's NAPI's, on CPU 2
+        assert now["thread"] == {f"napi/data0-{napi['rx-1'][1]}": "2"}
+        assert now["rps"] == {"rx-0": "2", "rx-1": "4"}  # CPU 1, CPU 2 as masks
+        assert now["rxqs"] == {"tx-0": "1", "tx-1": "2"}  # tx-i by rx-i
+        targets = {c.target for c in changes if c.kind == "irq_affinity"}
+        assert {t.split(" irq ")[0] for t in targets} == {"queue 0", "queue 1"}
+    finally:
+        settings.restore()
+        session.close()
+    assert guest(vm_clean, "b", STATE).stdout == before
+    assert per_queue(vm_clean) == queues_before
+
+
+def test_sigkill_holding_per_queue_settings_then_restore(tmp_path: Path,
+                                                         vm_clean: VmTestbed) -> None:
+    profile = tmp_path / "p.yaml"
+    profile.write_text(textwrap.dedent("""\
+        name: vm-per-queue
+        hosts: {sender: a, receiver: b}
+        workload: {tool: ping, duration: 120, client: {role: sender},
+                   server: {role: receiver}}
+        setup:
+          receiver:
+        """) + textwrap.indent(SETUP, "    ") + "repeat: 1\n")
+    before, queues_before = guest(vm_clean, "b", STATE).stdout, per_queue(vm_clean)
+    kill_run_when(vm_clean, ["run", str(profile), "-i", str(vm_clean.inventory_path), "-o",
+                             str(tmp_path / "r"), "--format", ""], PER_QUEUE,
+                  lambda now: "tx-1 rxqs 2" in now and '"busy-poll"' in now, timeout=300)
+    assert per_queue(vm_clean) != queues_before
+    restored = subprocess.run(
+        [NAPILAB, "restore", "-i", str(vm_clean.inventory_path)], capture_output=True,
+        text=True, timeout=600, check=False)
+    assert restored.returncode == 0, restored.stdout + restored.stderr
+    assert "b: restored" in restored.stdout
+    assert guest(vm_clean, "b", STATE).stdout == before
+    assert per_queue(vm_clean) == queues_before
+    assert leftovers(vm_clean) == {"a": [], "b": []}
+    guest(vm_clean, "a", "pkill -x ping || true")  # the killed run's flood, if it still runs
