@@ -110,9 +110,9 @@ def queue_indexes(value: object) -> list[int]:
             text = text[3:]
         try:
             out += cpus.parse_list(text)
-        except cpus.CpuListError:
-            raise values.KnobValueError(f"{text!r} is not a queue index list like '0-3' "
-                                        "(or a queue name like rx-0)") from None
+        except cpus.CpuListError as exc:
+            raise values.KnobValueError(f"{exc} (queues are indexes like '0-3' or [0, 2], "
+                                        "or names like rx-0)") from None
     if not out:
         raise values.KnobValueError("no queue selected")
     return sorted(set(out))

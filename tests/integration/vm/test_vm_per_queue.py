@@ -24,7 +24,8 @@ from tests.integration.vm.test_vm_knobs import STATE, settings_of
 PER_QUEUE = r"""
 cd /sys/class/net/data0
 for n in $(ls device/../msi_irqs); do
-  echo "irq $(sed -n "s/^ *$n:.* \([^ ]*\)$/\1/p" /proc/interrupts) $(cat /proc/irq/$n/smp_affinity_list)"
+  name=$(sed -n "s/^ *$n:.* \([^ ]*\)$/\1/p" /proc/interrupts)
+  echo "irq $name $(cat /proc/irq/$n/smp_affinity_list)"
 done
 python3 - queue-get $(cat ifindex) <<'EOF' > /tmp/napilab-queues.json
 {netdev_nl}
@@ -35,7 +36,8 @@ EOF
 echo "queues $(cat /tmp/napilab-queues.json)"
 echo "napis $(cat /tmp/napilab-napis.json)"
 rm -f /tmp/napilab-queues.json /tmp/napilab-napis.json
-for p in $(pgrep '^napi/data0'); do echo "thread $(cat /proc/$p/comm) $(taskset -pc $p | sed 's/.*: //')"; done
+for p in $(pgrep '^napi/data0'); do
+  echo "thread $(cat /proc/$p/comm) $(taskset -pc $p | sed 's/.*: //')"; done
 for q in queues/rx-*; do echo "$q rps $(cat $q/rps_cpus)"; done
 for q in queues/tx-*; do echo "$q rxqs $(cat $q/xps_rxqs)"; done
 """.replace("{netdev_nl}", NETDEV_NL.read_text())
