@@ -11,6 +11,7 @@ from napilab.harness.knobs.backend import Backend
 from napilab.harness.knobs.kind import Kind
 from napilab.harness.knobs.kinds import (
     cpufreq,
+    cpuidle,
     ethtool,
     irq_affinity,
     irqbalance,
@@ -31,6 +32,7 @@ KINDS: tuple[Kind, ...] = (
     irqbalance.Irqbalance(),
     transparent_hugepage.TransparentHugepage(),
     cpufreq.Cpufreq(),
+    cpuidle.Cpuidle(),
     ethtool.Ethtool(),  # first of the interface's: channels and GRO decide queues and NAPIs
     netdev.Netdev(),
     sysfs.Sysfs(),

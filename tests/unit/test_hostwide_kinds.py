@@ -26,6 +26,7 @@ SYSFS = Path(__file__).parents[1] / "data" / "sysfs"
 THIS_VM = SYSFS / "6.18.44-fc-v1098" / "cpu_thp.txt"
 INTEL = SYSFS / "from-docs" / "intel-pstate-4cpu.txt"
 LAPTOP = SYSFS / "from-docs" / "acpi-cpufreq-laptop.txt"
+CPU = "/sys/devices/system/cpu"
 JOURNAL = "/var/tmp/napilab/journal-r1-sut.json"
 
 PROFILE = """\
@@ -119,5 +120,75 @@ def test_thp_on_a_kernel_without_it_fails_before_any_write(tmp_path: Path) -> No
 
 def test_registry_places_host_wide_kinds_before_interface_kinds() -> None:
     first_iface = registry.order("ethtool")
-    for name in ("transparent_hugepage",):
+    for name in ("transparent_hugepage", "cpuidle"):
         assert registry.order("irqbalance") < registry.order(name) < first_iface
+
+
+# cpuidle
+
+
+def test_cpuidle_disables_named_states_and_restores_them(tmp_path: Path) -> None:
+    plan = bound(tmp_path, 'cpuidle: {cpus: "0-1", disable: [C6, 2]}')
+    text = plan_text(plan)
+    assert "tee -- '/sys/devices/system/cpu/cpu1/cpuidle/<C6>/disable' <<< '1'" in text
+    assert "tee -- /sys/devices/system/cpu/cpu1/cpuidle/state2/disable <<< '1'" in text
+    files = tree(INTEL)
+    settings, fake, changes = apply(plan, dict(files))
+    assert [(c.target, c.path.rsplit("/", 2)[1], c.original, c.effective, c.state)
+            for c in changes] == [
+        ("cpu0 C6 disable", "state3", "0", "1", "taken"),
+        ("cpu0 C1E disable", "state2", "0", "1", "taken"),
+        ("cpu1 C6 disable", "state3", "0", "1", "taken"),
+        ("cpu1 C1E disable", "state2", "0", "1", "taken")]
+    assert fake.files[f"{CPU}/cpu2/cpuidle/state3/disable"] == "0\n"  # not listed
+    settings.restore()
+    assert {p: v.strip() for p, v in fake.files.items()} == {
+        p: v.strip() for p, v in files.items()}
+
+
+def test_cpuidle_max_latency_sets_every_state(tmp_path: Path) -> None:
+    plan = bound(tmp_path, 'cpuidle: {cpus: "3", max_latency_us: 10}')
+    assert ("tee -- '/sys/devices/system/cpu/cpu3/cpuidle/<each state>/disable' <<< "
+            "'<1 if its latency > 10 us, else 0>'") in plan_text(plan)
+    files = tree(INTEL)
+    files[f"{CPU}/cpu3/cpuidle/state1/disable"] = "1\n"  # the host had C1 off
+    settings, fake, changes = apply(plan, files)
+    assert [(c.target, c.requested, c.effective) for c in changes] == [
+        ("cpu3 POLL disable", "0", "0"), ("cpu3 C1 disable", "0", "0"),
+        ("cpu3 C1E disable", "0", "0"), ("cpu3 C6 disable", "1", "1")]
+    settings.restore()
+    assert fake.files[f"{CPU}/cpu3/cpuidle/state1/disable"] == "1\n"
+    assert fake.files[f"{CPU}/cpu3/cpuidle/state3/disable"] == "0\n"
+
+
+def test_cpuidle_refuses_a_state_or_a_cpu_the_host_lacks(tmp_path: Path) -> None:
+    plan = bound(tmp_path, 'cpuidle: {cpus: "0", disable: [C6]}')
+    settings, fake = settings_on(tree(THIS_VM))  # haltpoll: POLL and "haltpoll idle"
+    with pytest.raises(HostError, match=r"cpu0 has no idle state 'C6'; it has POLL \(state0, "
+                                        r"0 us\), haltpoll idle \(state1, 1 us\)"):
+        settings.apply(plan.settings(plan.profile.variants[0])["sut"])
+    settings, fake = settings_on(tree(LAPTOP))  # no cpuidle directory
+    with pytest.raises(HostError, match="cpu0 has no cpuidle states"):
+        settings.apply(plan.settings(plan.profile.variants[0])["sut"])
+    assert not any(line[0] == "tee" for line in fake.log)
+
+
+def test_cpuidle_haltpoll_state_by_its_name_with_a_space(tmp_path: Path) -> None:
+    plan = bound(tmp_path, 'cpuidle: {cpus: "1", disable: ["haltpoll idle"]}')
+    changes = apply(plan, tree(THIS_VM))[2]
+    assert [(c.path, c.effective) for c in changes] == [
+        (f"{CPU}/cpu1/cpuidle/state1/disable", "1")]
+
+
+@pytest.mark.parametrize(("setup", "error"), [
+    ('cpuidle: {cpus: "0", disable: [C6], max_latency_us: 5}', "expected exactly one of"),
+    ('cpuidle: {cpus: "0"}', "expected exactly one of"),
+    ('cpuidle: {cpus: "0", disable: ["C6; reboot"]}',
+     "cpuidle.disable[0]: expected an idle state's name"),
+    ('cpuidle: {cpus: "0", max_latency_us: -1}', "-1 is out of range 0..10000000"),
+    ('cpuidle: {disable: [C6]}', "cpuidle.cpus: required key is missing"),
+    ('cpuidle: {cpus: "0-9", disable: [C6]}', "cpuidle.cpus: CPU 4 does not exist on sut"),
+])
+def test_cpuidle_grammar_errors(tmp_path: Path, setup: str, error: str) -> None:
+    message = error_of(tmp_path, setup)
+    assert "p.yaml:6" in message and error in message
