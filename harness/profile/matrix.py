@@ -44,17 +44,25 @@ def unresolved(value: Any) -> bool:
 class Combination:
     name: str
     values: dict[str, Any]
+    texts: dict[str, str]  # each value as written (`off`, `1.10`), for names
 
 
 @dataclass(frozen=True)
 class Matrix:
     parameters: dict[str, list[Any]]
     template: str | None
-    excludes: list[dict[str, Any]]
+    excludes: list[dict[str, tuple[Any, str]]]  # parameter -> (value, as written)
     variants: list[str] | None  # the explicit variants it crosses (None: all of them)
+    texts: dict[str, list[str]]  # each parameter's values as written
 
 
-def parse_matrix(check: Checker, node: Node, path: str = "matrix") -> Matrix:
+def _written(seq: Seq, index: int) -> str:
+    text = seq.text(index)
+    return text if text is not None else _text(seq[index])
+
+
+def parse_matrix(check: Checker, node: Node, path: str = "matrix",
+                 variant_names: Collection[str] = ()) -> Matrix:
     """A `matrix:` mapping, short form (parameters only) or long form."""
     long_form = "parameters" in node
     if long_form:
@@ -65,6 +73,7 @@ def parse_matrix(check: Checker, node: Node, path: str = "matrix") -> Matrix:
     else:
         params_node, params_path = node, path
     parameters: dict[str, list[Any]] = {}
+    texts: dict[str, list[str]] = {}
     for name, values in params_node.items():
         where = params_node.key_locations.get(name)
         if name in RESERVED or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
@@ -77,42 +86,75 @@ def parse_matrix(check: Checker, node: Node, path: str = "matrix") -> Matrix:
                         f"expected a non-empty list of values, got {type_name(values)}")
             continue
         parameters[name] = list(values)
+        texts[name] = [_written(values, i) for i in range(len(values))]
     template = check.get(node, "name", path, str) if long_form else None
-    excludes: list[dict[str, Any]] = []
     raw_excludes = node.get("exclude") if long_form else None
-    if raw_excludes is not None:
-        if not isinstance(raw_excludes, Seq):
-            check.error(node.where("exclude"), join(path, "exclude"), "expected a list")
-        else:
-            for i, item in enumerate(raw_excludes):
-                entry = check.mapping(item, raw_excludes.item_locations[i],
-                                      join(path, f"exclude[{i}]"))
-                if entry is None:
-                    continue
-                for key in entry:
-                    if key not in parameters and key != "variant":
-                        check.error(entry.key_locations.get(key), join(path, f"exclude[{i}]."
-                                    f"{key}"), f"not a parameter{suggest(key, parameters)}")
-                excludes.append(dict(entry))
+    excludes = _excludes(check, node, raw_excludes, path, parameters, texts, variant_names) \
+        if raw_excludes is not None else []
     variants = check.string_list(node, "variants", path) if long_form else None
-    return Matrix(parameters, template, excludes, variants)
+    return Matrix(parameters, template, excludes, variants, texts)
 
 
-def combinations(parameters: dict[str, list[Any]], template: str | None,
-                 excludes: list[dict[str, Any]], variant: str | None) -> list[Combination]:
-    names = list(parameters)
-    out = []
-    for values in itertools.product(*(parameters[n] for n in names)):
-        combo = dict(zip(names, values, strict=True))
-        context = {**combo, **({"variant": variant} if variant else {})}
-        if any(all(context.get(k) == v for k, v in ex.items()) for ex in excludes):
+def _excludes(check: Checker, node: Node, raw: Any, path: str,
+              parameters: dict[str, list[Any]], texts: dict[str, list[str]],
+              variant_names: Collection[str]) -> list[dict[str, tuple[Any, str]]]:
+    """`exclude:` entries, each value one of its parameter's (or a variant's name):
+    an entry that can match nothing is an error at its value, not a silent no-op."""
+    if not isinstance(raw, Seq):
+        check.error(node.where("exclude"), join(path, "exclude"), "expected a list")
+        return []
+    excludes = []
+    for i, item in enumerate(raw):
+        at = join(path, f"exclude[{i}]")
+        entry = check.mapping(item, raw.item_locations[i], at)
+        if entry is None:
             continue
-        if template:
-            name = substitute_text(template, context)
+        written = {key: (value, entry.text(key) or _text(value)) for key, value in entry.items()}
+        for key, wanted in written.items():
+            choices = list(variant_names) if key == "variant" else texts.get(key)
+            if choices is None:
+                check.error(entry.key_locations.get(key), join(at, key),
+                            f"not a parameter{suggest(key, parameters)}")
+            elif key == "variant" and wanted[1] not in choices:
+                check.error(entry.where(key), join(at, key), f"no variant {wanted[1]!r}"
+                            f"{suggest(wanted[1], choices)}" if choices else
+                            "the profile has no `variants:` for it to name")
+            elif key != "variant" and not any(
+                    _same(v, t, wanted) for v, t in zip(parameters[key], choices, strict=True)):
+                check.error(entry.where(key), join(at, key), f"{wanted[1]!r} is not one of "
+                            f"{key}'s values {choices}{suggest(wanted[1], choices)}")
+        excludes.append(written)
+    return excludes
+
+
+def _same(value: Any, text: str, wanted: tuple[Any, str]) -> bool:
+    """An exclude's value matches a combination's: written alike (`off` and `off`), or
+    the same number (`64` and `64.0`); never a boolean for a number or a name."""
+    other, other_text = wanted
+    if text == other_text:
+        return True
+    numbers = [v for v in (value, other) if isinstance(v, int | float)
+               and not isinstance(v, bool)]
+    return len(numbers) == 2 and value == other
+
+
+def combinations(spec: Matrix, variant: str | None) -> list[Combination]:
+    names = list(spec.parameters)
+    out = []
+    for index in itertools.product(*(range(len(spec.parameters[n])) for n in names)):
+        combo = {n: spec.parameters[n][i] for n, i in zip(names, index, strict=True)}
+        texts = {n: spec.texts[n][i] for n, i in zip(names, index, strict=True)}
+        context = {**texts, **({"variant": variant} if variant else {})}
+        typed = {**combo, **({"variant": variant} if variant else {})}
+        if any(all(k in context and _same(typed[k], context[k], v) for k, v in ex.items())
+               for ex in spec.excludes):
+            continue
+        if spec.template:
+            name = fill(spec.template, context)
         else:
             name = "-".join(([variant] if variant else [])
-                            + [f"{k}-{_text(v)}" for k, v in combo.items()])
-        out.append(Combination(name, combo))
+                            + [f"{k}-{t}" for k, t in texts.items()])
+        out.append(Combination(name, combo, texts))
     return out
 
 

@@ -25,6 +25,9 @@ def deep_merge(base: Any, overlay: Any) -> Any:
             result.key_locations[key] = overlay.key_locations[key]
         if key in overlay.value_locations:
             result.value_locations[key] = overlay.value_locations[key]
+        result.texts.pop(key, None)
+        if key in overlay.texts:
+            result.texts[key] = overlay.texts[key]
     return result
 
 
@@ -35,11 +38,13 @@ def clone(value: Any) -> Any:
         out.location = value.location
         out.key_locations = dict(value.key_locations)
         out.value_locations = dict(value.value_locations)
+        out.texts = dict(value.texts)
         return out
     if isinstance(value, Seq):
         seq = Seq(clone(v) for v in value)
         seq.location = value.location
         seq.item_locations = list(value.item_locations)
+        seq.item_texts = list(value.item_texts)
         return seq
     if value is None or isinstance(value, str | int | float | bool):
         return value  # immutable

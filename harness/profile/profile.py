@@ -51,7 +51,7 @@ from napilab.harness.profile.merge import (
     without_other_tool,
 )
 from napilab.harness.profile.names import unsafe
-from napilab.harness.profile.schema import Checker, Number, join, suggest
+from napilab.harness.profile.schema import Checker, Number, join, suggest, type_name
 from napilab.harness.profile.scope import Scope
 from napilab.harness.profile.sections import (
     CollectSpec,
@@ -398,8 +398,8 @@ def _arms(check: Checker, document: Node) -> list[tuple[str, Node, dict[str, Any
     if not matrix:
         return [(name, overlay, {}) for name, overlay in overlays] or [
             ("default", Node(), {})]
-    spec = parse_matrix(check, matrix)
     names = [n for n, _ in overlays]
+    spec = parse_matrix(check, matrix, variant_names=names)
     crossed = spec.variants if spec.variants is not None else names
     combos = math.prod(len(values) for values in spec.parameters.values())
     count = combos * max(1, len(set(crossed) & set(names))) + len(set(names) - set(crossed))
@@ -416,7 +416,7 @@ def _arms(check: Checker, document: Node) -> list[tuple[str, Node, dict[str, Any
         if arm is not None and arm not in crossed:
             arms.append((arm, overlay, {}))
             continue
-        for combo in combinations(spec.parameters, spec.template, spec.excludes, arm):
+        for combo in combinations(spec, arm):
             check_name(check, combo.name, matrix.location, "matrix.name")
             arms.append((combo.name, overlay, combo.values))
     if not arms:
@@ -430,6 +430,11 @@ def _roles(check: Checker, document: Node) -> dict[str, RoleSpec]:
     for role, raw in (hosts or Node()).items():
         assert hosts is not None
         path = join("hosts", role)
+        if role in hosts.texts:  # `sender: off`: YAML 1.1 reads a boolean
+            check.error(hosts.where(role), path, f"{hosts.texts[role]} is read as "
+                        f"{type_name(raw)} {raw!r}, not a host name: quote it "
+                        f"(\"{hosts.texts[role]}\")")
+            continue
         if isinstance(raw, str):
             roles[role] = RoleSpec(role, raw, where=hosts.where(role))
             continue

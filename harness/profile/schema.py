@@ -106,6 +106,8 @@ class Checker:
         value = node[key]
         kinds = kind if isinstance(kind, tuple) else (kind,)
         ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
+        if not ok and str in kinds and key in node.texts:
+            return node.texts[key]  # `group: off`, `baseline: 1.10`: the name as written
         if not ok:
             names = " or ".join(type_name(k()) if k is not type(None) else "null" for k in kinds)
             self.error(node.where(key), join(path, key), f"expected {names}, got "
@@ -148,11 +150,14 @@ class Checker:
         value = node.get(key)
         if value is None:
             return None
-        if isinstance(value, str):
-            return [value]
-        if isinstance(value, Seq) and all(isinstance(v, str | int | float) and
-                                          not isinstance(v, bool) for v in value):
-            return [str(v) for v in value]
+        if isinstance(value, str) or key in node.texts:
+            return [node.text(key) or ""]
+        if isinstance(value, Seq):  # each item as written: `[on, 1.10]` is 'on', '1.10'
+            items = [value.text(i) if value.text(i) is not None else str(v)
+                     if isinstance(v, int | float) and not isinstance(v, bool) else None
+                     for i, v in enumerate(value)]
+            if all(item is not None for item in items):
+                return [item for item in items if item is not None]
         self.error(node.where(key), join(path, key), "expected a list of strings")
         return None
 

@@ -27,32 +27,59 @@ from napilab.harness.redact import REDACTED
 
 
 class Node(dict[str, Any]):
-    """A YAML mapping with the locations of its keys and values."""
+    """A YAML mapping with the locations of its keys and values. Keys are the text as
+    written (`off:` is the key 'off', not False); `texts` keeps the text of each plain
+    value YAML 1.1 read as a boolean or number (`group: off`, `baseline: 1.10`), so a
+    name is what the user typed (Checker.get, Checker.string_list)."""
 
     location: Location | None
     key_locations: dict[str, Location]
     value_locations: dict[str, Location]
+    texts: dict[str, str]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.location = None
         self.key_locations = {}
         self.value_locations = {}
+        self.texts = {}
 
     def where(self, key: str) -> Location | None:
         return self.value_locations.get(key) or self.key_locations.get(key) or self.location
 
+    def text(self, key: str) -> str | None:
+        """node[key] as written when it is a string or a plain scalar YAML typed."""
+        value = self.get(key)
+        return value if isinstance(value, str) else self.texts.get(key)
+
 
 class Seq(list[Any]):
-    """A YAML sequence with the location of each item."""
+    """A YAML sequence with the location of each item, and the text of each plain item
+    YAML 1.1 read as a boolean or number (`[on, off, 1.10]`; None for the others)."""
 
     location: Location | None
     item_locations: list[Location]
+    item_texts: list[str | None]
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.location = None
         self.item_locations = []
+        self.item_texts = []
+
+    def text(self, index: int) -> str | None:
+        """self[index] as written when it is a string or a plain scalar YAML typed."""
+        value = self[index]
+        if isinstance(value, str):
+            return value
+        return self.item_texts[index] if index < len(self.item_texts) else None
+
+
+def _written(node: yaml.Node, value: Any) -> str | None:
+    """The text of a plain scalar YAML 1.1 resolved to a boolean or a number."""
+    if isinstance(node, yaml.ScalarNode) and isinstance(value, bool | int | float):
+        return str(node.value)
+    return None
 
 
 MAX_BYTES = 4 * 1024 * 1024
@@ -101,11 +128,14 @@ def _mapping(loader: _Loader, node: yaml.MappingNode) -> Node:
         if not isinstance(key, str | int | float | bool):
             raise InputError([Problem(_loc(loader.source_name, key_node.start_mark), "",
                                       "mapping keys must be plain scalars")])
-        key = str(key)
+        # a key is a name as written: `off:` and `1.10:` stay 'off' and '1.10'
+        key = _written(key_node, key) or str(key)
         if key in result:
             raise InputError([Problem(_loc(loader.source_name, key_node.start_mark), key,
                                       "duplicate key (YAML would keep only the last one)")])
         result[key] = loader.construct_object(value_node, deep=True)
+        if (text := _written(value_node, result[key])) is not None:
+            result.texts[key] = text
         result.key_locations[key] = _loc(loader.source_name, key_node.start_mark)
         result.value_locations[key] = _loc(loader.source_name, value_node.start_mark)
     return result
@@ -116,6 +146,7 @@ def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> Seq:
         result = Seq(loader.construct_object(child, deep=True) for child in node.value)
     result.location = _loc(loader.source_name, node.start_mark)
     result.item_locations = [_loc(loader.source_name, c.start_mark) for c in node.value]
+    result.item_texts = [_written(c, v) for c, v in zip(node.value, result, strict=True)]
     return result
 
 

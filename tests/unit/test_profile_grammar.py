@@ -1,0 +1,112 @@
+"""A grammar that never misreads a profile (issue 36, item 4): names are the text the
+user wrote, metric names are checked against what the tool and collectors produce,
+a matrix over tools compares like with like, and every refusal names the user's line
+once, exit 2, no traceback."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from napilab.harness.cli.main import main
+from napilab.harness.profile.profile import Profile, load_profile
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    return path
+
+
+def _refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> list[str]:
+    """The problems `napilab validate` prints for TEXT (exit 2, no traceback), each
+    `file:line:col: ...` with the file's name taken out."""
+    path = _write(tmp_path, text)
+    with pytest.raises(SystemExit) as done:
+        main(["validate", str(path)])
+    err = capsys.readouterr().err
+    assert done.value.code == 2, err
+    assert "Traceback" not in err
+    lines = [line.removeprefix("napilab: error: ").strip() for line in err.splitlines()]
+    return [line.replace(f"{path}:", "") for line in lines
+            if re.match(r"\S+:\d+:\d+: ", line)]
+
+
+def _line(text: str, fragment: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if fragment in line)
+
+
+def _load(tmp_path: Path, text: str) -> Profile:
+    return load_profile(_write(tmp_path, text))
+
+
+BOOLEAN_VARIANTS = """\
+name: bools
+hosts: {sender: a, receiver: b}
+workload:
+  tool: ping
+  client: {role: sender, args: {size: "${size}"}}
+setup:
+  receiver: {netdev: {"${iface}": {gro_flush_timeout: "${gro}"}}}
+variants:
+  off: {}
+  on: {group: yes}
+  1.10: {group: yes}
+baseline: off-gro0-s56
+matrix:
+  parameters: {gro: [0, 1000], size: [56, 1400]}
+  name: "${variant}-gro${gro}-s${size}"
+  variants: [off, on]
+  exclude:
+    - {variant: off, gro: 1000}
+    - {variant: on, size: 1400, gro: 0}
+    - {variant: on, size: 56, gro: 0}
+"""
+
+
+def test_yaml_11_booleans_and_numbers_stay_the_names_written(tmp_path: Path) -> None:
+    """`off:`, `on:` and `1.10:` name variants off, on and 1.10 (not False, True, 1.1),
+    so the matrix's `exclude` matches them: 2 + 2 combinations and 1.10, not 8 + 1."""
+    profile = _load(tmp_path, BOOLEAN_VARIANTS)
+    assert [v.name for v in profile.variants] == [
+        "off-gro0-s56", "off-gro0-s1400", "on-gro1000-s56", "on-gro1000-s1400", "1.10"]
+    assert {v.group for v in profile.variants} == {None, "yes"}
+    assert profile.comparisons == (("off-gro0-s56", "off-gro0-s1400"),
+                                   ("on-gro1000-s56", "on-gro1000-s1400"),
+                                   ("on-gro1000-s56", "1.10"))
+
+
+def test_a_misspelt_boolean_name_is_refused_at_its_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = BOOLEAN_VARIANTS.replace("    - {variant: off, gro: 1000}",
+                                    "    - {variant: of, gro: 1000}")
+    text = text.replace("  variants: [off, on]", "  variants: [off, onn]")
+    found = _refused(tmp_path, capsys, text)
+    line = _line(text, "variants: [off, onn]")
+    assert found == [
+        f"{line}:13: matrix.variants: no variant 'onn'; did you mean 'on'?",
+        f"{line + 2}:17: matrix.exclude[0].variant: no variant 'of'; did you mean 'off'?"]
+
+
+def test_an_exclude_that_matches_no_value_is_refused_at_its_value(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before, an exclude naming a value no parameter has dropped nothing, silently."""
+    text = BOOLEAN_VARIANTS.replace("{variant: on, size: 1400, gro: 0}",
+                                    "{variant: on, size: 1500, gro: 0}")
+    found = _refused(tmp_path, capsys, text)
+    line = _line(text, "size: 1500")
+    column = text.splitlines()[line - 1].index("1500") + 1
+    assert found == [f"{line}:{column}: matrix.exclude[1].size: '1500' is not one of size's "
+                     "values ['56', '1400']; did you mean '1400'?"]
+
+
+def test_a_host_yaml_reads_as_a_boolean_is_refused_with_quote_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = BOOLEAN_VARIANTS.replace("receiver: b}", "receiver: off}")
+    found = _refused(tmp_path, capsys, text)
+    line = _line(text, "receiver: off")
+    column = text.splitlines()[line - 1].index("off") + 1
+    assert found[0] == (f"{line}:{column}: hosts.receiver: off is read as a boolean False, "
+                        'not a host name: quote it ("off")')
