@@ -52,9 +52,9 @@ def test_seed_000_summary(capsys: pytest.CaptureFixture[str]) -> None:
         "    sut      + netdev eth0/gro_flush_timeout = 15000",
         "  threaded-busypoll against sysctl-busypoll: NAPI threaded busy-poll, kthread on "
         "CPU 2, SCHED_FIFO 50",
-        "    sut      + napi eth0/threaded = busy-poll",
-        "    sut      + napi_threads eth0/cpus = 2",
-        "    sut      + napi_threads eth0/policy = fifo:50",
+        "    sut      + napi eth0 queue 0/threaded = busy-poll",
+        "    sut      + napi_threads eth0 queue 0/cpus = 2",
+        "    sut      + napi_threads eth0 queue 0/policy = fifo:50",
         "    sut      - sysctl net.core.busy_poll (was 400; the host keeps its own value)",
         "    sut      - sysctl net.core.busy_read (was 400; the host keeps its own value)",
         "    sut      - netdev eth0/napi_defer_hard_irqs (was 2; the host keeps its own value)",
@@ -74,7 +74,7 @@ def test_summary_json_has_no_steps(capsys: pytest.CaptureFixture[str]) -> None:
         "port": 22, "user": "root"}
     threaded = doc["summary"]["variants"][1]
     assert threaded["against"] == "sysctl-busypoll"
-    assert {"host": "sut", "what": "napi eth0/threaded", "old": None,
+    assert {"host": "sut", "what": "napi eth0 queue 0/threaded", "old": None,
             "new": "busy-poll"} in threaded["changes"]
     full = json.loads(_plan(capsys, str(SEED_000), "-i", str(EXAMPLE_INVENTORY), "--json"))
     assert full["summary"] == doc["summary"] and len(full["steps"]) == 10

@@ -46,7 +46,7 @@ class QueueKind(Kind):
         if queue.endswith("*"):
             found = host.find(queues, iface, plan=PLAN_QUEUES)
             selected = sorted((q for q in found if q.startswith(self.direction)),
-                              key=lambda q: int(q.partition("-")[2]))
+                              key=_queue_order)
         else:
             selected = [queue]
         each = self.each(setting.value, selected, iface, host)
@@ -56,8 +56,9 @@ class QueueKind(Kind):
     def each(self, value: str, selected: list[str], iface: str, host: Lookup) -> list[str]:
         """Each selected queue's value: a spread over CPUs gives the k-th queue the
         k-th CPU; `paired` gives tx-i rx queue i."""
-        if value == PAIRED:
-            return [q.partition("-")[2] for q in selected]
+        if value == PAIRED:  # a plan's tx-* stays a placeholder
+            return [q.partition("-")[2] if q.partition("-")[2].isdigit()
+                    else f"<rx queue of {q}>" for q in selected]
         spread = per_queue.spread_source(value)
         if spread is None:
             return [value] * len(selected)
@@ -133,6 +134,8 @@ class XpsRxqs(QueueKind):
     leaf, direction = "xps_rxqs", "tx-"
 
     def written(self, value: str) -> str:
+        if value.startswith("<"):  # `napilab plan`: the host numbers the queues
+            return value
         return cpus.to_mask(cpus.parse_list(value))
 
     def canonical(self, key: str, value: str) -> str:
@@ -146,6 +149,12 @@ class Xps(CpuMaskKind):
 
     name = key = "xps"
     leaf, direction = "xps_cpus", "tx-"
+
+
+def _queue_order(name: str) -> tuple[int, str]:
+    """rx-2 before rx-10 (a plan's `rx-*` last)."""
+    index = name.partition("-")[2]
+    return (int(index), "") if index.isdigit() else (1 << 30, index)
 
 
 def parse_queues(check: Checker, node: Node, path: str, role: str,
