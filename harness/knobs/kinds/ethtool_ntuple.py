@@ -12,16 +12,24 @@ Rules for other flows are never touched."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from napilab.harness.errors import HostError
 from napilab.harness.knobs.kinds import ethtool_show as show
 from napilab.runners.base import ParseError
 
-if TYPE_CHECKING:
-    from napilab.harness.knobs.kinds.ethtool import EthtoolBackend
-
 NONE = "none"
+
+
+class EthtoolBackend(Protocol):
+    """What the rules ask of the ethtool backend (harness.knobs.kinds.ethtool)."""
+
+    @property
+    def host(self) -> str: ...
+
+    def show(self, flag: str, iface: str) -> str: ...
+
+    def run(self, argv: list[str]) -> str: ...
 
 
 def rules_of(text: str) -> dict[str, str]:
