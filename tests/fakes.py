@@ -143,7 +143,8 @@ class FakeTransport:
                         if p.startswith(prefix)})
         return self._result(argv, 0 if names else 2, "\n".join(names) + "\n")
 
-    def start(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> Process:
+    def start(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
+              stdin_open: bool = False) -> Process:
         raise AssertionError(f"unexpected start {argv}")
 
     def read_file(self, path: str) -> str:

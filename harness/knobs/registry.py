@@ -10,6 +10,7 @@ from napilab.harness.errors import HostError
 from napilab.harness.knobs.backend import Backend
 from napilab.harness.knobs.kind import Kind
 from napilab.harness.knobs.kinds import (
+    cpu_dma_latency,
     cpufreq,
     cpuidle,
     ethtool,
@@ -33,6 +34,7 @@ KINDS: tuple[Kind, ...] = (
     transparent_hugepage.TransparentHugepage(),
     cpufreq.Cpufreq(),
     cpuidle.Cpuidle(),
+    cpu_dma_latency.CpuDmaLatency(),
     ethtool.Ethtool(),  # first of the interface's: channels and GRO decide queues and NAPIs
     netdev.Netdev(),
     sysfs.Sysfs(),

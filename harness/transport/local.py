@@ -19,13 +19,16 @@ from napilab.harness.transport.transport import CommandResult, command_line
 
 
 class LocalProcess:
-    def __init__(self, host: str, argv: tuple[str, ...], shown: tuple[str, ...] | None = None
-                 ) -> None:
+    def __init__(self, host: str, argv: tuple[str, ...], shown: tuple[str, ...] | None = None,
+                 *, stdin_open: bool = False) -> None:
         self.host = host
         self.argv = argv if shown is None else shown  # as recorded: secrets redacted
         self._start = time.time()
         try:
-            self._popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            # stdin_open: a pipe this process holds and never writes; it closes when
+            # this process ends, however it ends
+            stdin = subprocess.PIPE if stdin_open else subprocess.DEVNULL
+            self._popen = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE,
                                            stderr=subprocess.PIPE, start_new_session=True)
         except OSError as exc:
             raise HostError(f"{host}: cannot start {argv[0]}: {exc}") from None
@@ -96,9 +99,11 @@ class LocalTransport:
                                proc.stderr.decode(errors="replace"), start, time.time() - start)
         return result.check() if check else result
 
-    def start(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> LocalProcess:
+    def start(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
+              stdin_open: bool = False) -> LocalProcess:
         final = tuple(command_line(self.host, argv, env, transport="local"))
-        return LocalProcess(self.host.name, final, shown_argv(final, env))
+        return LocalProcess(self.host.name, final, shown_argv(final, env),
+                            stdin_open=stdin_open)
 
     def read_file(self, path: str) -> str:
         return self.run(["cat", "--", path]).stdout

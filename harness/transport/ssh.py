@@ -368,14 +368,16 @@ class SSHTransport:
                                time.time() - start)
         return result.check() if check else result
 
-    def start(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> SSHProcess:
+    def start(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
+              stdin_open: bool = False) -> SSHProcess:
         final = tuple(command_line(self.host, argv, env, transport="ssh"))
         if final[:3] == ("sudo", "-n", "--"):
             wrapped = (*final[:3], *_PID_WRAPPER, *final[3:])
         else:
             wrapped = (*_PID_WRAPPER, *final)
         channel = self._channel(wrapped)
-        channel.shutdown_write()
+        if not stdin_open:  # else sshd closes it when the connection ends, however it ends
+            channel.shutdown_write()
         return SSHProcess(self, shown_argv(final, env), channel)
 
     def read_file(self, path: str) -> str:

@@ -64,7 +64,13 @@ class Transport(Protocol):
             env: Mapping[str, str] | None = None, stdin: str | None = None,
             check: bool = True) -> CommandResult: ...
 
-    def start(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None) -> Process: ...
+    def start(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
+              stdin_open: bool = False) -> Process:
+        """`stdin_open`: the command's stdin stays open (it reads nothing) until the
+        process is signalled or the connection ends, when it sees end of file: a holder
+        that must not outlive its controller (harness.knobs.kinds.cpu_dma_latency)
+        waits on it."""
+        ...
 
     def read_file(self, path: str) -> str: ...
 

@@ -7,18 +7,25 @@ kernel's documentation where no machine here has the files: see their `source`).
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from napilab.harness.engine.plan_render import plan_text
-from napilab.harness.errors import HostError, InputError
+from napilab.harness.errors import HostError, InputError, SettingMismatch
 from napilab.harness.hosts.session import HostSession
 from napilab.harness.hosts.settings import HostSettings
 from napilab.harness.inventory.inventory import load_inventory
 from napilab.harness.knobs import registry
+from napilab.harness.knobs.kinds import cpu_dma_latency
 from napilab.harness.profile.plan import Plan, bind
 from napilab.harness.profile.profile import load_profile
+from napilab.harness.transport.transport import CommandResult, Process
 from napilab.runners.collectors.collector import split_tail
 from tests.fakes import FakeHost, FakeTransport
 
@@ -120,7 +127,7 @@ def test_thp_on_a_kernel_without_it_fails_before_any_write(tmp_path: Path) -> No
 
 def test_registry_places_host_wide_kinds_before_interface_kinds() -> None:
     first_iface = registry.order("ethtool")
-    for name in ("transparent_hugepage", "cpuidle"):
+    for name in ("transparent_hugepage", "cpuidle", "cpu_dma_latency"):
         assert registry.order("irqbalance") < registry.order(name) < first_iface
 
 
@@ -192,3 +199,137 @@ def test_cpuidle_haltpoll_state_by_its_name_with_a_space(tmp_path: Path) -> None
 def test_cpuidle_grammar_errors(tmp_path: Path, setup: str, error: str) -> None:
     message = error_of(tmp_path, setup)
     assert "p.yaml:6" in message and error in message
+
+
+# cpu_dma_latency
+
+
+class FakeHolder:
+    """A request holder on the fake host: its request counts until it is signalled."""
+
+    def __init__(self, host: QosHost, argv: Sequence[str]) -> None:
+        self.argv, self.host, self.value = tuple(argv), host, int(argv[-1])
+        self.code: int | None = None
+        host.requests.append(self)
+
+    def poll(self) -> int | None:
+        return self.code
+
+    def output(self) -> tuple[str, str]:
+        return "held\n", ""
+
+    def signal(self, name: str) -> None:
+        self.host.signals.append(name)
+        self.end()
+
+    def end(self) -> None:
+        if self.code is None:
+            self.code = 0
+            self.host.requests.remove(self)
+
+    def wait(self, timeout: float) -> CommandResult:
+        return CommandResult("sut", self.argv, self.code or 0, "held\n", "", 0.0, 0.0)
+
+
+class QosHost(FakeTransport):
+    """The scripted transport with the kernel's CPU latency QoS: /dev/cpu_dma_latency
+    reads the lowest request held, or PM_QOS_CPU_LATENCY_DEFAULT_VALUE."""
+
+    def __init__(self, held_by_others: int | None = None) -> None:
+        super().__init__(FakeHost({}), name="sut")
+        self.others = [] if held_by_others is None else [held_by_others]
+        self.requests: list[FakeHolder] = []
+        self.signals: list[str] = []
+        self.started: list[tuple[tuple[str, ...], bool]] = []
+
+    def run(self, argv: Sequence[str], **kw: Any) -> CommandResult:
+        if argv[0] != "od":
+            return super().run(argv, **kw)
+        assert list(argv) == [*cpu_dma_latency.READ, "/dev/cpu_dma_latency"]
+        value = min([*self.others, *(r.value for r in self.requests), 2_000_000_000])
+        return self._result(argv, 0, f" {value:>11}\n")
+
+    def start(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
+              stdin_open: bool = False) -> Process:
+        self.started.append((tuple(argv), stdin_open))
+        return FakeHolder(self, argv)
+
+
+def qos_settings(host: QosHost) -> HostSettings:
+    return HostSettings(HostSession(host), "r1")
+
+
+def test_cpu_dma_latency_is_held_for_the_trial_and_released(tmp_path: Path) -> None:
+    plan = bound(tmp_path, "cpu_dma_latency: 0")
+    text = plan_text(plan)
+    assert ("apply    env LC_ALL=C sh -c <cpu-dma-latency-hold script> "
+            "napilab-cpu-dma-latency /dev/cpu_dma_latency 0") in text
+    assert "restore  env LC_ALL=C kill -s TERM '<holder-pid>'" in text
+    assert "od -An -t d4 -N 4 -- /dev/cpu_dma_latency" in text
+    host = QosHost()
+    settings = qos_settings(host)
+    (change,) = settings.apply(plan.settings(plan.profile.variants[0])["sut"])
+    assert (change.original, change.requested, change.effective, change.state) == (
+        "2000000000", "0", "0 (napilab holds 0)", "taken")
+    assert host.started == [(("sh", "-c", cpu_dma_latency.HOLD_SCRIPT,
+                              "napilab-cpu-dma-latency", "/dev/cpu_dma_latency", "0"), True)]
+    assert json.loads(host.fake.files[JOURNAL])["entries"][0]["backend"] == "pm_qos_holder"
+    settings.restore()
+    assert host.requests == [] and host.signals == ["TERM"] and JOURNAL not in host.fake.files
+
+
+def test_a_lower_request_of_another_holder_is_a_mismatch(tmp_path: Path) -> None:
+    plan = bound(tmp_path, "cpu_dma_latency: 50")
+    host = QosHost(held_by_others=0)  # tuned's force_latency
+    with pytest.raises(SettingMismatch, match=r"cpu_dma_latency: wrote '50', reads "
+                                             r"'0 \(napilab holds 50\)'"):
+        qos_settings(host).apply(plan.settings(plan.profile.variants[0])["sut"])
+    assert host.requests == [] and JOURNAL not in host.fake.files
+
+
+def test_after_a_crash_restore_finds_the_request_gone_with_its_holder(tmp_path: Path) -> None:
+    plan = bound(tmp_path, "cpu_dma_latency: 0")
+    host = QosHost()
+    qos_settings(host).apply(plan.settings(plan.profile.variants[0])["sut"])
+    for holder in list(host.requests):
+        holder.end()  # the controller died: sshd closed the holder's stdin, it exited
+    doc = json.loads(host.fake.files[JOURNAL])
+    restored = HostSettings.from_journal(HostSession(host), doc, JOURNAL).restore()
+    assert [c.original for c in restored] == ["2000000000"]
+    assert len(host.started) == 1 and JOURNAL not in host.fake.files
+
+
+def test_cpu_dma_latency_grammar(tmp_path: Path) -> None:
+    message = error_of(tmp_path, "cpu_dma_latency: -1")
+    assert ("p.yaml:6:22: setup.sut.cpu_dma_latency: -1 is out of range 0..2000000000 "
+            "(microseconds)") in message
+
+
+def test_the_hold_script_writes_hex_text_and_ends_with_its_controller(
+        tmp_path: Path) -> None:
+    """The real script through the local transport, on a plain file standing for the
+    device: 8 hex digits and a newline (never the 4 bytes the kernel reads as binary);
+    a controller that dies (os._exit, no cleanup) closes the holder's stdin and the
+    holder exits."""
+    device, gone = tmp_path / "device", tmp_path / "gone"
+    child = f"""
+import os, sys, time
+sys.path.insert(0, {str(Path(__file__).parents[2])!r})
+from napilab.harness.inventory.inventory import Host
+from napilab.harness.knobs.kinds.cpu_dma_latency import HOLD_SCRIPT
+from napilab.harness.transport.local import LocalTransport
+script = HOLD_SCRIPT + '; echo $$ > {gone}'
+t = LocalTransport(Host(name="h", transport="local"))
+p = t.start(["sh", "-c", script, "hold", {str(device)!r}, "2000000000"], stdin_open=True)
+while "held" not in p.output()[0]:
+    time.sleep(0.01)
+print(p.poll(), flush=True)
+os._exit(0)
+"""
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                         timeout=30, check=True).stdout
+    assert out == "None\n"  # held, and still running when its controller died
+    deadline = time.monotonic() + 10
+    while not gone.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert gone.exists() and device.read_text() == "77359400\n"
