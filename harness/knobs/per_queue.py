@@ -108,6 +108,9 @@ def queue_indexes(value: object) -> list[int]:
         text = str(item).strip()
         if text[:3] in ("rx-", "tx-") and text[3:].isdigit():
             text = text[3:]
+        elif text[:1].isalpha():
+            raise values.KnobValueError(f"{text!r} is not a queue name like rx-0 nor an "
+                                        "index list like '0-3'")
         try:
             out += cpus.parse_list(text)
         except cpus.CpuListError as exc:

@@ -167,6 +167,33 @@ def napi_ids(host: Session, iface: str) -> tuple[str, list[str]]:
     return ifindex, [str(i) for i in ids]
 
 
+def ifindex(host: Session, iface: str) -> str:
+    path = f"/sys/class/net/{iface}/ifindex"
+    return str(int(read_files(host.transport, [path])[path]))
+
+
+def queue_napis(host: Session, iface: str) -> dict[int, list[str]]:
+    """Queue index -> the ids of its NAPI instances (its rx and its tx queue's; one id
+    when they share one), from netdev netlink queue-get."""
+    index = ifindex(host, iface)
+    try:
+        listed = host.backend(NapiBackend).napi_get(index, "queue-get")
+    except NapilabError as exc:
+        raise HostError(f"{host.name}: the NAPIs of {iface}'s queues are unknown: "
+                        f"{exc.message}", hint="naming a queue's NAPI needs netdev "
+                        "netlink queue-get (Linux 6.8+)") from None
+    out: dict[int, list[str]] = {}
+    for queue in listed:
+        if "napi-id" in queue and "id" in queue:
+            ids = out.setdefault(int(str(queue["id"])), [])
+            if str(queue["napi-id"]) not in ids:
+                ids.append(str(queue["napi-id"]))
+    if not out:
+        raise HostError(f"{host.name}: {iface} reports no queue with a NAPI instance "
+                        "(netdev queue-get lists none: a veth needs GRO on)")
+    return out
+
+
 def support(host: Session, iface: str) -> str:
     """Whether the host can set NAPI attributes on `iface`, and which it reports."""
     backend = host.backend(NapiBackend)
@@ -247,18 +274,16 @@ class Napi(Kind):
         scope, attr = per_queue.scope(setting.target)
         iface = scope.iface
         if scope.queue is None:
-            ifindex, ids = host.find(napi_ids, iface, plan=("<ifindex>", ["<napi-id>"]))
-            return [self.item(f"{ifindex}/{i}/{attr}", f"{iface}/napi-{i}/{attr}",
+            index, ids = host.find(napi_ids, iface, plan=("<ifindex>", ["<napi-id>"]))
+            return [self.item(f"{index}/{i}/{attr}", f"{iface}/napi-{i}/{attr}",
                               setting.value) for i in ids]
-        from napilab.harness.knobs.kinds import queue_map  # it reads NAPIs with NapiBackend
-
-        ifindex = host.find(queue_map.ifindex, iface, plan="<ifindex>")
-        by_queue = host.find(queue_map.queue_napis, iface,
+        index = host.find(ifindex, iface, plan="<ifindex>")
+        by_queue = host.find(queue_napis, iface,
                              plan={scope.queue: [f"<napi-id of queue {scope.queue}>"]})
         if scope.queue not in by_queue:
             raise HostError(f"{host.name}: {iface} has no queue {scope.queue} with a NAPI "
                             f"(its queues: {', '.join(map(str, sorted(by_queue)))})")
-        return [self.item(f"{ifindex}/{i}/{attr}",
+        return [self.item(f"{index}/{i}/{attr}",
                           f"{iface}/queue-{scope.queue}/napi-{i}/{attr}", setting.value)
                 for i in by_queue[scope.queue]]
 

@@ -146,11 +146,12 @@ class NapiThreads(Kind):
     def _per_queue(self, setting: Setting, scope: per_queue.Scope, what: str,
                    host: Lookup) -> list[Item]:
         """The threads of the NAPIs of one queue, or of every queue for a spread."""
-        from napilab.harness.knobs.kinds import queue_map  # it reads NAPIs with NapiBackend
+        from napilab.harness.knobs.kinds import queue_map
+        from napilab.harness.knobs.kinds.napi import queue_napis
 
         iface = scope.iface
         plan = {scope.queue if scope.queue is not None else 0: ["<napi-id>"]}
-        by_queue = host.find(queue_map.queue_napis, iface, plan=plan)
+        by_queue = host.find(queue_napis, iface, plan=plan)
         chosen = [scope.queue] if scope.queue is not None else sorted(by_queue)
         missing = [q for q in chosen if q not in by_queue]
         if missing:

@@ -15,7 +15,7 @@ import re
 from napilab.harness.errors import HostError, NapilabError
 from napilab.harness.knobs.backend import read_files
 from napilab.harness.knobs.kind import Session
-from napilab.harness.knobs.kinds.napi import NapiBackend
+from napilab.harness.knobs.kinds.napi import NapiBackend, ifindex, queue_napis
 from napilab.harness.profile import cpus
 
 # the queue index at the end of an IRQ's name, after a word that says it is a queue's
@@ -54,33 +54,6 @@ def irq_queue(name: str) -> int | None:
     """The queue index an IRQ's name says (None for the device's other IRQs)."""
     match = QUEUE_IRQ.search(name.split()[-1] if name.split() else "")
     return int(match[1]) if match else None
-
-
-def ifindex(host: Session, iface: str) -> str:
-    path = f"/sys/class/net/{iface}/ifindex"
-    return str(int(read_files(host.transport, [path])[path]))
-
-
-def queue_napis(host: Session, iface: str) -> dict[int, list[str]]:
-    """Queue index -> the ids of its NAPI instances (its rx and its tx queue's; one id
-    when they share one), from netdev netlink queue-get."""
-    index = ifindex(host, iface)
-    try:
-        listed = host.backend(NapiBackend).napi_get(index, "queue-get")
-    except NapilabError as exc:
-        raise HostError(f"{host.name}: the NAPIs of {iface}'s queues are unknown: "
-                        f"{exc.message}", hint="naming a queue's NAPI needs netdev "
-                        "netlink queue-get (Linux 6.8+)") from None
-    out: dict[int, list[str]] = {}
-    for queue in listed:
-        if "napi-id" in queue and "id" in queue:
-            ids = out.setdefault(int(str(queue["id"])), [])
-            if str(queue["napi-id"]) not in ids:
-                ids.append(str(queue["napi-id"]))
-    if not out:
-        raise HostError(f"{host.name}: {iface} reports no queue with a NAPI instance "
-                        "(netdev queue-get lists none: a veth needs GRO on)")
-    return out
 
 
 def queue_irqs(host: Session, iface: str, pattern: str) -> dict[int, list[tuple[str, str]]]:
