@@ -22,6 +22,7 @@ from napilab.harness.knobs.kinds import (
     napi_threads,
     netdev,
     queues,
+    smt,
     sysctl,
     sysfs,
     transparent_hugepage,
@@ -35,6 +36,7 @@ KINDS: tuple[Kind, ...] = (
     cpufreq.Cpufreq(),
     cpuidle.Cpuidle(),
     cpu_dma_latency.CpuDmaLatency(),
+    smt.Smt(),  # last of the host's: per-CPU files are written while every CPU is online
     ethtool.Ethtool(),  # first of the interface's: channels and GRO decide queues and NAPIs
     netdev.Netdev(),
     sysfs.Sysfs(),

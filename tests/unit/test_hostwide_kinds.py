@@ -34,6 +34,7 @@ THIS_VM = SYSFS / "6.18.44-fc-v1098" / "cpu_thp.txt"
 INTEL = SYSFS / "from-docs" / "intel-pstate-4cpu.txt"
 LAPTOP = SYSFS / "from-docs" / "acpi-cpufreq-laptop.txt"
 CPU = "/sys/devices/system/cpu"
+THP = "/sys/kernel/mm/transparent_hugepage"
 JOURNAL = "/var/tmp/napilab/journal-r1-sut.json"
 
 PROFILE = """\
@@ -127,7 +128,7 @@ def test_thp_on_a_kernel_without_it_fails_before_any_write(tmp_path: Path) -> No
 
 def test_registry_places_host_wide_kinds_before_interface_kinds() -> None:
     first_iface = registry.order("ethtool")
-    for name in ("transparent_hugepage", "cpuidle", "cpu_dma_latency"):
+    for name in ("transparent_hugepage", "cpuidle", "cpu_dma_latency", "smt"):
         assert registry.order("irqbalance") < registry.order(name) < first_iface
 
 
@@ -333,3 +334,75 @@ os._exit(0)
     while not gone.exists() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert gone.exists() and device.read_text() == "77359400\n"
+
+
+# smt
+
+
+def test_smt_off_and_back_on(tmp_path: Path) -> None:
+    plan = bound(tmp_path, "smt: off")
+    text = plan_text(plan)
+    assert "tee -- /sys/devices/system/cpu/smt/control <<< 'off'" in text
+    assert "tee -- /sys/devices/system/cpu/smt/control <<< 'on'" in text  # restore
+    settings, fake, (change,) = apply(plan, tree(INTEL))
+    assert (change.original, change.effective, change.state) == ("on", "off", "taken")
+    settings.restore()
+    assert fake.files[f"{CPU}/smt/control"] == "on\n" and JOURNAL not in fake.files
+
+
+@pytest.mark.parametrize(("path", "word"), [(THIS_VM, "notsupported"),
+                                            (LAPTOP, "notimplemented")])
+def test_smt_refused_where_the_host_cannot_switch_it(tmp_path: Path, path: Path,
+                                                    word: str) -> None:
+    plan = bound(tmp_path, "smt: off")
+    settings, fake = settings_on(tree(path))
+    with pytest.raises(HostError, match=f"smt/control reads {word}"):
+        settings.apply(plan.settings(plan.profile.variants[0])["sut"])
+    assert not any(line[0] == "tee" for line in fake.log)
+
+
+def test_smt_forceoff_is_refused_at_its_line(tmp_path: Path) -> None:
+    message = error_of(tmp_path, "smt: forceoff")
+    assert "p.yaml:6:10: setup.sut.smt: expected on or off, got 'forceoff'" in message
+    assert "cannot be undone before a reboot" in message
+
+
+# together
+
+
+def test_pm_qos_0_smt_off_thp_never_validates_plans_and_applies(tmp_path: Path) -> None:
+    plan = bound(tmp_path, "cpu_dma_latency: 0\nsmt: off\n"
+                           "transparent_hugepage: {enabled: never, defrag: never}")
+    lines = plan_text(plan).splitlines()
+    assert [ln.strip() for ln in lines if ln.startswith("  sut      + ")] == [
+        "sut      + transparent_hugepage enabled = never",
+        "sut      + transparent_hugepage defrag = never",
+        "sut      + cpu_dma_latency = 0",
+        "sut      + smt control = off"]
+    writes = [ln.split("apply    env LC_ALL=C ")[1] for ln in lines
+              if "apply    env LC_ALL=C tee" in ln
+              or "apply    env LC_ALL=C sh -c <cpu-dma" in ln]
+    assert writes == [
+        "tee -- /sys/kernel/mm/transparent_hugepage/enabled <<< 'never'",
+        "tee -- /sys/kernel/mm/transparent_hugepage/defrag <<< 'never'",
+        "sh -c <cpu-dma-latency-hold script> napilab-cpu-dma-latency /dev/cpu_dma_latency 0",
+        "tee -- /sys/devices/system/cpu/smt/control <<< 'off'"]
+    restores = [ln.split("restore  env LC_ALL=C ")[1] for ln in lines
+                if "restore  env LC_ALL=C tee" in ln or "restore  env LC_ALL=C kill" in ln]
+    assert restores == [
+        "tee -- /sys/devices/system/cpu/smt/control <<< 'on'",
+        "kill -s TERM '<holder-pid>'",
+        "tee -- /sys/kernel/mm/transparent_hugepage/defrag <<< '<original>'",
+        "tee -- /sys/kernel/mm/transparent_hugepage/enabled <<< '<original>'"]
+    host = QosHost()
+    host.fake.files.update(tree(INTEL))
+    host.fake.files.update({f"{THP}/enabled": "[always] madvise never\n",
+                            f"{THP}/defrag": "always defer defer+madvise [madvise] never\n"})
+    settings = qos_settings(host)
+    changes = settings.apply(plan.settings(plan.profile.variants[0])["sut"])
+    assert [(c.kind, c.original, c.state) for c in changes] == [
+        ("transparent_hugepage", "always", "taken"), ("transparent_hugepage", "madvise", "taken"),
+        ("cpu_dma_latency", "2000000000", "taken"), ("smt", "on", "taken")]
+    settings.restore()
+    assert host.requests == [] and host.fake.files[f"{CPU}/smt/control"] == "on\n"
+    assert host.fake.files[f"{THP}/enabled"] == "always\n"
