@@ -128,6 +128,17 @@ def headline(source: str) -> tuple[str, ...]:
     return tuple(collector.headline) if collector is not None else ()
 
 
+def metric_patterns(source: str) -> tuple[str, ...] | None:
+    """The fnmatch patterns of every metric a workload source (`neper` for neper.tcp_rr,
+    over all its tools) or a collector produces, from each class's `metrics`; None for
+    a source napilab does not know."""
+    found = [p for name, tool in TOOLS.items() if name.split(".")[0] == source
+             for p in tool.metrics]
+    if source in COLLECTORS:
+        found += COLLECTORS[source].metrics
+    return tuple(dict.fromkeys(found)) if found or source in COLLECTORS else None
+
+
 def operations(source: str) -> dict[str, list[str]]:
     """A workload source's operations: name (transaction, message, packet, MB) -> the
     metrics that count it, over every tool of that source (neper.tcp_rr and

@@ -50,6 +50,7 @@ from napilab.harness.profile.merge import (
     resolve_extends,
     without_other_tool,
 )
+from napilab.harness.profile.metric_names import check_metric_names, sources_of
 from napilab.harness.profile.names import unsafe
 from napilab.harness.profile.schema import Checker, Number, join, suggest, type_name
 from napilab.harness.profile.scope import Scope
@@ -233,6 +234,8 @@ def load_profile(path: str | Path, tuning: Tuning | None = None) -> Profile:
     check.keys(report, "report", REPORT_KEYS)
     table = parse_table(check, report.get("table"), report.where("table"), "report.table", roles)
     _columns(check, report, [v.name for v in variants])
+    if variants:
+        check_metric_names(check, document, sources_of(variants))
     profile_fields = _top_level(check, document)
     if document.get("name") is None and (why := unsafe(Path(path).stem)):
         check.error(document.location, "name", f"no `name:`, and the file's name {why}: "

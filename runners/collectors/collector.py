@@ -43,6 +43,7 @@ class Collector(Protocol[Snapshot]):
     paths: tuple[str, ...]
     options: Mapping[str, str]
     headline: tuple[str, ...]
+    metrics: tuple[str, ...]  # fnmatch patterns of every name it produces; "*": any
     sections: Mapping[str, str]
     parsers: Mapping[str, Callable[[str], list[Value]]]
 

@@ -69,6 +69,7 @@ class DmesgCollector:
     paths: tuple[str, ...] = ("@dmesg",)
     options: Mapping[str, str] = {"patterns": "patterns", "since": "since"}
     headline: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ("*",)  # the names of its `patterns`
     sections: Mapping[str, str] = {"@dmesg": 'echo "==> @dmesg <=="; dmesg'}
     parsers: Mapping[str, Callable[[str], list[Value]]] = {
         "dmesg": lambda text: values(parse(text))}

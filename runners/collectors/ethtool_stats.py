@@ -162,6 +162,7 @@ class EthtoolStatsCollector:
     paths: tuple[str, ...] = (SECTION,)
     options: Mapping[str, str] = {"ifaces": "names"}
     headline: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ("*",)  # the driver's `ethtool -S` names
     sections: Mapping[str, str] = {SECTION: _SCRIPT}
     parsers: Mapping[str, Callable[[str], list[Value]]] = {
         "ethtool_stats": lambda text: values(parse(text))}

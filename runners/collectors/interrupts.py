@@ -145,6 +145,7 @@ class InterruptsCollector:
     paths: tuple[str, ...] = ("/proc/interrupts",)
     options: Mapping[str, str] = {"irqs": "regex"}
     headline: tuple[str, ...] = ("function_call_interrupts", "rescheduling_interrupts")
+    metrics: tuple[str, ...] = ("*",)  # irq_N and the architecture's named rows
     sections: Mapping[str, str] = {}
     parsers: Mapping[str, Callable[[str], list[Value]]] = {
         "interrupts": lambda text: values(parse(text))}

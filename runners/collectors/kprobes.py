@@ -76,6 +76,7 @@ class KprobesCollector:
     paths: tuple[str, ...] = ("@kprobe_profile",)
     options: Mapping[str, str] = {"functions": "functions"}
     headline: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ("*",)  # one per kernel function probed
     # tracefs where it is mounted, else under debugfs; no header when neither has it
     sections: Mapping[str, str] = {"@kprobe_profile": """\
 for f in /sys/kernel/tracing /sys/kernel/debug/tracing; do

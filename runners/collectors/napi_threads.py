@@ -97,6 +97,7 @@ class NapiThreadsCollector:
     paths: tuple[str, ...] = ("@napi_threads",)
     options: Mapping[str, str] = {"match": "regex"}
     headline: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ("threads", "threads_realtime", "cpu_time")
     # the snapshot script's section: each thread's stat line
     sections: Mapping[str, str] = {"@napi_threads": """echo "==> @napi_threads <=="
   for p in /proc/[0-9]*; do read -r c < "$p/comm" 2>/dev/null || continue

@@ -175,6 +175,7 @@ class NetstatCollector:
     # did busy polling run; did TCP lose segments or time out
     headline: tuple[str, ...] = ("TcpExt.BusyPollRxPackets", "Tcp.RetransSegs",
                                  "TcpExt.TCPTimeouts")
+    metrics: tuple[str, ...] = ("*.*",)  # Protocol.Field, as the kernel names them
     sections: Mapping[str, str] = {}
     parsers: Mapping[str, Callable[[str], list[Value]]] = {
         "netstat": lambda text: values(parse(text))}

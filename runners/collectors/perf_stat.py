@@ -156,6 +156,7 @@ class PerfStatCollector:
     paths: tuple[str, ...] = (SECTION,)
     options: Mapping[str, str] = {}
     headline: tuple[str, ...] = ("cycles", "instructions", "context_switches", "cpu_migrations")
+    metrics: tuple[str, ...] = (*(metric(event) for event in EVENTS), "hardware_events")
     sections: Mapping[str, str] = {SECTION: _SCRIPT}
     counts_during = True  # started by a window's first snapshot: a failed trial stops it
     parsers: Mapping[str, Callable[[str], list[Value]]] = {

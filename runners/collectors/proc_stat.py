@@ -130,6 +130,7 @@ class ProcStatCollector:
     paths: tuple[str, ...] = ("/proc/stat",)
     options: Mapping[str, str] = {}
     headline: tuple[str, ...] = ("hardirq", "softirq")
+    metrics: tuple[str, ...] = (*FIELDS, "ctxt", "intr")
     sections: Mapping[str, str] = {}
     parsers: Mapping[str, Callable[[str], list[Value]]] = {
         "proc_stat": lambda text: values(parse(text))}

@@ -192,6 +192,7 @@ class QstatsCollector:
     paths: tuple[str, ...] = (SECTION,)
     options: Mapping[str, str] = {"ifaces": "names"}
     headline: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ("*",)  # IFACE.counter, as the kernel names them
     sections: Mapping[str, str] = {SECTION: _SCRIPT}
     hostscript = HOSTSCRIPT
     parsers: Mapping[str, Callable[[str], list[Value]]] = {

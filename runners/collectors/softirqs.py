@@ -92,6 +92,7 @@ class SoftirqsCollector:
     paths: tuple[str, ...] = ("/proc/softirqs",)
     options: Mapping[str, str] = {"names": "names"}
     headline: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ("*",)  # the kernel's softirq names, lower case
     sections: Mapping[str, str] = {}
     parsers: Mapping[str, Callable[[str], list[Value]]] = {
         "softirqs": lambda text: values(parse(text))}

@@ -116,6 +116,7 @@ class SoftnetStatCollector:
     paths: tuple[str, ...] = ("/proc/net/softnet_stat",)
     options: Mapping[str, str] = {}
     headline: tuple[str, ...] = ("processed", "dropped", "time_squeeze", "received_rps")
+    metrics: tuple[str, ...] = (*COUNTERS.values(), *GAUGES.values())
     sections: Mapping[str, str] = {}
     parsers: Mapping[str, Callable[[str], list[Value]]] = {
         "softnet_stat": lambda text: values(parse(text))}

@@ -219,6 +219,7 @@ class CommandTool:
 
     name = "command"
     headline: tuple[str, ...] = ()  # its metrics are the profile's: `metrics:` names them
+    metrics: tuple[str, ...] = ("*",)  # named by its args (regexes or a preset)
     # what the presets count (xdpsock, testpmd); a command's own metrics count nothing
     operations: Mapping[str, tuple[str, ...]] = {
         "packet": ("rx_packets", "fwd_rx_packets", "rx_pps", "rx_pps_mean")}

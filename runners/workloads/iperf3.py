@@ -247,6 +247,10 @@ class Iperf3Tool:
 
     name = "iperf3"
     headline: tuple[str, ...] = ("throughput",)
+    metrics: tuple[str, ...] = ("streams", "throughput", "sender_throughput", "retransmits",
+                                "jitter", "lost_packets", "packets", "lost_percent",
+                                *(f"cpu_{key}" for key in _CPU), "rtt_min", "rtt_mean",
+                                "rtt_max")
     # At a target bitrate (`-b`; 0 unlimited) the achieved load is what the receiver
     # got: a UDP datagram the receiver dropped was offered but never carried, and the
     # jitter and loss are of the datagrams that arrived. So a rung is saturated when the

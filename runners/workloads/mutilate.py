@@ -299,6 +299,9 @@ class MutilateTool:
         "R": ArgSpec(int, "requests per event per connection (default 20)"),
     }
     headline: tuple[str, ...] = ("latency_mean", "latency_p99", "qps")
+    metrics: tuple[str, ...] = ("latency_*", "update_latency_*", "queue_depth_mean", "qps",
+                                "requests", "elapsed", "misses", "skipped_tx", "rx_bytes",
+                                "tx_bytes")
     operations: Mapping[str, tuple[str, ...]] = {"request": ("requests", "qps")}
     parsers: Mapping[str, Parser] = {"mutilate": lambda text: values(parse(text))}
     # `mutilate --version` prints gengetopt's `mutilate 0.1` at every commit

@@ -192,6 +192,10 @@ class NeperTool:
 
     load: LoadAxis | None = None  # closed loop: no offered load
     headline: tuple[str, ...] = ("latency_p50", "latency_p99", "throughput")
+    metrics: tuple[str, ...] = ("num_transactions", *_LATENCY_STATS, "latency_p*",
+                                "throughput", "local_throughput", "remote_throughput",
+                                "correlation_coefficient", "utime", "stime", *_RUSAGE,
+                                "maxrss", "snapshots", "flows")  # + neper.all_samples
     operations: Mapping[str, tuple[str, ...]] = {"transaction": ("num_transactions",),
                                                  "MB": ("throughput",)}
     parsers: Mapping[str, Parser] = {"neper": lambda text: values(parse(text)),

@@ -268,6 +268,8 @@ class NetperfTool:
 
     load: LoadAxis | None = None  # closed loop: no offered load
     headline: tuple[str, ...] = ("latency_p50", "latency_p99", "transaction_rate")
+    metrics: tuple[str, ...] = tuple(metric for _, metric, unit in SELECTORS.values()
+                                     if unit is not None)
     operations: Mapping[str, tuple[str, ...]] = {"transaction": ("transaction_rate",),
                                                  "MB": ("throughput",)}
     parsers: Mapping[str, Parser] = {"netperf": lambda text: values(parse(text))}

@@ -176,6 +176,9 @@ class PingTool:
     name = "ping"
     load: LoadAxis | None = None  # closed loop: no offered load
     headline: tuple[str, ...] = ("rtt_avg", "received_per_second")
+    metrics: tuple[str, ...] = ("transmitted", "received", "duplicates", "errors", "loss",
+                                "time", "received_per_second", "rtt_min", "rtt_avg",
+                                "rtt_max", "rtt_mdev", "ipg", "ewma")
     operations: Mapping[str, tuple[str, ...]] = {"packet": ("transmitted",)}
     parsers: Mapping[str, Parser] = {"ping": lambda text: values(parse(text))}
     versions: Mapping[str, tuple[str, ...] | None] = {"ping": ("ping", "-V")}

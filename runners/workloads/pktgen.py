@@ -349,6 +349,7 @@ def _int(args: Mapping[str, ArgValue], key: str, default: int, low: int, high: i
 class PktgenTool:
     name = TOOL
     headline: tuple[str, ...] = ("delivered_pps",)
+    metrics: tuple[str, ...] = ("*",)  # its receiver's are its args' (a preset's parser)
     # `rate` packets/s (ratep; 0 as fast as it can): pktgen's own send rate is achieved
     load: LoadAxis | None = LoadAxis("rate", "pkt/s", 0, ("tx_pps",))
     operations: Mapping[str, tuple[str, ...]] = {

@@ -321,6 +321,9 @@ class SockperfTool:
     }
 
     headline: tuple[str, ...] = ("latency_p50", "latency_p99", "message_rate")
+    metrics: tuple[str, ...] = ("messages_handled", "message_rate", "messages_sent",
+                                "bandwidth", "latency_*", "rtt_*", "observations",
+                                "samples", "*_messages", "send_rate")
     operations: Mapping[str, tuple[str, ...]] = {"message": ("sent", "messages_sent",
                                                              "message_rate")}
     parsers: Mapping[str, Parser] = {

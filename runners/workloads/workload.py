@@ -139,6 +139,7 @@ class WorkloadTool(Protocol):
     client_args: Mapping[str, ArgSpec]
     server_args: Mapping[str, ArgSpec]
     headline: tuple[str, ...]
+    metrics: tuple[str, ...]  # fnmatch patterns of every name it produces; "*": any
     operations: Mapping[str, tuple[str, ...]]
     parsers: Mapping[str, Parser]
     versions: Mapping[str, tuple[str, ...] | None]

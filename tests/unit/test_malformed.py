@@ -177,7 +177,7 @@ CASES: dict[str, tuple[str, str]] = {
     "repeat-zero": (BASE + "repeat: 0  # <-\n", "repeat: 0 is out of range"),
     "order-typo": (BASE + "order: interleave  # <-\n", "did you mean 'interleaved'"),
     "on-mismatch-bad": (BASE + "on_mismatch: ignore  # <-\n", "on_mismatch: 'ignore'"),
-    "metrics-bad-percent": (BASE + "metrics:\n  latency_p99: {max_regression: lots}  # <-\n",
+    "metrics-bad-percent": (BASE + "metrics:\n  rtt_avg: {max_regression: lots}  # <-\n",
                             "expected a percentage"),
     "matrix-unused": (BASE + "matrix:\n  budget: [8, 64]  # <-\n",
                       "matrix.budget: parameter never used"),

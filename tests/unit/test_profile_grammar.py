@@ -110,3 +110,85 @@ def test_a_host_yaml_reads_as_a_boolean_is_refused_with_quote_it(
     column = text.splitlines()[line - 1].index("off") + 1
     assert found[0] == (f"{line}:{column}: hosts.receiver: off is read as a boolean False, "
                         'not a host name: quote it ("off")')
+
+
+PING = """\
+name: names
+hosts: {sender: a, receiver: b}
+workload:
+  tool: ping
+  client: {role: sender}
+collect:
+  softnet_stat: {roles: [receiver]}
+  proc_stat: {roles: [receiver]}
+variants:
+  a: {}
+  b: {setup: {receiver: {sysctl: {net.core.busy_read: 50}}}}
+metrics:
+  rtt_avg: {direction: lower}
+  softnet_stat.processed: {direction: higher, primary: false}
+  cpu.busy_cores: {max_regression: 10}
+report:
+  table:
+    - {source: ping, metric: rtt_avg}
+    - {source: softnet_stat, metric: time_squeeze}
+"""
+
+
+def test_metric_names_the_tool_and_collectors_produce_are_accepted(tmp_path: Path) -> None:
+    assert set(_load(tmp_path, PING).metrics) == {
+        "rtt_avg", "softnet_stat.processed", "cpu.busy_cores"}
+
+
+@pytest.mark.parametrize("old,new,fragment,message", [
+    ("  rtt_avg: {direction", "  rtt_avgg: {direction", "rtt_avgg",
+     "metrics.rtt_avgg: no tool or collector of this profile (ping, proc_stat, "
+     "softnet_stat) produces 'rtt_avgg'; did you mean 'rtt_avg'?"),
+    ("  softnet_stat.processed:", "  softnet_stat.procesed:", "softnet_stat.procesed",
+     "metrics.softnet_stat.procesed: softnet_stat produces no 'procesed'; did you mean "
+     "'processed'?"),
+    ("  cpu.busy_cores:", "  neper.throughput:", "neper.throughput",
+     "metrics.neper.throughput: neper is not a tool or collector of this profile (it has "
+     "ping, proc_stat, softnet_stat)"),
+    ("metric: time_squeeze}", "metric: time_sqeeze}", "time_sqeeze",
+     "report.table[1].metric: softnet_stat produces no 'time_sqeeze'; did you mean "
+     "'time_squeeze'?"),
+    ("{source: ping, metric", "{source: pnig, metric", "pnig",
+     "report.table[0].source: 'pnig' is not a tool or collector of this profile; expected "
+     "one of ['ping', 'proc_stat', 'softnet_stat', 'cpu', 'pooled']; did you "
+     "mean 'ping'?"),
+])
+def test_a_metric_name_nothing_produces_is_refused_at_its_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], old: str, new: str,
+        fragment: str, message: str) -> None:
+    assert old in PING
+    text = PING.replace(old, new)
+    line = _line(text, fragment)
+    column = text.splitlines()[line - 1].index(fragment) + 1
+    assert _refused(tmp_path, capsys, text) == [f"{line}:{column}: {message}"]
+
+
+def test_a_tune_goal_names_a_metric_the_tool_produces(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = (Path(__file__).parents[2] / "profiles" / "tune-veth.yaml").read_text()
+    goal = re.search(r"minimise: (\w+)", text)
+    assert goal is not None
+    text = text.replace(goal[0], "minimise: latncy_p99", 1)
+    found = _refused(tmp_path, capsys, text)
+    assert len(found) == 1 and "tune.goal.minimise: no tool or collector" in found[0], found
+    assert "did you mean" in found[0], found
+
+
+def test_the_cpu_cost_names_a_bare_metric_may_use_are_the_reports() -> None:
+    """harness.profile never imports reports: its copy of the CPU cost's names matches
+    every name reports.ab.cpu_cost documents (`cpu_us_per_<op>` as cpu_us_per_x)."""
+    from fnmatch import fnmatchcase
+
+    from napilab.harness.profile.metric_names import CPU_COST
+    from napilab.reports.ab import cpu_cost
+
+    documented = set(re.findall(r"`([a-z_]+(?:<[a-z]+>)?)`", cpu_cost.__doc__ or ""))
+    names = {re.sub(r"<[a-z]+>", "x", n) for n in documented
+             if n.startswith(("busy_", "cores_", "napi_thread", "cpu_us", "ipc", "cycles_"))}
+    assert len(names) >= 8, names
+    assert all(any(fnmatchcase(n, p) for p in CPU_COST) for n in names), names

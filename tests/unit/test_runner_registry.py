@@ -52,6 +52,7 @@ class ToyTool:
 
     name = "toy"
     headline: tuple[str, ...] = ("latency_us",)
+    metrics: tuple[str, ...] = ("latency_us", "rate")
     operations: Mapping[str, tuple[str, ...]] = {}
     parsers: Mapping[str, Parser] = {"toy": toy_values}
     versions: Mapping[str, tuple[str, ...] | None] = {"sh": None}
@@ -84,6 +85,7 @@ class ToyCollector:
     paths: tuple[str, ...] = ("/proc/loadavg", "@toy_processes")
     options: Mapping[str, str] = {"names": "names"}
     headline: tuple[str, ...] = ("processes",)
+    metrics: tuple[str, ...] = ("running", "processes")
     sections: Mapping[str, str] = {
         "@toy_processes": 'echo "==> @toy_processes <=="; ls -d /proc/[0-9]* | wc -l'}
     parsers: Mapping[str, Parser] = {"toy_load": lambda text: [
@@ -195,3 +197,31 @@ def test_a_run_records_judges_and_shows_them(toys: None, tmp_path: Path,
         cli.main(["parse", "toy", "--json", str(run_dir / "raw" / "001" / "a" / "client.out")])
     assert parsed.value.code == 0
     assert json.loads(capsys.readouterr().out)["metrics"] == {"latency_us": 10.0, "rate": 100.0}
+
+
+DATA = Path(__file__).parents[1] / "data"
+
+
+def test_every_metric_a_parser_produced_is_one_its_class_declares() -> None:
+    """A tool's or collector's `metrics` (what `napilab validate` checks a profile's
+    metric names against) covers every name its parser produced from the real outputs
+    under tests/data."""
+    from fnmatch import fnmatchcase
+
+    checked = 0
+    for expected_file in sorted(DATA.rglob("*.expected.json")):
+        source = expected_file.relative_to(DATA).parts[0]
+        patterns = registry.metric_patterns(source)
+        if patterns is None:  # the command tool's presets; knob outputs (no metrics)
+            assert source in ("testpmd", "xdpsock", "ethtool", "queues", "sysfs"), source
+            continue
+        expected = json.loads(expected_file.read_text())
+        tool = expected.get("tool")
+        sides = [tool.get(side) or {} for side in ("client", "server")] \
+            if isinstance(tool, dict) else []
+        for names in [expected.get("metrics", {}), *sides]:
+            for name in names:
+                metric = name.rsplit(".cpu", 1)[0]
+                assert any(fnmatchcase(metric, p) for p in patterns), (expected_file, metric)
+                checked += 1
+    assert checked > 500
