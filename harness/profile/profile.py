@@ -216,8 +216,12 @@ def load_profile(path: str | Path, tuning: Tuning | None = None) -> Profile:
                     "make matrix.name tell them apart")
     baseline = check.get(document, "baseline", "", str)
     if baseline is not None and baseline not in names:
-        check.error(document.where("baseline"), "baseline", f"no variant named {baseline!r}"
-                    f"{suggest(baseline, names)}")
+        declared = document.get("variants")
+        source = declared.get(baseline) if isinstance(declared, Node) else None
+        made = [name for name, overlay, _ in arms if overlay is source]
+        check.error(document.where("baseline"), "baseline", f"{baseline!r} is crossed by "
+                    f"the matrix: name one of the variants made of it, {made}" if made else
+                    f"no variant named {baseline!r}{suggest(baseline, names)}")
         baseline = None
     tune = None
     if "tune" in document:

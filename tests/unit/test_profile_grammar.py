@@ -192,3 +192,12 @@ def test_the_cpu_cost_names_a_bare_metric_may_use_are_the_reports() -> None:
              if n.startswith(("busy_", "cores_", "napi_thread", "cpu_us", "ipc", "cycles_"))}
     assert len(names) >= 8, names
     assert all(any(fnmatchcase(n, p) for p in CPU_COST) for n in names), names
+
+
+def test_a_baseline_naming_a_variant_the_matrix_crosses_lists_its_variants(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = BOOLEAN_VARIANTS.replace("baseline: off-gro0-s56", "baseline: off")
+    line = _line(text, "baseline: off")
+    assert _refused(tmp_path, capsys, text) == [
+        f"{line}:11: baseline: 'off' is crossed by the matrix: name one of the variants "
+        "made of it, ['off-gro0-s56', 'off-gro0-s1400']"]
