@@ -164,5 +164,6 @@ def test_registry_names_every_kind_once() -> None:
     assert len(names) == len(set(names))
     assert set(registry.profile_keys()) == {
         "sysctl", "irqbalance", "cpufreq", "ethtool", "netdev", "sysfs", "napi", "rps", "xps",
-        "irq_affinity", "napi_threads"}
+        "irq_affinity", "napi_threads", "transparent_hugepage", "cpuidle", "cpu_dma_latency",
+        "smt"}
     assert registry.order("ethtool") < registry.order("rps") < registry.order("napi_threads")
