@@ -41,7 +41,9 @@ from napilab.harness.profile.matrix import (
     parse_matrix,
     placeholders,
     substitute,
+    substitute_text,
     unknown_placeholders,
+    unresolved,
 )
 from napilab.harness.profile.merge import (
     clone,
@@ -65,6 +67,7 @@ from napilab.harness.profile.sections import (
 from napilab.harness.profile.setup import parse_setup
 from napilab.harness.profile.tune import Tune, Tuning, parse_tune
 from napilab.harness.profile.yamlsrc import Node
+from napilab.runners.base import PLACEHOLDER
 from napilab.runners.registry import TOOLS
 
 TOP_KEYS = keys.PROFILE_KEYS
@@ -322,7 +325,8 @@ def _variants(check: Checker, document: Node, base: Node,
             merged = substitute(merged, filled) if filled else merged  # deep_merge copied
             start = len(check.problems)
             unknown_placeholders(check, merged, filled, declared_parameters(document))
-            variant = _variant(check, name, merged, overlay, roles, values)
+            variant = _variant(check, name, merged, overlay, roles, values,
+                               written.get(id(overlay), name), filled)
             scope = Scope(join("variants", written.get(id(overlay), name)), overlay)
             check.problems[start:] = scope.problems(check.problems[start:])
             if variant is not None and rung is not None:
@@ -493,7 +497,10 @@ def _cores_budget(check: Checker, overlay: Node, path: str,
 
 
 def _variant(check: Checker, name: str, doc: Node, overlay: Node,
-             roles: dict[str, RoleSpec], values: dict[str, Any]) -> Variant | None:
+             roles: dict[str, RoleSpec], values: dict[str, Any], written: str,
+             filled: dict[str, Any]) -> Variant | None:
+    """One variant; its `group` takes the matrix's placeholders as its name does, and a
+    problem of what the overlay wrote is reported once at `variants.WRITTEN`."""
     setup = check.mapping(doc.get("setup"), doc.where("setup"), "setup") or Node()
     settings = parse_setup(check, setup, "setup", roles)
     workload_node = check.mapping(doc.get("workload"), doc.where("workload"), "workload")
@@ -504,11 +511,19 @@ def _variant(check: Checker, name: str, doc: Node, overlay: Node,
     kernel_node = check.mapping(doc.get("kernel"), doc.where("kernel"), "kernel") or Node()
     kernels = parse_kernel(check, kernel_node, "kernel", roles)
     description = str(overlay.get("description") or "")
-    group = check.get(overlay, "group", join("variants", name), str)
-    if group is not None and not _GROUP.fullmatch(group):
-        check.error(overlay.where("group"), join(join("variants", name), "group"),
-                    f"group name {group!r}: use letters, digits and . _ = + -")
-    cores = _cores_budget(check, overlay, join("variants", name), roles)
+    path = join("variants", written)
+    group = check.get(overlay, "group", path, str)
+    if group is not None:
+        filled_group = substitute_text(group, {**filled, "variant": written})
+        if unresolved(filled_group) or PLACEHOLDER.search(filled_group):
+            check.error(overlay.where("group"), join(path, "group"), f"unknown placeholder "
+                        f"in {group!r}; a group takes ${{variant}} and the matrix "
+                        f"parameters {sorted(filled)}")
+        elif not _GROUP.fullmatch(filled_group):
+            check.error(overlay.where("group"), join(path, "group"),
+                        f"group name {group!r}: use letters, digits and . _ = + -")
+        group = filled_group
+    cores = _cores_budget(check, overlay, path, roles)
     if values:
         swept = ", ".join(f"{k}={v}" for k, v in values.items())
         description = f"{description} ({swept})" if description else swept

@@ -201,3 +201,40 @@ def test_a_baseline_naming_a_variant_the_matrix_crosses_lists_its_variants(
     assert _refused(tmp_path, capsys, text) == [
         f"{line}:11: baseline: 'off' is crossed by the matrix: name one of the variants "
         "made of it, ['off-gro0-s56', 'off-gro0-s1400']"]
+
+
+GROUPS = """\
+name: groups
+hosts: {sender: a, receiver: b}
+workload:
+  tool: ping
+  client: {role: sender, args: {size: "${size}"}}
+variants:
+  base: {group: "${variant}-${size}"}
+  busy: {group: "base-${size}", setup: {receiver: {sysctl: {net.core.busy_read: 50}}}}
+matrix:
+  parameters: {size: [56, 1400]}
+  name: "${variant}-${size}"
+"""
+
+
+def test_a_group_takes_the_placeholders_a_variant_name_does(tmp_path: Path) -> None:
+    profile = _load(tmp_path, GROUPS)
+    assert [(v.name, v.group) for v in profile.variants] == [
+        ("base-56", "base-56"), ("base-1400", "base-1400"), ("busy-56", "base-56"),
+        ("busy-1400", "base-1400")]
+    assert profile.comparisons == (("base-56", "busy-56"), ("base-1400", "busy-1400"))
+
+
+@pytest.mark.parametrize("group,message", [
+    ("base-${sise}", "unknown placeholder in 'base-${sise}'; a group takes ${variant} and "
+                     "the matrix parameters ['size']"),
+    ("base ${size}", "group name 'base ${size}': use letters, digits and . _ = + -"),
+])
+def test_a_bad_group_is_one_error_at_its_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], group: str, message: str) -> None:
+    text = GROUPS.replace('group: "base-${size}"', f'group: "{group}"')
+    line = _line(text, group)
+    column = text.splitlines()[line - 1].index(group)
+    assert _refused(tmp_path, capsys, text) == [
+        f"{line}:{column}: variants.busy.group: {message}"]
