@@ -241,6 +241,8 @@ def load_profile(path: str | Path, tuning: Tuning | None = None) -> Profile:
     check.keys(report, "report", REPORT_KEYS)
     table = parse_table(check, report.get("table"), report.where("table"), "report.table", roles)
     _columns(check, report, [v.name for v in variants])
+    _like_with_like(check, variants, {name: overlay for name, overlay, _ in arms},
+                    document.where("variants"))
     if variants:
         check_metric_names(check, document, sources_of(variants))
     profile_fields = _top_level(check, document)
@@ -531,6 +533,26 @@ def _variant(check: Checker, name: str, doc: Node, overlay: Node,
         return None
     return Variant(name, description, tuple(settings), workload, tuple(collect), values, group,
                    tuple(kernels), cores)
+
+
+def _like_with_like(check: Checker, variants: list[Variant], overlays: dict[str, Node],
+                    where: Location | None) -> None:
+    """A variant is compared with a baseline that runs its tool (netperf.UDP_RR is not
+    judged against a netperf.TCP_RR baseline): else `group:` splits them by tool."""
+    firsts: dict[str | None, Variant] = {}
+    for variant in variants:
+        first = firsts.setdefault(variant.group, variant)
+        tool, base_tool = variant.workload.tool, first.workload.tool
+        if tool == base_tool:
+            continue
+        overlay = overlays.get(variant.base or variant.name, Node())
+        workload = overlay.get("workload")
+        at = workload.where("tool") if isinstance(workload, Node) and "tool" in workload \
+            else overlay.location or where
+        check.error(at, join("variants", variant.base or variant.name), f"runs {tool} and "
+                    f"would be compared with {first.name}, which runs {base_tool}: give the "
+                    f"variants of each tool their own `group:` (e.g. group: "
+                    f"{tool.replace('.', '-')})")
 
 
 def _top_level(check: Checker, document: Node) -> dict[str, Any]:

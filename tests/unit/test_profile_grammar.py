@@ -238,3 +238,29 @@ def test_a_bad_group_is_one_error_at_its_line(
     column = text.splitlines()[line - 1].index(group)
     assert _refused(tmp_path, capsys, text) == [
         f"{line}:{column}: variants.busy.group: {message}"]
+
+
+TOOLS_MIXED = """\
+name: mixed
+hosts: {client: a, server: b}
+workload:
+  tool: netperf.TCP_RR
+  client: {role: client}
+  server: {role: server}
+variants:
+  tcp: {}
+  udp:
+    workload: {tool: netperf.UDP_RR, client: {role: client}, server: {role: server}}
+"""
+
+
+def test_variants_of_another_tool_are_not_compared_with_the_baseline(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    line = _line(TOOLS_MIXED, "tool: netperf.UDP_RR")
+    column = TOOLS_MIXED.splitlines()[line - 1].index("netperf.UDP_RR") + 1
+    assert _refused(tmp_path, capsys, TOOLS_MIXED) == [
+        f"{line}:{column}: variants.udp: runs netperf.UDP_RR and would be compared with "
+        "tcp, which runs netperf.TCP_RR: give the variants of each tool their own "
+        "`group:` (e.g. group: netperf-UDP_RR)"]
+    grouped = TOOLS_MIXED.replace("  udp:\n", "  udp:\n    group: udp\n")
+    assert _load(tmp_path, grouped).comparisons == ()
