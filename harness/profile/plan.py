@@ -217,5 +217,8 @@ def _check_commands(plan: Plan) -> list[Problem]:
             at = spec.client.written.get("args")
             where, path = (at.location, at.key_path) if at else (
                 plan.profile.roles[spec.client.role].where, f"variants.{variant.name}.workload")
-            problems.append(Problem(where, path, f"{spec.tool}: {exc.message}"))
+            # the tool's errors name it already (`command: client argv is required`)
+            text = exc.message if exc.message.startswith(
+                (f"{spec.tool}: ", f"{spec.source}: ")) else f"{spec.tool}: {exc.message}"
+            problems.append(Problem(where, path, text))
     return problems

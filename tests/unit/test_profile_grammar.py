@@ -264,3 +264,20 @@ def test_variants_of_another_tool_are_not_compared_with_the_baseline(
         "`group:` (e.g. group: netperf-UDP_RR)"]
     grouped = TOOLS_MIXED.replace("  udp:\n", "  udp:\n    group: udp\n")
     assert _load(tmp_path, grouped).comparisons == ()
+
+
+def test_a_tool_error_names_the_tool_once(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """The command tool's errors start `command: `; binding prefixed the tool again."""
+    text = ("name: cmd\nhosts: {sender: sender, receiver: receiver}\nworkload:\n"
+            "  tool: command\n  client:\n    role: sender\n    args: {exit_codes: [0]}\n")
+    path = _write(tmp_path, text)
+    inventory = Path(__file__).parents[2] / "profiles" / "inventory.example.yaml"
+    with pytest.raises(SystemExit) as done:
+        main(["validate", str(path), "-i", str(inventory)])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and "Traceback" not in err
+    line = _line(text, "args:")
+    assert f"{path}:{line}:11: workload.client.args: command: client `argv` is required" \
+        in err, err
+    assert "command: command:" not in err
