@@ -60,8 +60,9 @@ def testbed() -> None:
     """
 
 
-def _kernel_choice(values: tuple[str, ...]) -> dict[str, str]:
-    """`--kernel NAME` (both guests) or `--kernel GUEST=NAME`, repeatable."""
+def _kernel_choice(values: tuple[str, ...], flag: str = "--kernel") -> dict[str, str]:
+    """`--kernel NAME` (both guests) or `--kernel GUEST=NAME`, repeatable (and so
+    `--nic`)."""
     from napilab.harness.errors import InputError
     from napilab.harness.lab.vmbed import NAMES
 
@@ -73,7 +74,7 @@ def _kernel_choice(values: tuple[str, ...]) -> dict[str, str]:
         elif guest in NAMES and name:
             chosen[guest] = name
         else:
-            raise InputError(f"--kernel {value!r}: NAME or GUEST=NAME, GUEST one of "
+            raise InputError(f"{flag} {value!r}: NAME or GUEST=NAME, GUEST one of "
                              f"{list(NAMES)}")
     return chosen
 
@@ -91,8 +92,11 @@ def _kernel_choice(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--memory", default="1G", show_default=True, help="(--vm) Memory per guest.")
 @click.option("--accel", type=click.Choice(["auto", "kvm", "tcg"]), default="auto",
               show_default=True, help="(--vm) auto: KVM where a KVM guest boots, else TCG.")
+@click.option("--nic", "nic", multiple=True, metavar="[GUEST=]MODEL",
+              help="(--vm) The data NIC's model: virtio (default), virtio-rss (QEMU's RSS, "
+              "ethtool -x), vmxnet3 or e1000e (one queue).")
 def testbed_up(ssh: bool, vm: bool, kernel: tuple[str, ...], queues: int, cpus: int,
-               memory: str, accel: str) -> None:
+               memory: str, accel: str, nic: tuple[str, ...]) -> None:
     """Create the namespaces napilab-a and napilab-b, joined by a veth pair (GRO on),
     or with --vm the guests a and b, and write an inventory for them (printed).
 
@@ -100,6 +104,7 @@ def testbed_up(ssh: bool, vm: bool, kernel: tuple[str, ...], queues: int, cpus: 
     Examples:
       napilab testbed up --ssh
       napilab testbed up --vm --queues 4 --kernel 7.2 --kernel b=6.1-rt
+      napilab testbed up --vm --queues 4 --nic virtio-rss --nic b=vmxnet3
     """
     from napilab.harness.hosts.testbed import Testbed
 
@@ -108,12 +113,12 @@ def testbed_up(ssh: bool, vm: bool, kernel: tuple[str, ...], queues: int, cpus: 
 
         bed = VmTestbed()
         path = bed.up(_kernel_choice(kernel), queues=queues, cpus=cpus, memory=memory,
-                      accel=accel)
+                      accel=accel, nic=_kernel_choice(nic, "--nic"))
         status = bed.status()
         for name, guest in status["guests"].items():
             click.echo(f"guest {name}: {guest['kernel']}, {guest['cpus']} vCPUs, "
-                       f"{guest['queues']} queues, ssh {guest['ssh']}, data "
-                       f"{guest['data_address']}")
+                       f"{guest['nic']} with {guest['queues']} queues, ssh {guest['ssh']}, "
+                       f"data {guest['data_address']}")
         click.echo(f"VM testbed up ({status['accel']}); inventory: {path}")
         return
     path = Testbed().up(ssh=ssh)

@@ -9,9 +9,12 @@ under /tmp) without an image to build; it loads the kernel's modules from the ca
 - mgmt0: QEMU user networking with `restrict=on` (the guest reaches nothing), one
   forwarded port: 127.0.0.1:PORT on this machine -> the guest's sshd. Its network
   (198.51.100.128/25) exists only inside QEMU.
-- data0: virtio-net with N queue pairs (`mq=on`, MSI-X vectors 2N+2) on one of the
-  testbed's persistent multi-queue taps (harness.lab.vmbed): one IRQ and one NAPI
-  instance per queue, `ethtool -l/-L` real.
+- data0: a NIC model of NIC_MODELS on one of the testbed's persistent multi-queue taps
+  (harness.lab.vmbed): virtio-net with N queue pairs (`mq=on`, MSI-X vectors 2N+2; one
+  IRQ and one NAPI instance per queue, `ethtool -l/-L` real), the same with QEMU's RSS
+  (`rss=on,hash=on`: `ethtool -x` shows the indirection table), or an emulated real NIC
+  whose driver names its queues and IRQs its own way: vmxnet3 (N queue pairs) or e1000e
+  (one queue, with rings and ITR).
 - /run/napilab-guest (read-only): the guest's init script, sshd config, host key,
   authorized_keys and machine-id; /var/tmp/napilab (read-write, on this machine under
   the guest's state directory): napilab's locks and journals, kept across the guest's
@@ -63,6 +66,7 @@ class GuestSpec:
     data_address: str  # 192.0.2.x/24
     mac_index: int  # distinct per guest and per testbed prefix
     state: Path  # this guest's directory on the machine
+    nic: str = "virtio"  # the data NIC's model, one of NIC_MODELS
 
     @property
     def mgmt_mac(self) -> str:
@@ -81,6 +85,21 @@ def _mac(nic: int, index: int) -> str:
     return f"52:54:00:6e:{nic:02x}:{index:02x}"
 
 
+# The data NIC's QEMU device by model (`{vectors}` and `{mac}` filled in), and whether
+# QEMU serves several tap queues with it: virtio-net does; QEMU's vmxnet3 (which shows
+# the guest up to one queue pair per vCPU) and e1000e (one queue) read one tap queue,
+# and frames the tap puts on its other queues were lost (a vmxnet3 guest on a 4-queue
+# tap here: one ping answered, then none of 3 pings nor of a flood's 10 requests), so
+# theirs is opened with one (then 20 of 20 answered).
+NIC_MODELS = {
+    "virtio": ("virtio-net-pci,netdev=data,mq=on,vectors={vectors},mac={mac}", True),
+    "virtio-rss": ("virtio-net-pci,netdev=data,mq=on,vectors={vectors},rss=on,hash=on,"
+                   "mac={mac}", True),
+    "vmxnet3": ("vmxnet3,netdev=data,mac={mac}", False),
+    "e1000e": ("e1000e,netdev=data,mac={mac}", False),
+}
+
+
 def qemu_opts(spec: GuestSpec) -> list[str]:
     """The NICs, as QEMU options (`vng --qemu-opts`); under TCG, one host thread for all
     of a guest's vCPUs (`thread=single`): with a thread per vCPU, a kernel that patches
@@ -88,14 +107,15 @@ def qemu_opts(spec: GuestSpec) -> list[str]:
     boot) was seen to crash here on torn instructions (7.2-rt in
     netif_receive_skb_list_internal, 7.2 in sched_clock_idle_wakeup_event)."""
     vectors = 2 * spec.queues + 2
+    device, multi = NIC_MODELS[spec.nic]
     single = ["-accel", "tcg,thread=single"] if spec.accel == "tcg" else []
     return [*single,
         "-netdev", f"user,id=mgmt,restrict=on,ipv6=off,net={MGMT_NET},host={MGMT_HOST},"
                    f"dns={MGMT_DNS},hostfwd=tcp:127.0.0.1:{spec.ssh_port}-{MGMT_GUEST}:22",
         "-device", f"virtio-net-pci,netdev=mgmt,mac={spec.mgmt_mac}",
         "-netdev", f"tap,id=data,ifname={spec.tap},script=no,downscript=no,"
-                   f"queues={spec.queues},vhost=off",
-        "-device", f"virtio-net-pci,netdev=data,mq=on,vectors={vectors},mac={spec.data_mac}",
+                   f"queues={spec.queues if multi else 1},vhost=off",
+        "-device", device.format(vectors=vectors, mac=spec.data_mac),
     ]
 
 

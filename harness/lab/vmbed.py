@@ -37,6 +37,7 @@ from napilab.harness.errors import HostError, NapilabError
 from napilab.harness.hosts.testbed import run_here
 from napilab.harness.lab import kernels
 from napilab.harness.lab.guest import (
+    NIC_MODELS,
     SSHD_CONFIG,
     Guest,
     GuestSpec,
@@ -71,8 +72,14 @@ class VmTestbed:
 
     def up(self, kernel: dict[str, str] | None = None, *, queues: int = 2,
            cpus: int | dict[str, int] = 2, memory: str = "1G", accel: str = "auto",
-           timeout: float = BOOT_TIMEOUT) -> Path:
-        """Both guests; `kernel` and `cpus` per guest name (or `cpus` for both)."""
+           timeout: float = BOOT_TIMEOUT, nic: dict[str, str] | None = None) -> Path:
+        """Both guests; `kernel`, `cpus` and `nic` (the data NIC's model, NIC_MODELS:
+        virtio by default) per guest name (or `cpus` for both)."""
+        models = {n: (nic or {}).get(n, "virtio") for n in NAMES}
+        for name, model in models.items():
+            if model not in NIC_MODELS:
+                raise NapilabError(f"guest {name}: NIC model {model!r}; napilab knows "
+                                   f"{', '.join(NIC_MODELS)}")
         if os.geteuid() != 0:
             raise NapilabError("the VM testbed needs root (taps, tc, QEMU)")
         if self.exists():
@@ -89,11 +96,11 @@ class VmTestbed:
             accel = "kvm" if kvm_works(chosen["a"].image) else "tcg"
         try:
             self.state.mkdir(mode=0o700, parents=True)
-            self._link()
+            self._link(models)
             self._keys()
             vcpus = cpus if isinstance(cpus, dict) else dict.fromkeys(NAMES, cpus)
-            specs = {n: self._spec(n, i, chosen[n], queues, vcpus.get(n, 2), memory, accel)
-                     for i, n in enumerate(NAMES)}
+            specs = {n: self._spec(n, i, chosen[n], queues, vcpus.get(n, 2), memory, accel,
+                                   models[n]) for i, n in enumerate(NAMES)}
             self._save({"prefix": self.prefix, "accel": accel, "guests": {
                 n: {**_spec_json(s), "original": _kernel_json(chosen[n], ())}
                 for n, s in specs.items()}})
@@ -105,14 +112,15 @@ class VmTestbed:
         return self.inventory_path
 
     def _spec(self, name: str, index: int, kernel: kernels.Kernel, queues: int, cpus: int,
-              memory: str, accel: str) -> GuestSpec:
+              memory: str, accel: str, nic: str = "virtio") -> GuestSpec:
         home = self.state / name
         (home / "guest").mkdir(parents=True)
         (home / "var-tmp-napilab").mkdir(mode=0o700)
         spec = GuestSpec(name=name, image=kernel.image, append=(), cpus=cpus, memory=memory,
                          queues=queues, accel=accel, ssh_port=free_port(), tap=self.tap(name),
                          data_address=f"{DATA_ADDRESSES[name]}/24",
-                         mac_index=(sum(self.prefix.encode()) * 2 + index) % 256, state=home)
+                         mac_index=(sum(self.prefix.encode()) * 2 + index) % 256, state=home,
+                         nic=nic)
         guest = home / "guest"
         (guest / "init.sh").write_text(init_script(spec))
         (guest / "sshd_config").write_text(SSHD_CONFIG)
@@ -122,14 +130,15 @@ class VmTestbed:
               "-f", str(guest / "ssh_host_ed25519_key")])
         return spec
 
-    def _link(self) -> None:
-        """The data link: two persistent multi-queue taps, each one's ingress redirected
-        to the other's egress by tc (u32 + mirred), so frames go from guest to guest
-        and never into this machine's own network stack (no bridge, no address, IPv6
-        off on both)."""
+    def _link(self, models: dict[str, str]) -> None:
+        """The data link: two persistent taps (multi-queue for a NIC model QEMU serves
+        with several), each one's ingress redirected to the other's egress by tc (u32 +
+        mirred), so frames go from guest to guest and never into this machine's own
+        network stack (no bridge, no address, IPv6 off on both)."""
         taps = [self.tap(n) for n in NAMES]
-        for tap in taps:
-            _run(["ip", "tuntap", "add", "dev", tap, "mode", "tap", "multi_queue"])
+        for name, tap in zip(NAMES, taps, strict=True):
+            multi = ["multi_queue"] if NIC_MODELS[models[name]][1] else []
+            _run(["ip", "tuntap", "add", "dev", tap, "mode", "tap", *multi])
             _disable_ipv6(tap)
             _run(["ip", "link", "set", tap, "up"])
             _run(["tc", "qdisc", "add", "dev", tap, "ingress"])
@@ -253,7 +262,8 @@ class VmTestbed:
             guests[name] = {"pid": guest.pid(), "kernel": release, "append": entry["append"],
                             "ssh": f"root@127.0.0.1:{entry['ssh_port']}",
                             "data_address": entry["data_address"],
-                            "queues": entry["queues"], "cpus": entry["cpus"]}
+                            "queues": entry["queues"], "cpus": entry["cpus"],
+                            "nic": entry.get("nic", "virtio")}
         return {"up": all(g["pid"] for g in guests.values()), "accel": state["accel"],
                 "inventory": str(self.inventory_path),
                 "data_link": [self.tap(n) for n in NAMES],
@@ -313,7 +323,7 @@ def _spec_json(spec: GuestSpec) -> dict[str, Any]:
     return {"image": str(spec.image), "append": list(spec.append), "cpus": spec.cpus,
             "memory": spec.memory, "queues": spec.queues, "accel": spec.accel,
             "ssh_port": spec.ssh_port, "tap": spec.tap, "data_address": spec.data_address,
-            "mac_index": spec.mac_index}
+            "mac_index": spec.mac_index, "nic": spec.nic}
 
 
 def _spec_from(entry: dict[str, Any], home: Path) -> GuestSpec:
@@ -322,7 +332,8 @@ def _spec_from(entry: dict[str, Any], home: Path) -> GuestSpec:
                      memory=str(entry["memory"]), queues=int(entry["queues"]),
                      accel=str(entry["accel"]), ssh_port=int(entry["ssh_port"]),
                      tap=str(entry["tap"]), data_address=str(entry["data_address"]),
-                     mac_index=int(entry["mac_index"]), state=home)
+                     mac_index=int(entry["mac_index"]), state=home,
+                     nic=str(entry.get("nic", "virtio")))
 
 
 def _kernel_json(kernel: kernels.Kernel, append: tuple[str, ...]) -> dict[str, Any]:

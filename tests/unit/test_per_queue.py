@@ -248,3 +248,25 @@ def test_a_queues_napi_and_a_queue_without_one() -> None:
 ])
 def test_irq_names_of_several_drivers(name: str, queue: int | None) -> None:
     assert queue_map.irq_queue(name) == queue
+
+
+VMXNET3 = Path(__file__).parents[1] / "data" / "queues" / "vmxnet3-7.2"
+
+
+def vmxnet3_guest() -> CapturedGuest:
+    return CapturedGuest(**{k: (VMXNET3 / f).read_text() for k, f in (
+        ("queue_get", "queue-get.json"), ("napi_get", "napi-get.json"),
+        ("interrupts", "interrupts.txt"), ("msi", "msi_irqs.txt"))})
+
+
+def test_vmxnet3_queues_irqs_by_name_and_no_napi_per_queue() -> None:
+    """vmxnet3 (7.2): IRQs data0-rxtx-N, an event IRQ in no queue, and no queue linked
+    to a NAPI: an IRQ per queue works, a NAPI per queue is refused saying why."""
+    items = resolved("irq_affinity", "data0 queues", "spread 0-1", vmxnet3_guest())
+    assert [(k, t, v) for k, t, v in items] == [
+        ("/proc/irq/42/smp_affinity_list", "queue 0 irq 42 (data0-rxtx-0)", "0"),
+        ("/proc/irq/43/smp_affinity_list", "queue 1 irq 43 (data0-rxtx-1)", "1")]
+    with pytest.raises(HostError, match="does not say which NAPI serves each of its 4 "
+                       "queues") as caught:
+        resolved("napi", "data0 queue 1/threaded", "busy-poll", vmxnet3_guest())
+    assert "without queues" in (caught.value.hint or "")

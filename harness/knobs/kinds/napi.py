@@ -188,6 +188,12 @@ def queue_napis(host: Session, iface: str) -> dict[int, list[str]]:
             ids = out.setdefault(int(str(queue["id"])), [])
             if str(queue["napi-id"]) not in ids:
                 ids.append(str(queue["napi-id"]))
+    if not out and listed:
+        raise HostError(f"{host.name}: {iface}'s driver does not say which NAPI serves each "
+                        f"of its {len(listed)} queues (netdev queue-get gives no napi-id; "
+                        "vmxnet3 on 7.2 is one such driver)", hint="a per-queue NAPI "
+                        "setting cannot be addressed on it: set the interface's NAPIs "
+                        "(`napi: {IFACE: {...}}` without queues)")
     if not out:
         raise HostError(f"{host.name}: {iface} reports no queue with a NAPI instance "
                         "(netdev queue-get lists none: a veth needs GRO on)")
