@@ -102,8 +102,9 @@ def _semantic(doc: Any, where: tuple[Any, ...]) -> bool:
     variants, matrix
     excludes by its parameters, with a matrix name template a new variant may
     collide with another, and a tuned profile has exactly two variants and uses every
-    parameter in its template."""
-    return (where[-1:] in (("setup",), ("kernel",), ("cores",))
+    parameter in its template; metric names are those the profile's tool and
+    collectors produce."""
+    return (where[-1:] in (("setup",), ("kernel",), ("cores",)) or where == ("metrics",)
             or where[:2] == ("matrix", "exclude")
             or where[:2] == ("report", "columns") or where == ("tune", "parameters")
             or (where == ("variants",) and ("name" in (doc.get("matrix") or {})
