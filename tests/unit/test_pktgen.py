@@ -220,7 +220,9 @@ workload:
     args: {server_argv: [xdpsock, -i, eth0, -r], metrics: xdpsock, ready_pattern: "sock0@"}
 variants:
   plain: {}
-  with-netperf: {group: netperf, workload: {tool: netperf.UDP_RR, client: {role: sut}, server: {role: source}}}
+  with-netperf:
+    group: netperf
+    workload: {tool: netperf.UDP_RR, client: {role: sut}, server: {role: source}}
 """
 
 
