@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from napilab.reports.ab import frontier, verdicts
+from napilab.reports.ab import frontier, queue_traffic, verdicts
 from napilab.reports.ab.compare import RunData
 from napilab.reports.ab.load import load_report
 from napilab.reports.ab.model import Table, format_ci, format_p, format_pct, p_text, verdict_text
@@ -169,10 +169,12 @@ def _hosts(run: RunData) -> list[str]:
                     escape(", ".join(f"{n}: {d}" for n, d in h.nics)),
                     escape("; ".join(f"{t}: {v}" for t, v in h.tools) or "-")] for h in hosts),
                   "lllllll")
-    found = run_facts.confounders(run.manifest, run_facts.settings_rows(run.manifest))
+    found = run_facts.confounders(run.manifest, run_facts.settings_rows(run.manifest),
+                                  run.samples)
     out += [""] + ([f"- **confounder**: {escape(c)}" for c in found] or
                    ["No confounder found: no host changed during the run, every setting "
                     "read back as requested."])
+    out += [f"- received by queue: {escape(q)}" for q in queue_traffic.carried(run.samples)]
     return [*out, ""]
 
 

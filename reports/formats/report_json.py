@@ -10,7 +10,7 @@ import math
 from dataclasses import asdict
 from typing import Any
 
-from napilab.reports.ab import verdicts
+from napilab.reports.ab import queue_traffic, verdicts
 from napilab.reports.ab.compare import RunData
 from napilab.reports.ab.load import load_json, load_report
 from napilab.reports.ab.model import Table
@@ -52,7 +52,8 @@ def report_doc(run: RunData, tab: Table) -> dict[str, Any]:
         "absent": {v: sorted(names) for v, names in absent.items()},
         "settings": [asdict(s) for s in settings],
         "hosts": [asdict(h) for h in run_facts.hosts(manifest)],
-        "confounders": run_facts.confounders(manifest, settings),
+        "confounders": run_facts.confounders(manifest, settings, run.samples),
+        "queues": queue_traffic.carried(run.samples),
         "failures": [asdict(f) for f in run_facts.failures(run)],
         "commands": [{**asdict(c), "shell": c.shell} for c in run_facts.commands(run)],
         **({"load": load_json(found)} if (found := load_report(run.samples, manifest))

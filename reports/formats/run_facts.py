@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from napilab.harness import redact
 from napilab.harness.errors import HostError
@@ -22,8 +22,12 @@ from napilab.harness.knobs import registry
 from napilab.harness.knobs.change import Change
 from napilab.harness.profile import cpus
 from napilab.harness.store.manifest import TCG, Manifest
+from napilab.reports.ab import queue_traffic
 from napilab.reports.ab.compare import RunData, column_of
 from napilab.reports.ab.model import Line, format_number
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TAIL_LINES = 12  # of a failing command's stderr shown in a report
 TAIL_CHARS = 1500
@@ -307,10 +311,12 @@ def emulated_hosts(manifest: Manifest) -> list[str]:
                   if facts.get("virtualization") == TCG)
 
 
-def confounders(manifest: Manifest, settings: list[SettingRow]) -> list[str]:
+def confounders(manifest: Manifest, settings: list[SettingRow],
+                samples: pd.DataFrame | None = None) -> list[str]:
     """What could explain a difference besides the variants: hosts that rebooted or
     changed kernel mid-run, settings the kernel did not take, irqbalance running where
-    the run pins IRQs (it rewrites the affinity behind napilab's back)."""
+    the run pins IRQs (it rewrites the affinity behind napilab's back), per-queue
+    settings on queues that carried little of the traffic (with `samples`)."""
     out = []
     for host, what in (manifest.hosts_changed or {}).items():
         out.append(f"host {host} changed during the run ({', '.join(map(str, what))} "
@@ -330,4 +336,6 @@ def confounders(manifest: Manifest, settings: list[SettingRow]) -> list[str]:
         if host in facts and facts[host].irqbalance == "running" and not wanted_off:
             out.append(f"irqbalance runs on {host} while the run sets IRQ affinity there: "
                        "it may rewrite it during a trial")
+    if samples is not None:
+        out += queue_traffic.missed(samples, settings)
     return out

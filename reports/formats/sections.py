@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from napilab.harness import redact
-from napilab.reports.ab import verdicts
+from napilab.reports.ab import queue_traffic, verdicts
 from napilab.reports.ab.compare import RunData
 from napilab.reports.ab.load import load_report
 from napilab.reports.ab.model import Table
@@ -91,7 +91,9 @@ def settings(ctx: Context) -> dict[str, Any]:
 
 def hosts(ctx: Context) -> dict[str, Any]:
     return {"hosts": run_facts.hosts(ctx.run.manifest),
-            "confounders": run_facts.confounders(ctx.run.manifest, ctx.settings)}
+            "confounders": run_facts.confounders(ctx.run.manifest, ctx.settings,
+                                                 ctx.run.samples),
+            "queues": queue_traffic.carried(ctx.run.samples)}
 
 
 def commands(ctx: Context) -> dict[str, Any]:

@@ -56,14 +56,16 @@ _BED: list[VmTestbed] = []
 def vm_bed() -> Iterator[VmTestbed]:
     """Guests a and b on the 7.2 generic kernel, 2 queue pairs each; b, the receiver
     the seeds tune, has 3 vCPUs (seed 000 pins its NAPI kthread and IRQ to CPU 2), a has
-    2 (a 4-vCPU b stalled bringing up its CPUs once here, beside a, on 2 CPUs)."""
+    2 (a 4-vCPU b stalled bringing up its CPUs once here, beside a, on 2 CPUs). a's NIC
+    has QEMU's RSS (`ethtool -x`/`-X`), so a flow can be steered to one of its queues."""
     reason = cannot_start()
     if reason:
         pytest.skip(reason)
     bed = VmTestbed(prefix=vm_testbed_prefix())
     bed.down()  # a session killed before its teardown may have left one
     try:
-        bed.up({"a": GENERIC, "b": GENERIC}, queues=2, cpus={"a": 2, "b": 3}, memory="1G")
+        bed.up({"a": GENERIC, "b": GENERIC}, queues=2, cpus={"a": 2, "b": 3}, memory="1G",
+               nic={"a": "virtio-rss"})
         _BED.append(bed)
         yield bed
     finally:

@@ -124,9 +124,12 @@ def test_sigkill_holding_per_queue_settings_then_restore(tmp_path: Path,
           receiver:
         """) + textwrap.indent(SETUP, "    ") + "repeat: 1\n")
     before, queues_before = guest(vm_clean, "b", STATE).stdout, per_queue(vm_clean)
+    # killed once queue 1's NAPI kthread runs and tx-1's xps_rxqs is written (the IRQs
+    # and the kthread's CPUs come next, or have come: restore must undo either)
     kill_run_when(vm_clean, ["run", str(profile), "-i", str(vm_clean.inventory_path), "-o",
-                             str(tmp_path / "r"), "--format", ""], PER_QUEUE,
-                  lambda now: "tx-1 rxqs 2" in now and '"busy-poll"' in now, timeout=300)
+                             str(tmp_path / "r"), "--format", ""],
+                  "cat /sys/class/net/data0/queues/tx-1/xps_rxqs; pgrep -c '^napi/data0'",
+                  lambda now: now.split() == ["2", "1"], timeout=300)
     assert per_queue(vm_clean) != queues_before
     restored = subprocess.run(
         [NAPILAB, "restore", "-i", str(vm_clean.inventory_path)], capture_output=True,
@@ -137,3 +140,41 @@ def test_sigkill_holding_per_queue_settings_then_restore(tmp_path: Path,
     assert per_queue(vm_clean) == queues_before
     assert leftovers(vm_clean) == {"a": [], "b": []}
     guest(vm_clean, "a", "pkill -x ping || true")  # the killed run's flood, if it still runs
+
+
+def test_a_flow_steered_to_one_queue_is_reported_as_that_queues(tmp_path: Path,
+                                                                vm_clean: VmTestbed) -> None:
+    """RSS on guest a (QEMU's, `ethtool -X weight 0 1`) puts every flow on queue 1: the
+    report says queue 1 received the ping flood, and that a setting on queue 0 may have
+    missed the traffic; the indirection table is restored as it was."""
+    profile = tmp_path / "p.yaml"
+    profile.write_text(textwrap.dedent("""\
+        name: vm-steered
+        hosts: {sender: b, receiver: a}
+        setup:
+          receiver:
+            ethtool: {data0: {rss: {weight: [0, 1]}}}
+            napi: {data0: {queues: 0, gro-flush-timeout: 20000}}
+        workload: {tool: ping, duration: 2, client: {role: sender},
+                   server: {role: receiver}}
+        collect:
+          qstats: {roles: [receiver], ifaces: [data0]}
+        repeat: 1
+        """))
+    table = "ethtool -x data0 | sed -n '1,/RSS hash key/p'"
+    before = guest(vm_clean, "a", table).stdout
+    assert "with 2 RX ring(s)" in before and "0     1     0     1" in before
+    done = subprocess.run([NAPILAB, "run", str(profile), "-i", str(vm_clean.inventory_path),
+                           "-o", str(tmp_path / "r"), "--format", "json"],
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(next((tmp_path / "r" / "vm-steered").glob("*/report.json"))
+                        .read_text())
+    (line,) = report["queues"]
+    assert line.startswith("default: a data0 received "), line
+    shares = line.partition("by queue ")[2].split(", ")  # busiest first
+    assert shares[0].startswith("q1 ") and float(shares[0][3:-1]) >= 99.0, line  # ARP aside
+    missed = [c for c in report["confounders"] if "sets napi on queue(s) 0 of a data0" in c]
+    assert len(missed) == 1 and "% of its packets" in missed[0], report
+    assert guest(vm_clean, "a", table).stdout == before
+    assert leftovers(vm_clean) == {"a": [], "b": []}
