@@ -58,7 +58,10 @@ class IrqAffinity(Kind):
         placement = {"cpus": js.CPUS_SOME, "match": js.leaf(js.STRING),
                      "queues": per_queue.QUEUES, "spread": per_queue.SPREAD,
                      "map": per_queue.MAP}
-        return js.mapping_of({"anyOf": [js.CPUS_SOME, js.obj(placement)]}, keys=js.IFACE_KEY)
+        # exactly one placement is what the validator takes; the schema asks for one
+        one = {"anyOf": [{"required": [how]} for how in per_queue.PLACEMENTS]}
+        return js.mapping_of({"anyOf": [js.CPUS_SOME, {"allOf": [js.obj(placement), one]}]},
+                             keys=js.IFACE_KEY)
 
     def resolve(self, setting: Setting, host: Lookup) -> list[Item]:
         scope, pattern = per_queue.scope(setting.target)
