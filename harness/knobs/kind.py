@@ -149,6 +149,12 @@ class Kind:
         """Settings a collector of the profile needs on `role`'s host for each trial."""
         return []
 
+    def attribute_names(self) -> frozenset[str]:
+        """The keys this kind takes under an interface (or under its own key), so a key
+        written under another kind can be pointed here (`netdev: {eth0:
+        {irq_suspend_timeout: ...}}` is napi's)."""
+        return frozenset()
+
     def json_schema(self) -> dict[str, Any]:
         """The JSON Schema of `setup.<role>.<key>` for editors and `napilab schema`
         (built with harness.authoring.json_parts); `{}` accepts any value and leaves the

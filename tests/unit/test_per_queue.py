@@ -1,7 +1,9 @@
 """Per-queue addressing (harness.knobs.per_queue, kinds/queue_map.py): the grammar a
 profile writes (queues, cpus, spread, map, rxqs) into settings, its errors at the
 user's line, and the host side resolved on captured files of a 7.2 virtio-net guest
-(tests/data/queues/virtio-net-7.2-4q) and on IRQ names of other drivers."""
+(tests/data/queues/virtio-net-7.2-4q), of a vmxnet3 guest, and on IRQ names of other
+drivers. Also the knob grammar's pointers: a key written under the wrong kind names the
+kind that has it; a sysctl number with a unit is refused."""
 
 from __future__ import annotations
 
@@ -270,3 +272,30 @@ def test_vmxnet3_queues_irqs_by_name_and_no_napi_per_queue() -> None:
                        "queues") as caught:
         resolved("napi", "data0 queue 1/threaded", "busy-poll", vmxnet3_guest())
     assert "without queues" in (caught.value.hint or "")
+
+
+@pytest.mark.parametrize(("setup", "points"), [
+    ("netdev: {eth0: {irq_suspend_timeout: 20000000}}",
+     "irq_suspend_timeout belongs to napi: {eth0: {irq_suspend_timeout: ...}}"),
+    ("napi: {eth0: {napi_defer_hard_irqs: 2}}",
+     "napi_defer_hard_irqs belongs to netdev: {eth0: {napi_defer_hard_irqs: ...}}"),
+    ("gro_flush_timeout: 20000",
+     "gro_flush_timeout belongs to netdev: {IFACE: {gro_flush_timeout: ...}}"),
+    ('napi: {eth0: {rps: "1"}}', "rps belongs to rps: {...} beside napi"),
+    ("netdev: {eth0: {channels: {combined: 1}}}",
+     "channels belongs to ethtool: {eth0: {channels: ...}}"),
+])
+def test_a_misplaced_knob_points_to_the_kind_that_has_it(tmp_path: Path, setup: str,
+                                                        points: str) -> None:
+    (found,) = problems(tmp_path, setup)
+    assert "p.yaml:6" in found and points in found, found
+    assert "did you mean" not in found
+
+
+def test_a_sysctl_number_with_a_unit_is_refused(tmp_path: Path) -> None:
+    (found,) = problems(tmp_path, "sysctl: {net.core.busy_poll: 50us}")
+    assert "p.yaml:6" in found and "'50us' is a number with a unit" in found
+    (found,) = problems(tmp_path, "sysctl: {net.ipv4.tcp_rmem: [4096, 128k, 6291456]}")
+    assert "'128k'" in found
+    assert settings(tmp_path, "sysctl: {net.ipv4.tcp_congestion_control: bbr}") == [
+        ("sysctl", "net.ipv4.tcp_congestion_control", "bbr")]

@@ -173,6 +173,9 @@ class Ethtool(Kind):
     backend = EthtoolBackend
     changes_queues = True
 
+    def attribute_names(self) -> frozenset[str]:
+        return frozenset(GROUPS)
+
     def parse(self, check: Checker, node: Node, path: str, role: str) -> list[Setting]:
         body = grammar.body(check, node, self.name, path)
         out = []

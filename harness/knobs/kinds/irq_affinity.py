@@ -32,6 +32,9 @@ class IrqAffinity(Kind):
     name = key = "irq_affinity"
     follows_queues = True
 
+    def attribute_names(self) -> frozenset[str]:
+        return frozenset(KEYS)
+
     def parse(self, check: Checker, node: Node, path: str, role: str) -> list[Setting]:
         body = grammar.body(check, node, self.name, path)
         out = []

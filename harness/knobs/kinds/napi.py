@@ -240,6 +240,9 @@ class Napi(Kind):
     backend = NapiBackend
     late = True  # a veth's NAPI instances exist only once GRO is on
 
+    def attribute_names(self) -> frozenset[str]:
+        return frozenset({*ATTRS, "queues"})
+
     def parse(self, check: Checker, node: Node, path: str, role: str) -> list[Setting]:
         body = grammar.body(check, node, self.name, path)
         out = []

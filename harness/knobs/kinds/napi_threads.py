@@ -91,6 +91,9 @@ class NapiThreads(Kind):
     backend = SchedBackend
     late = True  # the kthreads appear once `threaded` is on
 
+    def attribute_names(self) -> frozenset[str]:
+        return frozenset(QUEUE_KEYS)
+
     def parse(self, check: Checker, node: Node, path: str, role: str) -> list[Setting]:
         body = grammar.body(check, node, self.name, path)
         out = []

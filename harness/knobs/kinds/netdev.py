@@ -42,6 +42,9 @@ PROBED = ("threaded", "napi_defer_hard_irqs", "gro_flush_timeout", "tx_queue_len
 class Netdev(Kind):
     name = key = "netdev"
 
+    def attribute_names(self) -> frozenset[str]:
+        return frozenset(ATTRS)
+
     def parse(self, check: Checker, node: Node, path: str, role: str) -> list[Setting]:
         body = grammar.body(check, node, "netdev", path)
         if body is None:

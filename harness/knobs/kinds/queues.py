@@ -87,6 +87,9 @@ class CpuMaskKind(QueueKind):
     def canonical(self, key: str, value: str) -> str:
         return values.cpu_mask_text(value)
 
+    def attribute_names(self) -> frozenset[str]:
+        return frozenset(QUEUE_KEYS.get(self.name, ()))
+
     def cpu_lists(self, setting: Setting) -> list[str]:
         spread = per_queue.spread_source(setting.value)
         if spread is None:

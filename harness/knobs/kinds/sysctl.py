@@ -3,6 +3,8 @@ files under /proc/sys (multi-value sysctls are written tab-separated)."""
 
 from __future__ import annotations
 
+import re
+
 from napilab.harness.authoring import json_parts as js
 from napilab.harness.knobs import grammar, values
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Setting
@@ -16,6 +18,11 @@ PROBED = ("net.core.busy_poll", "net.core.busy_read", "net.core.skb_defer_max",
 
 def path_of(name: str) -> str:
     return "/proc/sys/" + name.replace(".", "/")
+
+
+# `50us`, `1.5ms`, `4k`: a number with a unit, which no sysctl takes (a word such as a
+# congestion control's name, `bbr`, or `cubic`, has no leading digits)
+_WITH_UNIT = re.compile(r"[+-]?\d+(?:\.\d+)?[A-Za-z%]+")
 
 
 class Sysctl(Kind):
@@ -32,7 +39,13 @@ class Sysctl(Kind):
                 check.error(body.key_locations.get(name), join(path, name), str(exc))
                 continue
             value = grammar.value(check, body, name, path, values.sysctl_value)
-            if value is not None:
+            unit = next((p for p in (value or "").split("\t") if _WITH_UNIT.fullmatch(p)), None)
+            if unit is not None:
+                check.error(body.where(name), join(path, name),
+                            f"{unit!r} is a number with a unit; a sysctl takes the kernel's "
+                            "plain number in the sysctl's own unit (net.core.busy_poll "
+                            "and busy_read count microseconds: 50, not 50us)")
+            elif value is not None:
                 out.append(Setting(role, self.name, name, value))
         return out
 
