@@ -14,8 +14,13 @@ from napilab.harness.errors import InputError, Location, Problem
 from napilab.harness.profile import keys
 from napilab.harness.profile.yamlsrc import Node, Seq
 
+LIST_EDITS = ("after", "at")  # a variant's edit of a list it inherits (docs/profiles.md)
+
 
 def deep_merge(base: Any, overlay: Any) -> Any:
+    if isinstance(base, list) and isinstance(overlay, Node) and overlay \
+            and set(overlay) <= set(LIST_EDITS):
+        return edited(base, overlay)
     if not (isinstance(base, Node) and isinstance(overlay, Node)):
         return clone(overlay)
     result = clone(base)
@@ -29,6 +34,47 @@ def deep_merge(base: Any, overlay: Any) -> Any:
         if key in overlay.texts:
             result.texts[key] = overlay.texts[key]
     return result
+
+
+def edited(base: list[Any], edits: Node) -> Seq:
+    """A list with some of its words replaced, without writing it out again:
+    `{after: {-b: "256"}}` replaces the word after `-b` (its first occurrence),
+    `{at: {3: "256"}}` the word at index 3 (from 0). A word or index the list does not
+    have is an error at the edit."""
+    out = clone(base) if isinstance(base, Seq) else Seq(clone(v) for v in base)
+    words = [str(v) for v in out]
+    problems = []
+    for how in LIST_EDITS:
+        body = edits.get(how)
+        if how not in edits:
+            continue
+        if not isinstance(body, Node) or not body:
+            shape = "option: new value" if how == "after" else "index: new value"
+            problems.append(Problem(edits.where(how), how, f"`{how}` takes a mapping: "
+                                    f"{shape}"))
+            continue
+        for key, value in body.items():
+            where = body.where(key)
+            if how == "after":
+                index = words.index(key) + 1 if key in words else -1
+                if index == -1 or index >= len(out):
+                    problems.append(Problem(where, f"after.{key}", f"{key!r} is not followed "
+                                            f"by a word in the list {words}" if index != -1
+                                            else f"{key!r} is not in the list {words}"))
+                    continue
+            else:
+                index = int(key) if key.lstrip("-").isdigit() else len(out)
+                if not -len(out) <= index < len(out):
+                    problems.append(Problem(where, f"at.{key}", f"{key!r} is not an index "
+                                            f"of the list (0 to {len(out) - 1}): {words}"))
+                    continue
+            out[index] = clone(value)
+            words[index] = str(value)
+            if 0 <= index < len(out.item_locations) and where is not None:
+                out.item_locations[index] = where
+    if problems:
+        raise InputError(problems)
+    return out
 
 
 def clone(value: Any) -> Any:
