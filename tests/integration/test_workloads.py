@@ -42,12 +42,14 @@ collect:
 variants:
   ping: {}
   iperf3:
+    group: iperf3  # a tool of its own: compared with nothing, not with ping
     workload:
       tool: iperf3
       duration: 2
       client: {role: client, cpus: "0", args: {P: 2}}
       server: {role: server, cpus: "1"}
   sockperf:
+    group: sockperf
     workload:
       tool: sockperf.ping-pong
       duration: 2

@@ -27,7 +27,7 @@ from tests.integration.vm.conftest import guest, session_on
 STATE = r"""
 cd /sys/class/net/data0
 for q in queues/rx-*; do echo "$q rps $(cat $q/rps_cpus) flows $(cat $q/rps_flow_cnt)"; done
-for q in queues/tx-*; do echo "$q xps $(cat $q/xps_cpus)"; done
+for q in queues/tx-*; do echo "$q xps $(cat $q/xps_cpus) rxqs $(cat $q/xps_rxqs)"; done
 for n in $(ls /sys/class/net/data0/device/msi_irqs 2>/dev/null || ls device/../msi_irqs); do
   echo "irq $n $(cat /proc/irq/$n/smp_affinity_list)"; done
 echo "sysctl $(cat /proc/sys/net/core/busy_poll) $(cat /proc/sys/net/core/busy_read)"

@@ -2,8 +2,10 @@
 kernel 7.2): "queue i's IRQs on the i-th CPU of a list", threaded busy-poll on one
 queue's NAPI only, that NAPI's kthread pinned, RPS spread over the rx queues and XPS by
 rx queue (xps_rxqs) paired. Written as a profile would, applied by napilab over SSH,
-read back here with the kernel's own files and netlink, restored byte-equal; and a run
-holding them killed with SIGKILL, then put back by `napilab restore`."""
+read back here with the kernel's own files and netlink, restored byte-equal (a run
+holding per-queue settings killed with SIGKILL, then put back by `napilab restore`, is
+tests/integration/vm/test_vm_runs.py's); and a flow steered by RSS to one queue,
+reported as that queue's."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from pathlib import Path
 from napilab.harness.hosts.settings import HostSettings
 from napilab.harness.knobs.kinds.napi import NETDEV_NL
 from napilab.harness.lab.vmbed import VmTestbed
-from tests.integration.vm.conftest import NAPILAB, guest, kill_run_when, leftovers, session_on
+from tests.integration.vm.conftest import NAPILAB, guest, leftovers, session_on
 from tests.integration.vm.test_vm_knobs import STATE, settings_of
 
 # b's data NIC by queue, read with the kernel's files and netlink: each queue's IRQs
@@ -110,36 +112,6 @@ def test_spread_irqs_and_one_queues_threaded_busy_poll(tmp_path: Path,
         session.close()
     assert guest(vm_clean, "b", STATE).stdout == before
     assert per_queue(vm_clean) == queues_before
-
-
-def test_sigkill_holding_per_queue_settings_then_restore(tmp_path: Path,
-                                                         vm_clean: VmTestbed) -> None:
-    profile = tmp_path / "p.yaml"
-    profile.write_text(textwrap.dedent("""\
-        name: vm-per-queue
-        hosts: {sender: a, receiver: b}
-        workload: {tool: ping, duration: 120, client: {role: sender},
-                   server: {role: receiver}}
-        setup:
-          receiver:
-        """) + textwrap.indent(SETUP, "    ") + "repeat: 1\n")
-    before, queues_before = guest(vm_clean, "b", STATE).stdout, per_queue(vm_clean)
-    # killed once queue 1's NAPI kthread runs and tx-1's xps_rxqs is written (the IRQs
-    # and the kthread's CPUs come next, or have come: restore must undo either)
-    kill_run_when(vm_clean, ["run", str(profile), "-i", str(vm_clean.inventory_path), "-o",
-                             str(tmp_path / "r"), "--format", ""],
-                  "cat /sys/class/net/data0/queues/tx-1/xps_rxqs; pgrep -c '^napi/data0'",
-                  lambda now: now.split() == ["2", "1"], timeout=300)
-    assert per_queue(vm_clean) != queues_before
-    restored = subprocess.run(
-        [NAPILAB, "restore", "-i", str(vm_clean.inventory_path)], capture_output=True,
-        text=True, timeout=600, check=False)
-    assert restored.returncode == 0, restored.stdout + restored.stderr
-    assert "b: restored" in restored.stdout
-    assert guest(vm_clean, "b", STATE).stdout == before
-    assert per_queue(vm_clean) == queues_before
-    assert leftovers(vm_clean) == {"a": [], "b": []}
-    guest(vm_clean, "a", "pkill -x ping || true")  # the killed run's flood, if it still runs
 
 
 def test_a_flow_steered_to_one_queue_is_reported_as_that_queues(tmp_path: Path,

@@ -135,9 +135,15 @@ def test_a_run_sets_device_knobs_and_reads_device_lines(tmp_path: Path,
 
 
 def test_sigkill_mid_run_then_restore(tmp_path: Path, vm_clean: VmTestbed) -> None:
+    """Killed while it holds device and per-queue settings (queue i's IRQs on CPU i+1,
+    queue 1's NAPI threaded, XPS by rx queue): `napilab restore` puts back both."""
     profile = tmp_path / "p.yaml"
-    profile.write_text(PROFILE.replace("duration: 3", "duration: 120"))
-    before = state(vm_clean)
+    profile.write_text(PROFILE.replace("duration: 3", "duration: 120").replace(
+        '    irq_affinity: {data0: "1"}\n',
+        '    irq_affinity: {data0: {spread: "1-2"}}\n'
+        "    napi: {data0: {queues: 1, threaded: enabled}}\n"
+        "    xps: {data0: {rxqs: paired}}\n"))
+    before = state(vm_clean)  # every IRQ's CPUs, xps_rxqs, the NAPI kthreads
     kill_run_when(vm_clean, ["run", str(profile), "-i", str(vm_clean.inventory_path), "-o",
                              str(tmp_path / "r"), "--format", ""], STATE,
                   lambda now: "queues/rx-0 rps 1" in now, timeout=300)  # the settings are on
