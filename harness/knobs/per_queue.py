@@ -89,6 +89,15 @@ def spread_source(value: str) -> tuple[str, int | None] | None:
     return words[1], int(words[2]) if len(words) > 2 else None
 
 
+def cpu_lists(value: str) -> list[str]:
+    """The CPU lists a value names, for the checks against a host's CPUs (a spread over
+    the host's local or all CPUs names none the profile can check)."""
+    found = spread_source(value)
+    if found is None:
+        return [value]
+    return [] if found[0] in SPREAD_WORDS else [found[0]]
+
+
 def spread(cpu_list: str, count: int) -> list[str]:
     """The CPU list of each of `count` queues: the k-th on the k-th CPU, wrapping."""
     listed = cpus.parse_list(cpu_list)

@@ -18,7 +18,7 @@ from napilab.harness.authoring import json_parts as js
 from napilab.harness.errors import HostError
 from napilab.harness.knobs import grammar, per_queue, values
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Setting
-from napilab.harness.knobs.kinds.queue_map import irqs, queue_irqs, spread_cpus
+from napilab.harness.knobs.kinds.queue_map import irqs, queue_cpus, queue_irqs
 from napilab.harness.profile.schema import Checker, join
 from napilab.harness.profile.yamlsrc import Node
 
@@ -79,26 +79,10 @@ class IrqAffinity(Kind):
                             f"{', '.join(map(str, missing))}"
                             + (f" matching {pattern!r}" if pattern else "")
                             + f" (its queues with IRQs: {', '.join(map(str, by_queue))})")
-        placed = self._placed(setting.value, chosen, scope.iface, host)
+        placed = queue_cpus(setting.value, len(chosen), scope.iface, host)
         return [self._item(irq, desc, cpu_list, queue)
                 for queue, cpu_list in zip(chosen, placed, strict=True)
                 for irq, desc in by_queue[queue]]
-
-    def _placed(self, value: str, chosen: list[int], iface: str,
-                host: Lookup) -> list[str]:
-        """Each chosen queue's CPU list."""
-        spread = per_queue.spread_source(value)
-        if spread is None:
-            return [value] * len(chosen)
-        source, position = spread
-        if source in per_queue.SPREAD_WORDS:
-            source = host.find(spread_cpus, iface, source, plan=f"<{source} CPUs>")
-            if source.startswith("<"):  # napilab plan: the host decides
-                return [f"{source}[{position if position is not None else k}]"
-                        for k in range(len(chosen))]
-        if position is not None:
-            return [per_queue.spread(source, position + 1)[position]]
-        return per_queue.spread(source, len(chosen))
 
     def _item(self, irq: str, desc: str, value: str, queue: int | None = None) -> Item:
         name = desc.split()[-1] if desc.split() else ""
@@ -109,7 +93,4 @@ class IrqAffinity(Kind):
         return values.cpu_list_text(value)
 
     def cpu_lists(self, setting: Setting) -> list[str]:
-        spread = per_queue.spread_source(setting.value)
-        if spread is None:
-            return [setting.value]
-        return [] if spread[0] in per_queue.SPREAD_WORDS else [spread[0]]
+        return per_queue.cpu_lists(setting.value)

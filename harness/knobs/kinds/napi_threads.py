@@ -160,14 +160,7 @@ class NapiThreads(Kind):
         if missing:
             raise HostError(f"{host.name}: {iface} has no queue {missing[0]} with a NAPI "
                             f"(its queues: {', '.join(map(str, sorted(by_queue)))})")
-        placed = [setting.value] * len(chosen)
-        spread = per_queue.spread_source(setting.value) if what == "cpus" else None
-        if spread is not None:
-            source, position = spread
-            if source in per_queue.SPREAD_WORDS:
-                source = host.find(queue_map.spread_cpus, iface, source, plan="0")
-            placed = ([per_queue.spread(source, position + 1)[position]]
-                      if position is not None else per_queue.spread(source, len(chosen)))
+        placed = queue_map.queue_cpus(setting.value, len(chosen), iface, host, plan="0")
         found = host.find(threads, rf"napi/{re.escape(iface)}-\d+", plan=[
             ("<pid>", f"napi/{iface}-{i}") for q in chosen for i in by_queue[q]])
         pids = {comm: pid for pid, comm in found}
@@ -186,9 +179,4 @@ class NapiThreads(Kind):
         return values.cpu_list_text(value) if key.endswith("/cpus") else value
 
     def cpu_lists(self, setting: Setting) -> list[str]:
-        if not setting.target.endswith("/cpus"):
-            return []
-        spread = per_queue.spread_source(setting.value)
-        if spread is None:
-            return [setting.value]
-        return [] if spread[0] in per_queue.SPREAD_WORDS else [spread[0]]
+        return per_queue.cpu_lists(setting.value) if setting.target.endswith("/cpus") else []

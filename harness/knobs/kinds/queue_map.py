@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 
 from napilab.harness.errors import HostError, NapilabError
+from napilab.harness.knobs import per_queue
 from napilab.harness.knobs.backend import read_files
-from napilab.harness.knobs.kind import Session
+from napilab.harness.knobs.kind import Lookup, Session
 from napilab.harness.knobs.kinds.napi import NapiBackend, ifindex, queue_napis
 from napilab.harness.profile import cpus
 
@@ -88,6 +89,28 @@ def queue_irqs(host: Session, iface: str, pattern: str) -> dict[int, list[tuple[
                         + ", ".join(f"{n} {d.split()[-1] if d.split() else ''}"
                                     for n, d in found) + ")")
     return dict(sorted(out.items()))
+
+
+def queue_cpus(value: str, count: int, iface: str, host: Lookup,
+               plan: str | None = None) -> list[str]:
+    """Each of `count` queues' CPUs for a setting's value: a plain list for every queue;
+    a spread over a list, or over the host's local or all CPUs, gives the k-th queue the
+    k-th CPU (one queue of several chosen ones: its position's). `plan` is what
+    `napilab plan` stands in for local/all CPUs; by default a placeholder, shown per
+    queue (`<local CPUs>[1]`)."""
+    found = per_queue.spread_source(value)
+    if found is None:
+        return [value] * count
+    source, position = found
+    if source in per_queue.SPREAD_WORDS:
+        source = host.find(spread_cpus, iface, source,
+                           plan=f"<{source} CPUs>" if plan is None else plan)
+        if source.startswith("<"):  # napilab plan: the host decides
+            return [f"{source}[{position if position is not None else k}]"
+                    for k in range(count)]
+    if position is not None:
+        return [per_queue.spread(source, position + 1)[position]]
+    return per_queue.spread(source, count)
 
 
 def spread_cpus(host: Session, iface: str, source: str) -> str:

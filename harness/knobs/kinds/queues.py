@@ -59,17 +59,9 @@ class QueueKind(Kind):
         if value == PAIRED:  # a plan's tx-* stays a placeholder
             return [q.partition("-")[2] if q.partition("-")[2].isdigit()
                     else f"<rx queue of {q}>" for q in selected]
-        spread = per_queue.spread_source(value)
-        if spread is None:
-            return [value] * len(selected)
-        source, position = spread
-        if source in per_queue.SPREAD_WORDS:
-            from napilab.harness.knobs.kinds import queue_map
+        from napilab.harness.knobs.kinds import queue_map
 
-            source = host.find(queue_map.spread_cpus, iface, source, plan="0")
-        if position is not None:
-            return [per_queue.spread(source, position + 1)[position]]
-        return per_queue.spread(source, len(selected))
+        return queue_map.queue_cpus(value, len(selected), iface, host, plan="0")
 
     def written(self, value: str) -> str:
         return value
@@ -91,10 +83,7 @@ class CpuMaskKind(QueueKind):
         return frozenset(QUEUE_KEYS.get(self.name, ()))
 
     def cpu_lists(self, setting: Setting) -> list[str]:
-        spread = per_queue.spread_source(setting.value)
-        if spread is None:
-            return [setting.value]
-        return [] if spread[0] in per_queue.SPREAD_WORDS else [spread[0]]
+        return per_queue.cpu_lists(setting.value)
 
     def parse(self, check: Checker, node: Node, path: str, role: str) -> list[Setting]:
         spec_node = grammar.body(check, node, self.name, path)
