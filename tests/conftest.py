@@ -382,5 +382,5 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 # 674 s on the second testbed, 558 s on the first, which now takes that test (34 s).
 # The per-queue tests (35 and 22 s alone) run on the first: with the steered flow on the
 # second, a clean-clone run spent 1009 s in integration, the second testbed last.
-VM_SECOND_BED = ("test_vm_seed001.py", "test_vm_kernel.py", "test_vm_afxdp.py")
+VM_SECOND_BED = ("test_vm_kernel.py", "test_vm_afxdp.py")
 VM_FIRST_BED = ("test_an_irq_the_driver_respreads_on_a_channel_change_is_written",)

@@ -1,15 +1,26 @@
-"""The kernel as a variant on the VM testbed: `napilab plan` shows every boot, and a run
-killed with SIGKILL while guest b runs a variant's kernel is put back by `napilab
-restore`, which boots b into its own kernel (the kernel journal outlives the boot)."""
+"""The kernel as a variant on the VM testbed: `napilab plan` shows every boot; a run
+boots guest b into a variant's kernel for its trials and back into its own at the end;
+a run killed with SIGKILL while b runs a variant's kernel is put back by `napilab
+restore`, which boots b into its own kernel (the kernel journal outlives the boot).
+Seed 001's whole letter (two RT kernels, both experiments and the letter's script in
+each boot) is a stored run: tests/unit/test_seed001_letter.py."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
 from napilab.harness.lab.vmbed import VmTestbed
 from tests.conftest import ROOT
-from tests.integration.vm.conftest import NAPILAB, RT_OLD, guest, kill_run_when, leftovers
+from tests.integration.vm.conftest import (
+    NAPILAB,
+    RT_NEW,
+    RT_OLD,
+    guest,
+    kill_run_when,
+    leftovers,
+)
 
 IDENTITY = "uname -r; uname -v; cat /proc/cmdline"
 
@@ -24,6 +35,41 @@ def test_plan_shows_every_boot(vm_inventory: Path) -> None:
     assert sum("6.1.0-" in ln for ln in boots) == 4 and sum("7.2." in ln for ln in boots) == 4
     assert "end of run: b boots back into its own kernel" in out
     assert "b        ~ kernel: 6.1-rt -> 7.2-rt" in out
+
+
+def test_a_run_boots_b_into_its_variants_kernel_and_back(tmp_path: Path,
+                                                         vm_clean: VmTestbed) -> None:
+    own = guest(vm_clean, "b", IDENTITY).stdout
+    profile = tmp_path / "p.yaml"
+    profile.write_text(f"""\
+name: vm-kernel-run
+hosts: {{sender: a, receiver: b}}
+workload: {{tool: ping, duration: 1, idle: 0, warmup: 0, client: {{role: sender}},
+           server: {{role: receiver}}}}
+variants:
+  own: {{}}
+  rt: {{kernel: {{receiver: "{RT_NEW}"}}, setup: {{receiver: {{rps: {{data0: "1"}}}}}}}}
+repeat: 1
+boot: per-kernel
+""")
+    done = subprocess.run([NAPILAB, "run", str(profile), "-i", str(vm_clean.inventory_path),
+                           "-o", str(tmp_path / "r"), "--format", "text"],
+                          capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (run_dir,) = (tmp_path / "r" / "vm-kernel-run").iterdir()
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    trials = {t["variant"]: t for t in manifest["trials"]}
+    kernel = next(c for c in trials["rt"]["settings"] if c["kind"] == "kernel")
+    assert kernel["verdict"]["state"] == "taken"
+    effective = json.loads(kernel["effective"])
+    assert effective["release"].startswith("7.2.") and "PREEMPT_RT" in kernel["effective"]
+    assert not any(c["kind"] == "kernel" for c in trials["own"]["settings"])
+    text = (run_dir / "report.txt").read_text()
+    assert "\n  rt: b on 7.2." in text, text
+    # b is back on its own kernel and command line, nothing of the run left in either
+    assert guest(vm_clean, "b", IDENTITY).stdout == own
+    assert leftovers(vm_clean) == {"a": [], "b": []}
+    assert not manifest.get("hosts_changed")
 
 
 def test_sigkill_on_a_variants_kernel_then_restore_boots_back(tmp_path: Path,
