@@ -81,16 +81,25 @@ def document(doc: Mapping[str, Any]) -> dict[str, Any]:
     base_show: dict[str, set[str]] = {}
     workload = out.get("workload")
     if isinstance(workload, dict):
-        for side in ("client", "server"):
-            if side in workload:
-                workload[side], base_show[side] = _process(workload[side], ())
+        for side, spec in _sides(workload):
+            base_show[side] = _process(spec, ())[1]
     variants = out.get("variants")
     for overlay in (variants.values() if isinstance(variants, dict) else ()):
         over = overlay.get("workload") if isinstance(overlay, dict) else None
         if isinstance(over, dict):
-            for side in ("client", "server"):
-                if side in over:
-                    over[side], _ = _process(over[side], base_show.get(side, set()))
+            for side, spec in _sides(over):
+                _process(spec, base_show.get(side, set()))
+    return out
+
+
+def _sides(workload: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(name, mapping) of each process of a workload: `client`, `server` and each of
+    `clients` (`clients.ROLE`); _process redacts each in place."""
+    out: list[tuple[str, Any]] = [(side, workload[side]) for side in ("client", "server")
+                                  if side in workload]
+    several = workload.get("clients")
+    if isinstance(several, dict):
+        out += [(f"clients.{role}", spec) for role, spec in several.items()]
     return out
 
 

@@ -94,6 +94,13 @@ def _process() -> Schema:
     return obj(properties)
 
 
+def _clients(defs: Defs) -> Schema:
+    """`workload.clients`: role -> a process without `role` (the key is its role)."""
+    process = {k: v for k, v in _process()["properties"].items() if k != "role"}
+    return {"type": "object", "minProperties": 1,
+            "additionalProperties": obj(process)}
+
+
 def _side_args(name: str, side: str) -> Mapping[str, ArgSpec]:
     tool = TOOLS[name]
     return tool.client_args if side == "client" else tool.server_args
@@ -121,7 +128,8 @@ def _workload(defs: Defs) -> Schema:
     profile's tool, which profile_schema checks (any, when a parent file names it)."""
     properties: Schema = {key: _number(spec) for key, spec in sections.WORKLOAD_NUMBERS.items()}
     process = defs.ref("process", _process)
-    properties |= {"tool": {"enum": list(TOOLS)}, "client": process, "server": process,
+    properties |= {"tool": {"enum": list(TOOLS)}, "client": process,
+                   "clients": defs.ref("clients", lambda: _clients(defs)), "server": process,
                    "load": defs.ref("load", _load)}
     assert set(properties) == set(sections.WORKLOAD_KEYS)
     out = obj(properties)
@@ -280,7 +288,8 @@ def profile_schema() -> Schema:
         # a file that extends another may leave hosts and workload to its parent
         "if": {"required": ["extends"]}, "then": {},
         "else": {"required": ["hosts", "workload"],
-                 "properties": {"workload": {"required": ["tool", "client"]}}},
+                 "properties": {"workload": {"required": ["tool"], "oneOf": [
+                     {"required": ["client"]}, {"required": ["clients"]}]}}},
         "allOf": _inherited_args(defs),
         "$defs": dict(sorted(defs.schemas.items())),
     }

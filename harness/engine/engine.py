@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from napilab.harness.engine import resume_check, workload_exec
+from napilab.harness.engine import resume_check, workload_exec, workload_rows
 from napilab.harness.engine.boots import Boots
 from napilab.harness.engine.fan_out import HostOps
 from napilab.harness.engine.plan_render import estimate
@@ -45,11 +45,12 @@ from napilab.harness.errors import (
 from napilab.harness.hosts import facts as host_facts
 from napilab.harness.hosts.session import HostSession
 from napilab.harness.hosts.settings import HostSettings, workdir
+from napilab.harness.profile import clients
 from napilab.harness.profile.plan import Plan, check_online
 from napilab.harness.profile.profile import Trial, Variant
+from napilab.harness.profile.sections import ProcessSpec
 from napilab.harness.store.manifest import HostFacts, TrialRecord
 from napilab.harness.store.store import Row, RunStore
-from napilab.runners.base import Value
 from napilab.runners.registry import TOOLS
 from napilab.runners.workloads.workload import Context, ToolResult
 
@@ -347,7 +348,10 @@ class Engine:
                 raise AssertionError("restore runs in `finally`")
         return []
 
-    def _workload(self, trial: Trial, variant: Variant, *, warmup: bool = False) -> ToolResult:
+    def _workload(self, trial: Trial, variant: Variant, *, warmup: bool = False
+                  ) -> list[tuple[ProcessSpec, ToolResult]]:
+        """The workload run once; each reporting client's role with what it reported
+        (one client: one; several, each of an `each` tool's, or a master's)."""
         spec = variant.workload
         tool = TOOLS[spec.tool]
         client_host = self.plan.host_of(spec.client.role)
@@ -356,29 +360,28 @@ class Engine:
         ctx = Context(target=server_host.target_address, bind=server_host.target_address,
                       duration=duration, workdir=workdir(self.store.run_id),
                       trial=trial.id)
-        commands = tool.commands(self.plan.process_args(spec.client),
-                                 self.plan.process_args(spec.server), ctx)
+        commands = clients.build(self.plan, spec, ctx)
         record = workload_exec.WorkloadRecord()
         self.progress.phase("warm-up" if warmup else spec.tool, client_host.name,
                             f"{duration:g}s")
         self.store.warm()  # while the run waits on its first workload
         try:
-            if commands.client_files or commands.server_files:
-                for host in {client_host.name, server_host.name}:
+            if any(c.commands.client_files or c.commands.server_files
+                   for c in commands.clients):
+                for host in {*(c.host for c in commands.clients), server_host.name}:
                     self.transports[host].run(["mkdir", "-p", ctx.workdir])
-            output = workload_exec.run(
-                commands, client=spec.client, server=spec.server,
-                client_transport=self.transports[client_host.name],
-                server_transport=self.transports[server_host.name],
-                timeout=spec.timeout, record=record)
+            outputs = workload_exec.run(
+                commands, server=spec.server, server_host=server_host.name,
+                transports=self.transports, timeout=spec.timeout, record=record)
         finally:
             self._store_workload(trial, record, "warmup-" if warmup else "")
-        return tool.parse(output)
+        return [(client.process, tool.parse(output))
+                for client, output in zip(commands.runners, outputs, strict=True)]
 
     def _store_workload(self, trial: Trial, record: workload_exec.WorkloadRecord,
                         prefix: str) -> None:
-        for name, result in ((f"{prefix}client", record.client),
-                             (f"{prefix}server", record.server)):
+        named = [(f"{prefix}{client.name}", result) for client, result in record.clients]
+        for name, result in [*named, (f"{prefix}server", record.server)]:
             if result is None:
                 continue
             self.store.write_raw(trial.id, result.host, f"{name}.out", result.stdout)
@@ -387,19 +390,11 @@ class Engine:
                 "argv": list(result.argv), "exit_code": result.exit_code,
                 "start": result.start, "duration": result.duration})
 
-    def _tool_rows(self, trial: Trial, variant: Variant, result: ToolResult) -> list[Row]:
-        spec = variant.workload
-        rows: list[Row] = []
-
-        def add(role: str, values: list[Value]) -> None:
-            host = self.plan.host_of(role).name
-            rows.extend(Row(trial.index, trial.variant, trial.rep, role, host, spec.source,
-                            v.metric, v.cpu, float(v.value), v.unit) for v in values)
-
-        add(spec.client.role, result.client)
-        add(spec.server.role, result.server)
-        if result.latencies_us is not None:
-            self.store.write_latencies(trial.id, result.latencies_us)
+    def _tool_rows(self, trial: Trial, variant: Variant,
+                   results: list[tuple[ProcessSpec, ToolResult]]) -> list[Row]:
+        rows, latencies = workload_rows.rows(self.plan, trial, variant.workload, results)
+        if latencies is not None:
+            self.store.write_latencies(trial.id, latencies)
         return rows
 
 
@@ -408,7 +403,7 @@ def af_xdp_problems(plan: Plan, facts: dict[str, HostFacts]) -> list[str]:
     runs an AF_XDP program (xdpsock, testpmd's net_af_xdp vdev)."""
     problems = []
     for variant in plan.profile.variants:
-        for process in (variant.workload.client, variant.workload.server):
+        for process in (*variant.workload.clients, variant.workload.server):
             host = plan.host_of(process.role).name
             program = host_facts.af_xdp_program(process.args)
             if program and host in facts and facts[host].get("af_xdp") == "no":

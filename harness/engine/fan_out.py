@@ -74,7 +74,8 @@ class HostOps:
         out: set[str] = set()
         for variant in self.plan.profile.variants:
             workload = variant.workload
-            for side, process in (("client", workload.client), ("server", workload.server)):
+            for side, process in (*(("client", c) for c in workload.clients),
+                                  ("server", workload.server)):
                 if self.plan.host_of(process.role).name == host:
                     out.update(host_facts.workload_binaries(workload.tool, side, process.args))
         return out

@@ -28,6 +28,7 @@ from napilab.harness.knobs import registry
 from napilab.harness.knobs.backend import Backend
 from napilab.harness.knobs.kind import Item, PlanLookup, Setting
 from napilab.harness.knobs.kinds.kernel import CONTROLLER, KEY, BootBackend
+from napilab.harness.profile import clients
 from napilab.harness.profile.kernel import KernelSpec
 from napilab.harness.profile.plan import Plan
 from napilab.harness.profile.profile import Trial, Variant
@@ -123,16 +124,22 @@ class _Steps:
         ctx = Context(target=server_host.target_address, bind=server_host.target_address,
                       duration=spec.warmup if warmup else spec.duration,
                       workdir=workdir(run_id), trial=trial.id)
-        commands = TOOLS[spec.tool].commands(plan.process_args(spec.client),
-                                             plan.process_args(spec.server), ctx)
+        commands = clients.build(plan, spec, ctx)
         prefix = "warmup-" if warmup else ""
         if commands.server is not None:
             self.add(server_host.name, prefix + "server",
                      compose(commands.server.argv, spec.server, spec.timeout + SERVER_GRACE,
                              commands.server.stop_grace),
                      env=dict(spec.server.env))
-        self.add(plan.host_of(spec.client.role).name, prefix + "client",
-                 compose(commands.client, spec.client, spec.timeout), env=dict(spec.client.env))
+        for agent in commands.agents:  # a master's other clients, started before it
+            assert agent.agent is not None
+            self.add(agent.host, prefix + agent.name.replace("client", "agent", 1),
+                     compose(agent.agent.argv, agent.process, spec.timeout + SERVER_GRACE,
+                             agent.agent.stop_grace), env=dict(agent.process.env))
+        for client in commands.runners:  # started together
+            self.add(client.host, prefix + client.name,
+                     compose(client.commands.client, client.process, spec.timeout),
+                     env=dict(client.process.env))
 
 
     def boot(self, host: str, spec: KernelSpec | None, run_id: str, *, first: bool) -> None:

@@ -123,8 +123,9 @@ def _workload(plan: Plan, variant: Variant) -> dict[tuple[str, str], Value]:
     out: dict[tuple[str, str], Value] = {
         ("", f"workload {key}"): _one(getattr(spec, key))
         for key in ("tool", "duration", "timeout", "idle", "warmup")}
-    for side in ("client", "server"):
-        process = getattr(spec, side)
+    sides = [("client", spec.client), ("server", spec.server)] if not spec.others else \
+        [*((f"clients.{p.role}", p) for p in spec.clients), ("server", spec.server)]
+    for side, process in sides:
         host = plan.host_of(process.role).name
         out[("", f"workload {side} on")] = host
         flat: dict[str, Value] = {}

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from napilab.harness.errors import HostError
+from napilab.harness.profile.clients import Client, WorkloadCommands
 from napilab.harness.profile.sections import ProcessSpec
 from napilab.harness.transport.transport import CommandResult, Process, Transport
 from napilab.runners.base import ToolFailed
@@ -17,7 +18,6 @@ from napilab.runners.workloads.workload import (
     ProcessOutput,
     Readiness,
     ServerCommand,
-    ToolCommands,
     ToolOutput,
 )
 
@@ -43,9 +43,9 @@ def _seconds(value: float) -> str:
 
 @dataclass
 class WorkloadRecord:
-    """What ran, for the raw/ directory."""
+    """What ran, for the raw/ directory: each client (agents included) with its result."""
 
-    client: CommandResult | None = None
+    clients: list[tuple[Client, CommandResult]] = field(default_factory=list)
     server: CommandResult | None = None
     readiness_checks: int = 0
     files: dict[str, str] = field(default_factory=dict)
@@ -57,14 +57,14 @@ def readiness_argv(ready: Readiness) -> list[str]:
 
 
 def wait_ready(transport: Transport, proc: Process, ready: Readiness,
-               record: WorkloadRecord) -> None:
+               record: WorkloadRecord, what: str = "server") -> None:
     deadline = time.monotonic() + ready.timeout
     pattern = re.compile(ready.log_pattern) if ready.log_pattern else None
     while True:
         code = proc.poll()
         if code is not None:
             out, err = proc.output()
-            raise ToolFailed("server", f"exited {code} before it was ready", err or out)
+            raise ToolFailed(what, f"exited {code} before it was ready", err or out)
         if pattern is not None and any(pattern.search(s) for s in proc.output()):
             return
         if ready.port is not None:
@@ -75,13 +75,13 @@ def wait_ready(transport: Transport, proc: Process, ready: Readiness,
             return
         if time.monotonic() > deadline:
             out, err = proc.output()
-            raise ToolFailed("server", f"not ready after {ready.timeout:.0f}s", err or out)
+            raise ToolFailed(what, f"not ready after {ready.timeout:.0f}s", err or out)
         time.sleep(0.02)
 
 
 def stop(proc: Process, server: ServerCommand) -> CommandResult:
-    """Reap a server: wait for one that exits by itself, else signal it; KILL as the
-    last resort."""
+    """Reap a server (or an agent): wait for one that exits by itself, else signal it;
+    KILL as the last resort."""
     if server.exits_by_itself:
         try:
             return proc.wait(SERVER_GRACE)
@@ -95,46 +95,73 @@ def stop(proc: Process, server: ServerCommand) -> CommandResult:
         return proc.wait(STOP_GRACE)
 
 
-def run(commands: ToolCommands, *, client: ProcessSpec, server: ProcessSpec,
-        client_transport: Transport, server_transport: Transport, timeout: float,
-        record: WorkloadRecord) -> ToolOutput:
+def run(commands: WorkloadCommands, *, server: ProcessSpec, server_host: str,
+        transports: Mapping[str, Transport], timeout: float,
+        record: WorkloadRecord) -> list[ToolOutput]:
+    """Server started and ready, then each agent started and ready (a master tool's
+    other clients), then every other client started at once and waited for; agents and
+    server stopped after. One ToolOutput per client that ran the tool's client command,
+    in the profile's order."""
     proc: Process | None = None
     server_cmd = commands.server
+    agents: list[tuple[Client, Process]] = []
     try:
         if server_cmd is not None:
             argv = compose(server_cmd.argv, server, limit=timeout + SERVER_GRACE,
                            kill_after=server_cmd.stop_grace)
-            proc = server_transport.start(argv, env=server.env)
-            wait_ready(server_transport, proc, server_cmd.ready, record)
-        result = _run_client(client_transport, compose(commands.client, client, limit=timeout),
-                             client.env, timeout + 15)
-        record.client = result
+            proc = transports[server_host].start(argv, env=server.env)
+            wait_ready(transports[server_host], proc, server_cmd.ready, record)
+        for agent in commands.agents:
+            assert agent.agent is not None
+            transport = transports[agent.host]
+            agents.append((agent, transport.start(
+                compose(agent.agent.argv, agent.process, limit=timeout + SERVER_GRACE,
+                        kill_after=agent.agent.stop_grace), env=agent.process.env)))
+            wait_ready(transport, agents[-1][1], agent.agent.ready, record,
+                       what=f"agent {agent.process.role}")
+        results = _run_clients(commands.runners, transports, timeout)
+        record.clients += zip(commands.runners, results, strict=True)
     finally:
+        for agent, agent_proc in agents:
+            assert agent.agent is not None
+            record.clients.append((agent, stop(agent_proc, agent.agent)))
         if proc is not None and server_cmd is not None:
             record.server = stop(proc, server_cmd)
-    client_files = _fetch(client_transport, commands.client_files, record)
-    server_files = _fetch(server_transport, commands.server_files, record)
+    outputs = [(client, result, _fetch(transports[client.host], client.commands.client_files,
+                                       record))
+               for client, result in zip(commands.runners, results, strict=True)]
+    server_files = _fetch(transports[server_host], commands.first.commands.server_files,
+                          record)
     server_out = None
     if record.server is not None:
         server_out = ProcessOutput(record.server.exit_code, record.server.stdout,
                                    record.server.stderr, server_files)
-    return ToolOutput(ProcessOutput(result.exit_code, result.stdout, result.stderr, client_files),
-                      server_out, commands)
+    return [ToolOutput(ProcessOutput(r.exit_code, r.stdout, r.stderr, files), server_out,
+                       client.commands) for client, r, files in outputs]
 
 
-def _run_client(transport: Transport, argv: list[str], env: Mapping[str, str],
-                wait: float) -> CommandResult:
-    """Run the client in the background so that an interrupt (SIGINT, SIGTERM, an error
-    here) stops it on the host too: closing an SSH channel does not kill its command."""
-    proc = transport.start(argv, env=env)
+def _run_clients(clients: Sequence[Client], transports: Mapping[str, Transport],
+                 timeout: float) -> list[CommandResult]:
+    """Start every client, then wait for each, in the background so that an interrupt
+    (SIGINT, SIGTERM, an error here) stops them on their hosts too: closing an SSH channel
+    does not kill its command."""
+    started: list[Process] = []
+    deadline = time.monotonic() + timeout + 15
     try:
-        return proc.wait(wait)
+        for client in clients:
+            started.append(transports[client.host].start(
+                compose(client.commands.client, client.process, limit=timeout),
+                env=client.process.env))
+        return [p.wait(max(0.1, deadline - time.monotonic())) for p in started]
     except BaseException:
-        proc.signal("TERM")
-        try:
-            proc.wait(STOP_GRACE)
-        except HostError:
-            proc.signal("KILL")
+        for p in started:
+            if p.poll() is None:
+                p.signal("TERM")
+        for p in started:
+            try:
+                p.wait(STOP_GRACE)
+            except HostError:
+                p.signal("KILL")
         raise
 
 

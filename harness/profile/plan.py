@@ -16,7 +16,7 @@ from napilab.harness.profile import cpus
 from napilab.harness.profile.kernel import KernelSpec
 from napilab.harness.profile.profile import Profile, Trial, Variant
 from napilab.harness.profile.schema import suggest
-from napilab.harness.profile.sections import CollectSpec, ProcessSpec
+from napilab.harness.profile.sections import CollectSpec, ProcessSpec, WorkloadSpec
 from napilab.runners.base import PLACEHOLDER, fill
 
 
@@ -154,8 +154,7 @@ def _check_cpus(plan: Plan,
         problems.append(Problem(where, path, why))
 
     for variant in plan.profile.variants:
-        for side in ("client", "server"):
-            process = getattr(variant.workload, side)
+        for side, process in _processes(variant.workload):
             fits(process.role, process.cpus or "", process.written.get("cpus"),
                  f"workload.{side}.cpus")
         for setting in variant.settings:
@@ -166,6 +165,14 @@ def _check_cpus(plan: Plan,
                 fits(role, cpus.format_list(list(spec.cpus or ())), spec.cpus_at,
                      f"collect.{spec.name}.cpus")
     return problems
+
+
+def _processes(workload: WorkloadSpec) -> list[tuple[str, ProcessSpec]]:
+    """(key path, process) of every process of a workload."""
+    if not workload.others:
+        return [("client", workload.client), ("server", workload.server)]
+    return [*((f"clients.{p.role}", p) for p in workload.clients),
+            ("server", workload.server)]
 
 
 def _cpus_of(host: Host, online: Mapping[str, tuple[int, ...] | None] | None
@@ -201,7 +208,7 @@ def _check_commands(plan: Plan) -> list[Problem]:
     """Build every variant's workload commands now: a tool that finds its arguments
     wrong (a metric regex that does not compile, an empty argv) says so before any
     host is touched."""
-    from napilab.runners.registry import TOOLS
+    from napilab.harness.profile import clients
     from napilab.runners.workloads.workload import Context
 
     problems = []
@@ -210,15 +217,23 @@ def _check_commands(plan: Plan) -> list[Problem]:
         server = plan.host_of(spec.server.role)
         ctx = Context(target=server.target_address, bind=server.target_address,
                       duration=spec.duration, workdir="<workdir>", trial="000")
+        errors: list[tuple[ProcessSpec, NapilabError]] = []
         try:
-            TOOLS[spec.tool].commands(plan.process_args(spec.client),
-                                      plan.process_args(spec.server), ctx)
-        except NapilabError as exc:
-            at = spec.client.written.get("args")
-            where, path = (at.location, at.key_path) if at else (
-                plan.profile.roles[spec.client.role].where, f"variants.{variant.name}.workload")
-            # the tool's errors name it already (`command: client argv is required`)
-            text = exc.message if exc.message.startswith(
-                (f"{spec.tool}: ", f"{spec.source}: ")) else f"{spec.tool}: {exc.message}"
-            problems.append(Problem(where, path, text))
+            clients.build(plan, spec, ctx, errors)
+        except NapilabError as exc:  # a tool that takes one client (validate said so)
+            errors.append((spec.client, exc))
+        problems += [_command_problem(plan, variant.name, spec, process, exc)
+                     for process, exc in errors]
     return problems
+
+
+def _command_problem(plan: Plan, variant: str, spec: WorkloadSpec, process: ProcessSpec,
+                     exc: NapilabError) -> Problem:
+    """A tool's refusal of a process's arguments, at the args (or the role) it read."""
+    at = process.written.get("args")
+    where, path = (at.location, at.key_path) if at else (
+        plan.profile.roles[process.role].where, f"variants.{variant}.workload")
+    # the tool's errors name it already (`command: client argv is required`)
+    text = exc.message if exc.message.startswith(
+        (f"{spec.tool}: ", f"{spec.source}: ")) else f"{spec.tool}: {exc.message}"
+    return Problem(where, path, text)

@@ -60,6 +60,7 @@ from napilab.harness.profile.sections import (
     CollectSpec,
     TableRow,
     WorkloadSpec,
+    check_roleless_rows,
     parse_collect,
     parse_table,
     parse_workload,
@@ -69,6 +70,7 @@ from napilab.harness.profile.tune import Tune, Tuning, parse_tune
 from napilab.harness.profile.yamlsrc import Node
 from napilab.runners.base import PLACEHOLDER
 from napilab.runners.registry import TOOLS
+from napilab.runners.workloads.workload import MASTER, several_clients
 
 TOP_KEYS = keys.PROFILE_KEYS
 VARIANT_KEYS = ("description", "group", "cores", "setup", "workload", "collect", "kernel")
@@ -240,6 +242,7 @@ def load_profile(path: str | Path, tuning: Tuning | None = None) -> Profile:
     report = check.mapping(document.get("report"), document.where("report"), "report") or Node()
     check.keys(report, "report", REPORT_KEYS)
     table = parse_table(check, report.get("table"), report.where("table"), "report.table", roles)
+    check_roleless_rows(check, report.get("table"), [v.workload for v in variants])
     _columns(check, report, [v.name for v in variants])
     _like_with_like(check, variants, {name: overlay for name, overlay, _ in arms},
                     document.where("variants"))
@@ -354,6 +357,14 @@ def _ladder(check: Checker, document: Node, base: Node) -> Ladder | None:
     _workload_of(base).pop("load", None)
     if tool is None:
         return None  # the unknown tool is its own error
+    several = workload.get("clients")
+    if isinstance(several, Node) and len(several) > 1 and \
+            several_clients(tool).merge != MASTER:
+        check.error(workload.key_locations.get("load"), "workload.load",
+                    f"a load ladder drives one client, and these are {len(several)}: each "
+                    f"{tool.name} client would offer the rung's rate (a master tool's, "
+                    "mutilate's, --qps is the aggregate of all)")
+        return None
     return parse_load(check, workload["load"], workload.where("load"), "workload.load",
                       tool.name, tool.load, _percent)
 
@@ -363,7 +374,14 @@ def _rung_argument(merged: Node, ladder: Ladder, rung: Rung) -> None:
     if ladder.arg is None:
         return
     workload = merged.setdefault("workload", Node())
-    client = workload.setdefault("client", Node()) if isinstance(workload, Node) else None
+    several = workload.get("clients") if isinstance(workload, Node) else None
+    if isinstance(several, Node) and several:  # a master's --qps is everyone's
+        first = next(iter(several))
+        client = several[first] = several[first] if isinstance(several[first], Node) \
+            else Node()
+    else:
+        client = workload.setdefault("client", Node()) if isinstance(workload, Node) \
+            else None
     if not isinstance(client, Node):
         return  # malformed: parse_workload says so
     args = client.get("args")

@@ -51,9 +51,12 @@ class Scope:
         """The Variant with the locations it keeps (settings, cpus, args) under the
         overlay's paths where the overlay wrote them."""
         workload = variant.workload  # type: ignore[attr-defined]
-        sides = {side: replace(process, written={k: self.written(at) for k, at
-                                                 in process.written.items()})
-                 for side in ("client", "server") for process in [getattr(workload, side)]}
+        def scoped(process: Any) -> Any:
+            return replace(process, written={k: self.written(at)
+                                             for k, at in process.written.items()})
+
+        sides = {side: scoped(getattr(workload, side)) for side in ("client", "server")}
+        sides["others"] = tuple(scoped(p) for p in workload.others)
         return replace(
             variant,  # type: ignore[type-var]
             settings=tuple(replace(s, at=self.written(s.at))

@@ -21,10 +21,16 @@ from napilab.harness.profile.yamlsrc import Node, Seq
 from napilab.runners.base import PLACEHOLDER
 from napilab.runners.collectors import netstat
 from napilab.runners.registry import COLLECTORS, TOOLS
-from napilab.runners.workloads.workload import ArgSpec
+from napilab.runners.workloads.workload import (
+    EACH,
+    MASTER,
+    ArgSpec,
+    WorkloadTool,
+    several_clients,
+)
 
-WORKLOAD_KEYS = ("tool", "duration", "timeout", "client", "server", "idle", "warmup",
-                 "load")
+WORKLOAD_KEYS = ("tool", "duration", "timeout", "client", "clients", "server", "idle",
+                 "warmup", "load")
 WORKLOAD_NUMBERS = {"duration": Number(0.1, 86400), "timeout": Number(1, 172800),
                     "idle": Number(0, 3600), "warmup": Number(0, 3600)}
 PROCESS_KEYS = ("role", "cpus", "args", "wrapper", "env", "show_env")
@@ -55,6 +61,13 @@ class WorkloadSpec:
     server: ProcessSpec
     idle: float = 0.0  # seconds of counters measured with no load, before it
     warmup: float = 0.0  # seconds of unmeasured load before the measured window
+    # `clients:` past the first (`client` is the first): started together with it
+    others: tuple[ProcessSpec, ...] = ()
+
+    @property
+    def clients(self) -> tuple[ProcessSpec, ...]:
+        """Every client, the first (`client`; a master's) first."""
+        return (self.client, *self.others)
 
     @property
     def source(self) -> str:
@@ -93,32 +106,100 @@ def cpu_text(check: Checker, node: Node, key: str, path: str) -> str | None:
 
 def parse_workload(check: Checker, node: Node, path: str,
                    roles: Mapping[str, Any]) -> WorkloadSpec | None:
-    check.keys(node, path, WORKLOAD_KEYS, required=("tool", "client"))
+    several = "clients" in node
+    check.keys(node, path, WORKLOAD_KEYS,
+               required=("tool", "clients" if several else "client"))
     tool_name = check.choice(node, "tool", path, TOOLS)
     duration = check.num(node, "duration", path, WORKLOAD_NUMBERS["duration"], default=10)
     timeout = check.num(node, "timeout", path, WORKLOAD_NUMBERS["timeout"],
                         default=duration * 2 + 30)
     tool = TOOLS.get(tool_name) if tool_name else None
-    sides = {}
+    sides: dict[str, ProcessSpec | None] = {}
     for side in ("client", "server"):
+        if side == "client" and several:
+            continue
         spec_node = check.mapping(node.get(side), node.where(side), join(path, side))
         allowed_args = (tool.client_args if side == "client" else tool.server_args) if tool \
             else None
         if spec_node is not None and (side in node or side == "client"):
             sides[side] = _process(check, spec_node, join(path, side), roles, allowed_args)
-    if tool_name is None or "client" not in sides or sides["client"] is None:
+    clients = parse_clients(check, node, path, roles, tool) if several else \
+        [sides.get("client")]
+    if tool_name is None or not clients or None in clients:
         return None
-    server = sides.get("server") or ProcessSpec(role=sides["client"].role)
+    first = clients[0]
+    assert first is not None
+    server = sides.get("server") or ProcessSpec(role=first.role)
+    if several:
+        _server_apart(check, node, path, [c for c in clients if c], server, "server" in node)
     idle = check.num(node, "idle", path, WORKLOAD_NUMBERS["idle"], default=0)
     warmup = check.num(node, "warmup", path, WORKLOAD_NUMBERS["warmup"], default=0)
-    return WorkloadSpec(tool_name, float(duration), float(timeout), sides["client"], server,
-                        float(idle), float(warmup))
+    return WorkloadSpec(tool_name, float(duration), float(timeout), first, server,
+                        float(idle), float(warmup), tuple(c for c in clients[1:] if c))
+
+
+def parse_clients(check: Checker, node: Node, path: str, roles: Mapping[str, Any],
+                  tool: WorkloadTool | None) -> list[ProcessSpec | None]:
+    """`clients: {ROLE: {cpus, args, wrapper, env, show_env}, ...}`: several client roles,
+    in order (a master tool's first is the master, harness.engine.workload_exec)."""
+    cpath = join(path, "clients")
+    if "client" in node:
+        check.error(node.key_locations.get("client"), join(path, "client"),
+                    "write `client:` (one client) or `clients:` (several), not both")
+    found = check.mapping(node.get("clients"), node.where("clients"), cpath)
+    if found is None:
+        return []
+    if not found:
+        check.error(node.where("clients"), cpath, "no client: name at least one role")
+        return []
+    rule = several_clients(tool) if tool is not None else None
+    if rule is not None and len(found) > 1 and not rule.merge:
+        check.error(node.key_locations.get("clients"), cpath,
+                    f"{tool.name if tool else ''} takes one client: {rule.why}")
+        return []
+    out: list[ProcessSpec | None] = []
+    for i, (role, raw) in enumerate(found.items()):
+        rpath = join(cpath, str(role))
+        if not isinstance(role, str) or role not in roles:
+            check.error(found.key_locations.get(role), rpath,
+                        f"no such role; roles are {sorted(roles)}{suggest(str(role), roles)}")
+            out.append(None)
+            continue
+        spec = check.mapping(raw if raw is not None else Node(), found.where(role), rpath)
+        if spec is None:
+            out.append(None)
+            continue
+        allowed = None
+        if tool is not None and rule is not None:
+            allowed = rule.agent_args if (i and rule.merge == MASTER) else tool.client_args
+        out.append(_process(check, spec, rpath, roles, allowed, role=role))
+    return out
+
+
+def _server_apart(check: Checker, node: Node, path: str, clients: list[ProcessSpec],
+                  server: ProcessSpec, named: bool) -> None:
+    """With several clients the server is a role of its own, named."""
+    if not named:
+        check.error(node.key_locations.get("clients"), join(path, "clients"),
+                    "several clients need `server: {role: ...}`: the role they load")
+        return
+    if server.role in {c.role for c in clients}:
+        server_node = node.get("server")
+        where = server_node.where("role") if isinstance(server_node, Node) else None
+        check.error(where, join(path, "server.role"),
+                    f"role {server.role!r} is both a client and the server: give the server "
+                    "a role of its own (two roles may name one host)")
 
 
 def _process(check: Checker, node: Node, path: str, roles: Mapping[str, Any],
-             allowed_args: Mapping[str, ArgSpec] | None) -> ProcessSpec | None:
-    check.keys(node, path, PROCESS_KEYS, required=("role",))
-    role = check.get(node, "role", path, str)
+             allowed_args: Mapping[str, ArgSpec] | None,
+             role: str | None = None) -> ProcessSpec | None:
+    """One process (`client`, `server`, or one of `clients`, whose key is its `role`)."""
+    if role is None:
+        check.keys(node, path, PROCESS_KEYS, required=("role",))
+        role = check.get(node, "role", path, str)
+    else:
+        check.keys(node, path, PROCESS_KEYS[1:])
     if role is not None and role not in roles:
         check.error(node.where("role"), join(path, "role"),
                     f"no such role; roles are {sorted(roles)}{suggest(role, roles)}")
@@ -286,3 +367,30 @@ def parse_table(check: Checker, value: Any, where: Any, path: str,
             label = check.get(row, "label", rpath, str) or f"{source} {metric}"
             rows.append(TableRow(label, source, metric, role))
     return rows
+
+
+# Values of one client that several clients' values do not add up to (reports.ab.compare
+# adds a role-less row over every role): latency statistics and percentiles.
+_PER_CLIENT = re.compile(r"latency|rtt|jitter|(^|_)p\d|(^|_)(mean|min|max|stddev|median)"
+                         r"($|_)")
+
+
+def check_roleless_rows(check: Checker, value: Any, workloads: list[WorkloadSpec]) -> None:
+    """A `report.table` row without `role` adds its metric over every role: refused for a
+    latency statistic of a tool whose several clients each report (a sum of two clients'
+    p99 is nothing); it names the roles to choose from."""
+    several = {w.source: [c.role for c in w.clients] for w in workloads
+               if w.others and several_clients(TOOLS[w.tool]).merge == EACH}
+    if not several or not isinstance(value, Seq):
+        return
+    for i, raw in enumerate(value):
+        if not isinstance(raw, Node) or raw.get("role") is not None:
+            continue
+        source, metric = raw.get("source"), raw.get("metric")
+        roles = several.get(str(source))
+        if roles and isinstance(metric, str) and _PER_CLIENT.search(metric):
+            check.error(value.item_locations[i], f"report.table.{i}",
+                        f"{source} {metric} is measured by each of the clients {roles}: a "
+                        "row without `role` would add them up; name the `role` (one row "
+                        "per client), or use the `pooled` source for percentiles of every "
+                        "client's transactions")

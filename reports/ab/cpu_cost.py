@@ -21,7 +21,7 @@ seconds per wall second, says so in `notes`).
 - `cpu_us_per_<op>`: busy cores x the window's wall time, in microseconds, per operation
   of the workload
   (`transaction`, `message`, `packet`, `MB`: the tool's `operations`, recorded in the
-  manifest), counted by the workload's client role.
+  manifest), counted by the workload's client role (every client's, added, with several).
 
 Where the `perf_stat` collector counted cycles and instructions (its totals over its
 `cpus`): `ipc` (instructions per cycle) and `cycles_per_<op>`. `notes` says where perf
@@ -230,6 +230,10 @@ def workload_spec(doc: Mapping[str, Any], variant: str) -> dict[str, Any]:
     for key, value in over.items():
         if key in ("client", "server") and isinstance(value, Mapping):
             base[key] = {**(base.get(key) or {}), **value}
+        elif key == "clients" and isinstance(value, Mapping):  # role by role
+            base[key] = {**(base.get(key) or {}), **{
+                role: {**((base.get(key) or {}).get(role) or {}), **(part or {})}
+                for role, part in value.items()}}
         else:
             base[key] = value
     return base
@@ -238,8 +242,11 @@ def workload_spec(doc: Mapping[str, Any], variant: str) -> dict[str, Any]:
 def _workload_cpus(doc: Mapping[str, Any], variant: str, role: str) -> set[int]:
     spec = workload_spec(doc, variant)
     out: set[int] = set()
-    for side in ("client", "server"):
-        part = spec.get(side) or {}
+    several = spec.get("clients")
+    parts = [spec.get(side) or {} for side in ("client", "server")]
+    if isinstance(several, Mapping):
+        parts += [{**(p or {}), "role": r} for r, p in several.items()]
+    for part in parts:
         if isinstance(part, Mapping) and part.get("role") == role and part.get("cpus"):
             try:
                 out |= set(parse_list(str(part["cpus"])))
@@ -261,10 +268,19 @@ def _operation_counts(samples: pd.DataFrame, manifest: Manifest) -> dict[Any, di
         variant = str(frame.iloc[0]["variant"])
         spec = workload_spec(doc, manifest.written_as(variant))
         client = (spec.get("client") or {}).get("role")
+        several = spec.get("clients")
         duration = spec.get("duration")
         for op, metrics in operations.items():
             metric = next((m for m in metrics if (frame["metric"] == m).any()), None)
             found = frame[frame["metric"] == metric]
+            if isinstance(several, Mapping) and found["role"].isin(list(several)).any():
+                # several clients (`workload.clients`): the work of all of them
+                mine = found[found["role"].isin(list(several))]
+                counts = [_count(float(v), str(u), op, duration)
+                          for v, u in zip(mine["value"], mine["unit"], strict=True)]
+                if counts and None not in counts:
+                    out.setdefault(trial, {})[op] = sum(c for c in counts if c is not None)
+                continue
             if client is not None and (found["role"] == client).any():
                 found = found[found["role"] == client]
             if not len(found):

@@ -29,6 +29,7 @@ from napilab.harness.errors import InputError
 from napilab.runners.base import ParseError, ToolFailed, Value, fill, parse_float, ungroup
 from napilab.runners.workloads import testpmd, xdpsock
 from napilab.runners.workloads.workload import (
+    EACH,
     ArgSpec,
     ArgValue,
     Context,
@@ -36,6 +37,7 @@ from napilab.runners.workloads.workload import (
     Parser,
     Readiness,
     ServerCommand,
+    SeveralClients,
     ToolCommands,
     ToolOutput,
     ToolResult,
@@ -228,6 +230,8 @@ class CommandTool:
     versions: Mapping[str, tuple[str, ...] | None] = {}
     # the profile writes `${rate}` in argv; `load.unit` and `load.achieved` say the rest
     load: LoadAxis | None = LoadAxis(None, "", None, ())
+    # each client runs the argv and its metrics are read from its own output
+    clients: SeveralClients = SeveralClients(EACH)
     client_args: Mapping[str, ArgSpec] = {
         "argv": ArgSpec((list, str), "the command: a list, or a shell-quoted string"),
         "metrics": ArgSpec((dict, str), "name -> {regex|json_path, unit, ...}, or a preset"),

@@ -39,6 +39,7 @@ from napilab.runners.workloads.workload import (
     ProcessOutput,
     Readiness,
     ServerCommand,
+    SeveralClients,
     ToolCommands,
     ToolOutput,
     ToolResult,
@@ -259,6 +260,9 @@ class Iperf3Tool:
     # receiver's value is (docs/load.md, docs/formats.md 2.6).
     load: LoadAxis | None = LoadAxis("b", "bits/s", 0, ("throughput", "sender_throughput"),
                                      "jitter")
+    clients: SeveralClients = SeveralClients(
+        "", "an iperf3 server runs one test at a time (a second client is refused: "
+            "'the server is busy running a test'); -P runs parallel streams from one client")
     operations: Mapping[str, tuple[str, ...]] = {"MB": ("throughput",)}
     parsers: Mapping[str, Parser] = {"iperf3": lambda text: values(parse(text))}
     versions: Mapping[str, tuple[str, ...] | None] = {"iperf3": ("iperf3", "--version")}

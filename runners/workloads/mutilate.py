@@ -38,6 +38,20 @@ Quirks handled here:
   parameter is replaced by the rate of --qps, Generator.h:116), and refuses a
   distribution written without its `:` parameters.
 
+Agents (several client hosts, `workload.clients`): the first client is the master
+(`mutilate -s SERVER -a AGENT... [--qps=N]`), the others agents (`mutilate -A -T N`), which
+serve a ZeroMQ REP socket on the agent port (`-p`, 5556; mutilate.cc:156-160) until they
+are killed: napilab starts them first, waits for the port, and stops them after the master.
+The master hands each agent its options (server, qps, connections, depth, key and value
+sizes: options_t, mutilate.cc:105-135); an agent reads only its own -T (threads),
+-l (lambda_mul: its weight in the QPS share), --affinity and -B. The QPS the master
+asks for is the aggregate over the master's and every agent's connections
+(lambda_denom); the master adds the agents' counts (gets, sets, misses, bytes) to its
+own at the end (finish_agent, mutilate.cc:287-299), so its `Total QPS` is everyone's,
+while its latencies are its own connections' only (agents send no samples). -C, -Q, -D
+set the master's own connections, QPS and depth (the measuring client of the paper's
+setup).
+
 Coordinated omission: a request is timed from the moment it was actually written, not
 from its scheduled time (Connection.cc:142-156, 291, 326); when the server falls behind,
 the late requests are sent back to back to catch up and the wait is never counted. Its
@@ -54,6 +68,7 @@ from dataclasses import dataclass, field
 
 from napilab.harness.errors import InputError
 from napilab.runners.base import COUNT, US, ParseError, ToolFailed, Value, parse_float, parse_int
+from napilab.runners.workloads.mutilate_agent import AGENT_ARGS, AGENT_PORT, agent_command
 from napilab.runners.workloads.workload import (
     ArgSpec,
     ArgValue,
@@ -62,6 +77,7 @@ from napilab.runners.workloads.workload import (
     Parser,
     Readiness,
     ServerCommand,
+    SeveralClients,
     ToolCommands,
     ToolOutput,
     ToolResult,
@@ -256,13 +272,14 @@ def _distribution(key: str, value: ArgValue) -> None:
                      "a name without them (Generator.cc:58)")
 
 
-# client options napilab writes itself (`q`: the profile writes `qps`), and those of
-# modes it does not run: agents (-a, -A, -p is the agent port), several runs (--search,
+# client options napilab writes itself (`q`: the profile writes `qps`; -a and -A from
+# `workload.clients`), and those of modes it does not run: several runs (--search,
 # --scan), no measured run (--loadonly), files on the client host (--save), -W.
-_SET_BY_NAPILAB = frozenset({"s", "server", "t", "time", "q"})
-_UNSUPPORTED = frozenset({"a", "agent", "A", "agentmode", "p", "agent_port", "search",
-                          "scan", "loadonly", "save", "W", "wait"})
-
+_SET_BY_NAPILAB = frozenset({"s", "server", "t", "time", "q", "a", "agent", "A",
+                             "agentmode"})
+_UNSUPPORTED = frozenset({"search", "scan", "loadonly", "save", "W", "wait"})
+# what only a master with agents reads (mutilate.cc:223-278)
+_MASTER_ONLY = frozenset({"C", "Q", "D", "p", "l"})
 
 class MutilateTool:
     """`mutilate -s TARGET:PORT -t SECS -i exponential:1 [flags] --qps=N` against
@@ -290,6 +307,14 @@ class MutilateTool:
         "w": ArgSpec(int, "seconds of load before the measured time"),
         "binary": ArgSpec(bool, "memcached's binary protocol"),
         "affinity": ArgSpec(bool, "pin threads to CPUs round-robin"),
+        "C": ArgSpec(int, "with agents: the master's own connections per server "
+                     "(measure_connections)"),
+        "Q": ArgSpec(int, "with agents: the master's own QPS, taken out of qps "
+                     "(measure_qps)"),
+        "D": ArgSpec(int, "with agents: the master's own depth (measure_depth)"),
+        "l": ArgSpec(int, "with agents: the master's weight in the QPS share (lambda_mul)"),
+        "p": ArgSpec(int, f"with agents: the agents' port (default {AGENT_PORT}, every "
+                     "agent gets the same)"),
     }
     server_args: Mapping[str, ArgSpec] = {
         "p": ArgSpec(int, f"port, default {PORT} (both sides)"),
@@ -297,6 +322,16 @@ class MutilateTool:
         "m": ArgSpec(int, "memory for items, MB (default 64)"),
         "c": ArgSpec(int, "maximum connections (default 1024)"),
         "R": ArgSpec(int, "requests per event per connection (default 20)"),
+        # memcached 1.6's own flags (`memcached -h`), so a profile needs no shell wrapper
+        "N": ArgSpec(int, "--napi_ids: NAPI ids the worker threads are picked by "
+                     "(SO_INCOMING_NAPI_ID; memcached doc/napi_ids.txt)"),
+        "b": ArgSpec(int, "--listen-backlog (default 1024)"),
+        "o": ArgSpec(str, "--extended: comma-separated NAME=VALUE options "
+                     "(e.g. hashpower=20,no_lru_crawler)"),
+        "U": ArgSpec(int, "UDP port (default 0: off)"),
+        "B": ArgSpec(str, "binding protocol: ascii, binary or auto", ("ascii", "binary",
+                                                                      "auto")),
+        "I": ArgSpec(str, "largest item size (e.g. 1m)"),
     }
     headline: tuple[str, ...] = ("latency_mean", "latency_p99", "qps")
     metrics: tuple[str, ...] = ("latency_*", "update_latency_*", "queue_depth_mean", "qps",
@@ -309,6 +344,8 @@ class MutilateTool:
     versions: Mapping[str, tuple[str, ...] | None] = {"mutilate": None,
                                                       "memcached": ("memcached", "-V")}
     load: LoadAxis | None = LoadAxis("qps", "req/s", 0, ("qps",), "latency_p99")
+    clients: SeveralClients = SeveralClients("master", agent_args=AGENT_ARGS,
+                                             agent=agent_command)
 
     def commands(self, client_args: Mapping[str, ArgValue], server_args: Mapping[str, ArgValue],
                  ctx: Context) -> ToolCommands:
@@ -319,6 +356,10 @@ class MutilateTool:
         if bad:
             raise InputError(f"{self.name}: client arguments {bad} are not supported: "
                              "napilab runs one measured run against one server")
+        bad = sorted(set(client_args) & _MASTER_ONLY) if not ctx.agents else []
+        if bad:
+            raise InputError(f"{self.name}: client arguments {bad} are a master's with "
+                             "agents (workload.clients: the master first, then its agents)")
         bad = sorted(set(server_args) & {"l", "u", "d"})
         if bad:
             raise InputError(f"{self.name}: server arguments {bad} are set by napilab "
@@ -334,9 +375,10 @@ class MutilateTool:
                              f"(0 = peak), got {qps!r}")
         port = str(server_args.get("p", PORT))
         rest = {k: v for k, v in client_args.items() if k not in ("qps", "i")}
+        agents = [word for address in ctx.agents for word in ("-a", address)]
         argv = ["mutilate", "-s", f"{ctx.target}:{port}",
                 "-t", str(max(1, math.ceil(ctx.duration))),
-                "-i", str(client_args.get("i", IADIST)), *flags(rest),
+                "-i", str(client_args.get("i", IADIST)), *agents, *flags(rest),
                 f"--qps={int(float(qps))}"]
         server = {k: v for k, v in server_args.items() if k != "p"}
         return ToolCommands(

@@ -44,6 +44,7 @@ from napilab.runners.workloads.workload import (
     ProcessOutput,
     Readiness,
     ServerCommand,
+    SeveralClients,
     ToolCommands,
     ToolOutput,
     ToolResult,
@@ -191,6 +192,9 @@ class NeperTool:
     --nolog [flags]`. Which client flag the server also gets is the OPTIONS table."""
 
     load: LoadAxis | None = None  # closed loop: no offered load
+    clients: SeveralClients = SeveralClients(
+        "", "a neper server waits for the clients its --num-clients names and reports "
+            "them as one; napilab gives it one client")
     headline: tuple[str, ...] = ("latency_p50", "latency_p99", "throughput")
     metrics: tuple[str, ...] = ("num_transactions", *_LATENCY_STATS, "latency_p*",
                                 "throughput", "local_throughput", "remote_throughput",

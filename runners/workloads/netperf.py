@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from napilab.harness.errors import InputError
 from napilab.runners.base import COUNT, PERCENT, US, ParseError, ToolFailed, Value, parse_float
 from napilab.runners.workloads.workload import (
+    EACH,
     ArgSpec,
     ArgValue,
     Context,
@@ -32,6 +33,7 @@ from napilab.runners.workloads.workload import (
     Parser,
     Readiness,
     ServerCommand,
+    SeveralClients,
     ToolCommands,
     ToolOutput,
     ToolResult,
@@ -267,6 +269,8 @@ class NetperfTool:
     }
 
     load: LoadAxis | None = None  # closed loop: no offered load
+    # netserver forks a child per test (netserver.c), so clients run side by side
+    clients: SeveralClients = SeveralClients(EACH)
     headline: tuple[str, ...] = ("latency_p50", "latency_p99", "transaction_rate")
     metrics: tuple[str, ...] = tuple(metric for _, metric, unit in SELECTORS.values()
                                      if unit is not None)

@@ -27,11 +27,13 @@ from napilab.runners.base import (
     parse_int,
 )
 from napilab.runners.workloads.workload import (
+    EACH,
     ArgSpec,
     ArgValue,
     Context,
     LoadAxis,
     Parser,
+    SeveralClients,
     ToolCommands,
     ToolOutput,
     ToolResult,
@@ -175,6 +177,8 @@ class PingTool:
 
     name = "ping"
     load: LoadAxis | None = None  # closed loop: no offered load
+    # several pingers of one peer: each prints its own RTTs
+    clients: SeveralClients = SeveralClients(EACH)
     headline: tuple[str, ...] = ("rtt_avg", "received_per_second")
     metrics: tuple[str, ...] = ("transmitted", "received", "duplicates", "errors", "loss",
                                 "time", "received_per_second", "rtt_min", "rtt_avg",

@@ -46,6 +46,7 @@ from napilab.runners.workloads.workload import (
     Parser,
     Readiness,
     ServerCommand,
+    SeveralClients,
     ToolCommands,
     ToolOutput,
     ToolResult,
@@ -352,6 +353,8 @@ class PktgenTool:
     metrics: tuple[str, ...] = ("*",)  # its receiver's are its args' (a preset's parser)
     # `rate` packets/s (ratep; 0 as fast as it can): pktgen's own send rate is achieved
     load: LoadAxis | None = LoadAxis("rate", "pkt/s", 0, ("tx_pps",))
+    clients: SeveralClients = SeveralClients(
+        "", "its receiver counts the packets of one source against what that source sent")
     operations: Mapping[str, tuple[str, ...]] = {
         "packet": ("fwd_rx_packets", "rx_packets", "tx_packets")}
     parsers: Mapping[str, Parser] = {"pktgen": lambda text: values(parse(text)),

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from napilab.harness.errors import InputError
 from napilab.runners.base import COUNT, US, ParseError, ToolFailed, Value, parse_float, parse_int
 from napilab.runners.workloads.workload import (
+    EACH,
     ArgSpec,
     ArgValue,
     Context,
@@ -39,6 +40,7 @@ from napilab.runners.workloads.workload import (
     Parser,
     Readiness,
     ServerCommand,
+    SeveralClients,
     ToolCommands,
     ToolOutput,
     ToolResult,
@@ -309,6 +311,10 @@ def full_log_values(log: FullLog) -> list[Value]:
 class SockperfTool:
     """`sockperf MODE -i TARGET -p PORT -t SECS [--tcp] [--full-log PATH] [flags]`
     against `sockperf server -i BIND -p PORT [--tcp]`, which runs until SIGINT."""
+
+    # one server answers every client (it multiplexes its sockets: -F); each client
+    # measures its own round trips
+    clients: SeveralClients = SeveralClients(EACH)
 
     _shared: Mapping[str, ArgSpec] = {
         "tcp": ArgSpec(bool, "TCP instead of UDP (both sides)"),

@@ -34,7 +34,11 @@ class Context:
     bind: str  # data-plane address the server role listens on
     duration: float  # seconds of measured load
     workdir: str  # per-run directory on the hosts for files the tool writes
-    trial: str  # trial id, usable in file names
+    trial: str  # trial id, usable in file names (with several clients, one per client)
+    # With several clients (`workload.clients`): how many there are, and for a tool whose
+    # first client is the master, the data-plane addresses of the others, its agents.
+    clients: int = 1
+    agents: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,45 @@ class ToolResult:
 
 Parser = Callable[[str], list[Value]]
 
+EACH = "each"
+MASTER = "master"
+
+
+@dataclass(frozen=True)
+class SeveralClients:
+    """How a tool runs with several client roles (a profile's `workload.clients`),
+    started together against the one server.
+
+    `merge` says whose output is the result:
+    - `each`: every client runs the tool's client command and reports; its rows keep
+      its role and host (never averaged with the others': percentiles of two clients
+      are not a percentile of both); per-transaction latencies, where the tool writes
+      them, are pooled into the trial's one latency file.
+    - `master`: the first client is the master, the others its agents, started (and
+      readiness-checked on `agent_port`) before it and stopped after it; the master
+      reports for all (mutilate's agents send their counts to the master), the agents'
+      outputs are stored only. `commands()` gets the agents' addresses in
+      `Context.agents`; `agent(args, ctx)` builds an agent's command from the
+      `agent_args` it accepts.
+    - `""`: one client only; `why` says why.
+    """
+
+    merge: str
+    why: str = ""
+    agent_args: Mapping[str, ArgSpec] = field(default_factory=dict)
+    agent: Callable[[Mapping[str, ArgValue], Mapping[str, ArgValue], Context],
+                    ServerCommand] | None = None
+
+
+ONE_CLIENT = SeveralClients("", "the tool does not say how several of its clients "
+                                "would share a server")
+
+
+def several_clients(tool: object) -> SeveralClients:
+    """A tool's `clients` (ONE_CLIENT for a tool that does not say)."""
+    found = getattr(tool, "clients", None)
+    return found if isinstance(found, SeveralClients) else ONE_CLIENT
+
 
 @dataclass(frozen=True)
 class LoadAxis:
@@ -132,7 +175,8 @@ class WorkloadTool(Protocol):
     `parsers`: the names `napilab parse NAME FILE` reads this tool's output by.
     `programs(side)`: what the client or server side runs, for `hosts check` and for
     the versions the manifest records; `versions`: the argv that prints a program's
-    version (None: it has none, its path and sha256 stand for it).
+    version (None: it has none, its path and sha256 stand for it). `clients`: how
+    several client roles run against one server, and whose output is the result.
     """
 
     name: str
@@ -144,6 +188,7 @@ class WorkloadTool(Protocol):
     parsers: Mapping[str, Parser]
     versions: Mapping[str, tuple[str, ...] | None]
     load: LoadAxis | None
+    clients: SeveralClients
 
     def programs(self, side: str) -> tuple[str, ...]: ...
 
