@@ -38,7 +38,7 @@ test:
 	@$(TIMED) run lint -- $(MAKE) --no-print-directory lint
 	@$(TIMED) run unit -- $(BIN)/pytest -q -n auto --durations=10 tests/unit tests/browser
 	@$(TIMED) run integration -- $(BIN)/pytest -q -n $(INTEGRATION_WORKERS) --dist loadgroup \
-	  -m "not serial" --durations=20 tests/integration
+	  -m "not serial" --durations=40 tests/integration
 	@$(TIMED) run serial -- $(BIN)/pytest -q -m serial --durations=10 tests/integration
 	@$(TIMED) report
 
