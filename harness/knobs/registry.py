@@ -13,7 +13,9 @@ from napilab.harness.knobs.kinds import (
     cpu_dma_latency,
     cpufreq,
     cpuidle,
+    energy_perf_bias,
     ethtool,
+    intel_pstate,
     irq_affinity,
     irqbalance,
     kernel,
@@ -21,6 +23,7 @@ from napilab.harness.knobs.kinds import (
     napi,
     napi_threads,
     netdev,
+    platform_profile,
     queues,
     smt,
     sysctl,
@@ -33,7 +36,10 @@ KINDS: tuple[Kind, ...] = (
     sysctl.Sysctl(),
     irqbalance.Irqbalance(),
     transparent_hugepage.TransparentHugepage(),
+    platform_profile.PlatformProfile(),  # before cpufreq: a profile may set EPP itself
     cpufreq.Cpufreq(),
+    intel_pstate.IntelPstate(),
+    energy_perf_bias.EnergyPerfBias(),
     cpuidle.Cpuidle(),
     cpu_dma_latency.CpuDmaLatency(),
     smt.Smt(),  # last of the host's: per-CPU files are written while every CPU is online

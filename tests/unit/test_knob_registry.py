@@ -165,5 +165,5 @@ def test_registry_names_every_kind_once() -> None:
     assert set(registry.profile_keys()) == {
         "sysctl", "irqbalance", "cpufreq", "ethtool", "netdev", "sysfs", "napi", "rps", "xps",
         "irq_affinity", "napi_threads", "transparent_hugepage", "cpuidle", "cpu_dma_latency",
-        "smt"}
+        "smt", "intel_pstate", "energy_perf_bias", "platform_profile"}
     assert registry.order("ethtool") < registry.order("rps") < registry.order("napi_threads")
