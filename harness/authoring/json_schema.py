@@ -227,9 +227,9 @@ def _kernel() -> Schema:
     image: Schema = {"type": "string", "pattern": _regex(kernel._IMAGE)}
     word: Schema = {"type": "string", "pattern": _regex(kernel._WORD)}
     spec = obj({"image": image, "append": {"anyOf": [STRING, {"type": "array",
-                                                              "items": word}]}},
-               required=("image",))
-    assert set(spec["properties"]) == set(kernel.KERNEL_KEYS)
+                                                              "items": word}]}})
+    spec["anyOf"] = [{"required": ["image"]}, {"required": ["append"]}]  # append alone:
+    assert set(spec["properties"]) == set(kernel.KERNEL_KEYS)  # the image it runs
     return mapping_of({"anyOf": [image, spec]})
 
 

@@ -88,9 +88,20 @@ class Boots:
         key = (host, spec)
         if key not in self._targets:
             backend = self.sessions[host].backend(kernel_kind.BootBackend)
-            target = backend.method().resolve(spec.image, spec.append)
+            if spec.image is None:  # the image it runs, again, with `append`
+                target = backend.method().own(kernel_kind.loads(self._running(host)),
+                                              spec.append)
+            else:
+                target = backend.method().resolve(spec.image, spec.append)
             self._targets[key] = kernel_kind.dumps(target)
         return self._targets[key]
+
+    def _running(self, host: str) -> str:
+        """The kernel `host` ran when the run first asked (its own, before any boot)."""
+        if host not in self._own:
+            backend = self.sessions[host].backend(kernel_kind.BootBackend)
+            self._own[host] = backend.read([kernel_kind.KEY])[kernel_kind.KEY]
+        return self._own[host]
 
     def before(self, variant: Variant) -> list[Change]:
         """Boot the hosts whose kernel the trial of `variant` needs; the kernel change
@@ -109,8 +120,7 @@ class Boots:
         role = next(r for r, h in self.plan.role_hosts.items() if h.name == host)
         try:
             if not settings.changes:
-                own = self._own.setdefault(host, session.backend(
-                    kernel_kind.BootBackend).read([kernel_kind.KEY])[kernel_kind.KEY])
+                own = self._running(host)
                 value = self._target(host, spec) if spec else own
                 setting = Setting(role, "kernel", "kernel", value)
                 settings.apply([setting])

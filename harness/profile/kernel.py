@@ -11,7 +11,9 @@ how often a host is booted into it.
 
 The image is found by the host's boot method (inventory `boot:`, harness.hosts.boot):
 in the VM testbed's kernel cache, or on a lab host as /boot/vmlinuz-RELEASE or a path.
-`append` adds words to the kernel command line. A role without a kernel runs on its
+`append` adds words to the kernel command line; without `image` they are added to the
+image the host runs (`{append: [idle=poll]}`: a reboot into the same kernel with those
+words, kexec or vm only). A role without a kernel runs on its
 host's own kernel (the one it had when the run started). With `per-kernel` the trials
 are grouped by kernel so that each host boots once per kernel (variants sharing a kernel
 stay interleaved); `per-trial` boots a fresh kernel before every trial, as seed 001's
@@ -34,17 +36,21 @@ KERNEL_KEYS = ("image", "append")
 BOOT_MODES = ("per-kernel", "per-trial")
 _WORD = re.compile(r"[^\s'\"\\$`;&|<>]+")  # a command-line word, nothing a shell reads
 _IMAGE = re.compile(r"[A-Za-z0-9_.+/:=-]+")
+OWN_IMAGE = "its own image"
 
 
 @dataclass(frozen=True)
 class KernelSpec:
     role: str
-    image: str  # alias (7.2-rt), release (6.1.0-57-rt-amd64) or path
+    # alias (7.2-rt), release (6.1.0-57-rt-amd64) or path; None: the image the host
+    # runs (booted again with `append`)
+    image: str | None
     append: tuple[str, ...] = ()  # command-line additions
     at: Written | None = field(default=None, compare=False)
 
     def describe(self) -> str:
-        return self.image + (f" + {' '.join(self.append)}" if self.append else "")
+        return (self.image or OWN_IMAGE) + (f" + {' '.join(self.append)}" if self.append
+                                            else "")
 
 
 def parse_kernel(check: Checker, node: Node, path: str, roles: Mapping[str, Any]
@@ -65,21 +71,27 @@ def parse_kernel(check: Checker, node: Node, path: str, roles: Mapping[str, Any]
             if found is None:
                 continue
             spec = found
-        check.keys(spec, role_path, KERNEL_KEYS, required=("image",))
+        check.keys(spec, role_path, KERNEL_KEYS)
+        if "image" not in spec and not spec.get("append"):
+            check.error(spec.location, role_path, "expected an image, or `append` (words "
+                        "added to the command line of the image the host runs)")
+            continue
         if isinstance(spec.get("image"), int | float) and not isinstance(spec["image"], bool):
             check.error(spec.where("image"), join(role_path, "image"), f"{spec['image']!r} "
                         "is a number to YAML (6.10 reads as 6.1): quote the kernel's name")
             continue
         image = check.get(spec, "image", role_path, str)
+        good = image is not None or "image" not in spec  # else check.get said why
         if image is not None and not _IMAGE.fullmatch(image):
             check.error(spec.where("image"), join(role_path, "image"),
                         f"{image!r}: an image is an alias (7.2-rt), a release "
                         "(6.1.0-57-rt-amd64) or a path, without spaces or shell characters")
-            image = None
+            good = False
         append = _append(check, spec, role_path)
-        if image is not None and append is not None:
+        if good and append is not None:
+            key = "image" if "image" in spec else "append"
             out.append(KernelSpec(role, image, append,
-                                  Written(spec.where("image"), join(role_path, "image"))))
+                                  Written(spec.where(key), join(role_path, key))))
     return out
 
 

@@ -195,8 +195,12 @@ def _check_kernels(plan: Plan) -> list[Problem]:
             if host.boot is None:
                 problems.append(Problem(where, path, f"host {host.name} has no `boot:` in "
                                         f"{plan.inventory.path}: napilab cannot boot it into "
-                                        f"{spec.image} (methods: kexec, grub-reboot, bootctl, "
-                                        "vm)"))
+                                        f"{spec.describe()} (methods: kexec, grub-reboot, "
+                                        "bootctl, vm)"))
+            elif spec.append and host.boot.method in ("grub-reboot", "bootctl"):
+                problems.append(Problem(where, path, f"host {host.name} boots by "
+                                        f"{host.boot.method}, an entry as the boot loader "
+                                        "has it: `append` needs boot method kexec or vm"))
             other = per_host.setdefault(host.name, spec)
             if (other.image, other.append) != (spec.image, spec.append):
                 problems.append(Problem(where, path, f"roles {other.role} and {spec.role} "

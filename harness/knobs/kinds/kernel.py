@@ -22,7 +22,10 @@ a host that came up on anything else means the kernel did not take it. Boot meth
 - grub-reboot: a one-time GRUB entry for /boot/vmlinuz-RELEASE, then a reboot;
 - bootctl: a one-time systemd-boot entry (`bootctl set-oneshot`), then a reboot.
 
-The last two boot an entry as the boot loader has it: `append` needs kexec or vm. After
+The last two boot an entry as the boot loader has it: `append` needs kexec or vm. A
+target without an image (`kernel: {ROLE: {append: [...]}}`) is the image the host runs,
+booted again with the words added (`BootMethod.own`); restore boots it back with its
+own command line, which the read back of /proc/cmdline then matches exactly. After
 the boot, the host is waited for until it answers over SSH with a new boot_id (inventory
 `boot.timeout`). The engine boots; restore (the run's end, `napilab restore`) boots
 back into the original.
@@ -114,6 +117,17 @@ class BootMethod:
         """The target that boots the host back into what it runs now."""
         return {"release": running["release"], "version": running["version"],
                 "cmdline": running["cmdline"], "append": []}
+
+    def own(self, running: dict[str, Any], append: Sequence[str]) -> dict[str, Any]:
+        """The target that boots the image the host runs (`running`, as read) again,
+        with `append` added to its command line: taken when the host comes up on the
+        same release and version with every word on /proc/cmdline."""
+        if not self.takes_append:
+            raise HostError(f"{self.backend.host}: boot method {self.name} boots an entry "
+                            "as the boot loader has it: `append` needs method kexec (or vm)")
+        target = self.original(running)
+        del target["cmdline"]  # the command line is the host's own plus `append`
+        return {**target, "append": list(append)}
 
     def commands(self, target: dict[str, Any]) -> list[Command]:
         """What booting into `target` runs on the host (napilab plan shows it)."""
@@ -281,11 +295,13 @@ class BootBackend(Backend):
         return backend
 
     def planned_commands(self, image: str | None, append: Sequence[str]) -> list[Command]:
-        """What booting into `image` (None: the host's own kernel) runs, as `napilab
-        plan` shows it: the VM testbed's image is found on this machine, a lab host's
-        named as the method finds it."""
-        if image is None:
-            own: dict[str, Any] = {"image": "<its own>", "cmdline": "<its command line>"}
+        """What booting into `image` (None: the image the host runs, with `append` if
+        any) runs, as `napilab plan` shows it: the VM testbed's image is found on this
+        machine, a lab host's named as the method finds it."""
+        if image is None:  # the image the host runs: booted back, or again with `append`
+            own: dict[str, Any] = {"image": "<its own>"}
+            own.update({"append": list(append)} if append else
+                       {"cmdline": "<its command line>"})
             if self.boot.method == "kexec":
                 own["image"] = "/boot/vmlinuz-<its release>"
             return self.method().commands(own if self.boot.method in ("vm", "kexec") else {})
