@@ -192,6 +192,11 @@ class HostSettings:
             return
         originals = read_items(self.session, [(i.backend, i.key) for _, i in fresh])
         originals |= {k: v for k, v in self._before_queues.items() if k in originals}
+        for setting, item in fresh:
+            why = registry.kind(setting.kind).refuses(item, originals[item.key])
+            if why is not None:
+                raise HostError(f"{self.host}: {setting.kind} {item.target} = "
+                                f"{_shown_value(item.value)!r}: {why}")
         new = [Change(self.host, s.role, s.kind, i.target, i.key, originals[i.key], i.value,
                       backend=i.backend) for s, i in fresh]
         self.changes += new
@@ -338,6 +343,10 @@ class HostSettings:
         settings.changes = list(journal_entries(doc, settings.host) if entries is None
                                 else entries)
         return settings
+
+
+def _shown_value(value: str) -> str:
+    return value.replace("\t", " ")
 
 
 def _shown(change: Change, value: str) -> str:

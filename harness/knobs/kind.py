@@ -144,6 +144,12 @@ class Kind:
         state = "taken" if want == got else "absent" if self.refusal_is_result else "mismatch"
         return Verdict(state, want, got)
 
+    def refuses(self, item: Item, original: str) -> str | None:
+        """Why `item.value` cannot be written where the host reads `original` (checked
+        once the originals are read, before anything is journalled or written); None
+        when it can."""
+        return None
+
     def for_collector(self, collector: str, options: Mapping[str, Any],
                       role: str) -> list[Setting]:
         """Settings a collector of the profile needs on `role`'s host for each trial."""

@@ -1,5 +1,15 @@
 """`sysctl: {net.core.busy_poll: 50, net.ipv4.tcp_rmem: [4096, 131072, 6291456]}`:
-files under /proc/sys (multi-value sysctls are written tab-separated)."""
+files under /proc/sys (multi-value sysctls are written tab-separated).
+
+A value is checked against the sysctl's type on the host when its original is read,
+before anything is written: a sysctl that reads integers (one, or several such as
+tcp_rmem's three) takes as many integers, nothing else (`net.core.busy_poll: fast` or
+`tcp_rmem: 4096` fail naming the key, the value and what the host reads). The kernel
+would refuse a word with EINVAL only after the earlier settings were written, and would
+take fewer integers than the sysctl has and leave the rest (the read back then differs).
+A sysctl that reads anything else (a word, a list of words, nothing) is left to the
+kernel; one that holds text and happens to read as digits is taken for an integer one.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +29,8 @@ PROBED = ("net.core.busy_poll", "net.core.busy_read", "net.core.skb_defer_max",
 def path_of(name: str) -> str:
     return "/proc/sys/" + name.replace(".", "/")
 
+
+_INTEGER = re.compile(r"-?\d+")
 
 # `50us`, `1.5ms`, `4k`: a number with a unit, which no sysctl takes (a word such as a
 # congestion control's name, `bbr`, or `cubic`, has no leading digits)
@@ -57,6 +69,22 @@ class Sysctl(Kind):
 
     def resolve(self, setting: Setting, host: Lookup) -> list[Item]:
         return [self.item(path_of(setting.target), setting.target, setting.value)]
+
+    def refuses(self, item: Item, original: str) -> str | None:
+        """An integer sysctl (what the host reads is integers) takes as many integers."""
+        now = original.split()
+        if not now or not all(_INTEGER.fullmatch(word) for word in now):
+            return None
+        given = item.value.split("\t")
+        reads = f"the host reads {' '.join(now)!r}"
+        bad = next((word for word in given if not _INTEGER.fullmatch(word)), None)
+        if bad is not None:
+            return (f"{bad!r} is not an integer, and {item.target} is an integer sysctl "
+                    f"({reads})")
+        if len(given) != len(now):
+            return (f"{item.target} holds {len(now)} integers ({reads}): give all "
+                    f"{len(now)}, as a list")
+        return None
 
     def check_paths(self, iface: str | None) -> list[str]:
         return [path_of(name) for name in PROBED]
