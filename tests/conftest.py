@@ -370,7 +370,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         def _split_scope(self, nodeid: str) -> str:
             path, _, test = nodeid.partition("::")
             if path.startswith("tests/integration/vm/"):
-                second = (Path(path).name in VM_SECOND_BED and test not in VM_FIRST_BED
+                second = ((Path(path).name in VM_SECOND_BED and test not in VM_FIRST_BED)
                           or test in VM_SECOND_BED_TESTS)
                 return "vm-2" if second else "vm"
             return nodeid

@@ -1,6 +1,10 @@
 """Where the traffic went: which queues carried each variant's received packets on each
-host (the qstats collector's per-queue `IFACE.rx_packets.qN`, netdev netlink, 6.8+),
-and the per-queue settings that missed it (pure; samples and settings rows in).
+host, and the per-queue settings that missed it (pure; samples and settings rows in).
+The packets by queue are the qstats collector's per-queue `IFACE.rx_packets.qN` (netdev
+netlink, 6.8+, a driver that reports them); where a variant has none for an interface,
+the ethtool_stats collector's of the same name (`ethtool -S`, the driver's own counters:
+vmxnet3, ixgbe, veth... count per queue there and not in qstats). Per-queue IRQ counts
+are not used: a vector that serves an rx and a tx queue (vmxnet3's rxtx-N) counts both.
 
 A per-queue setting (an IRQ's CPUs, a NAPI's threaded mode or kthread, RPS of one rx
 queue) only acts on the traffic that queue carries. A variant whose per-queue settings
@@ -52,6 +56,7 @@ class QueueTraffic:
     host: str
     iface: str
     packets: dict[int, float]
+    source: str = "qstats"  # or ethtool_stats
 
     @property
     def total(self) -> float:
@@ -66,21 +71,30 @@ class QueueTraffic:
         return ", ".join(f"q{q} {p / self.total:.1%}" for p, q in reversed(busy))
 
 
+SOURCES = ("qstats", "ethtool_stats")  # in this order: the first that has an interface's
+
+
 def traffic(samples: pd.DataFrame) -> list[QueueTraffic]:
-    """Per variant, host and interface: received packets by queue (qstats rows)."""
+    """Per variant, host and interface: received packets by queue (qstats rows, else
+    ethtool_stats rows)."""
     if samples.empty:
         return []
-    rows = samples[(samples["source"] == "qstats")
+    rows = samples[samples["source"].isin(SOURCES)
                    & samples["metric"].str.contains(r"\.rx_packets\.q\d+$", regex=True)]
-    found: dict[tuple[str, str, str], dict[int, float]] = {}
-    sums = rows.groupby(["variant", "host", "metric"])["value"].sum()
+    found: dict[tuple[str, str, str], dict[str, dict[int, float]]] = {}
+    sums = rows.groupby(["variant", "host", "source", "metric"])["value"].sum()
     for key, value in sums.items():
-        variant, host, metric = (str(k) for k in key)  # type: ignore[attr-defined]
+        variant, host, source, metric = (str(k) for k in key)  # type: ignore[attr-defined]
         match = _PER_QUEUE_METRIC.fullmatch(metric)
         if match:
-            per_queue = found.setdefault((variant, host, match["iface"]), {})
-            per_queue[int(match["queue"])] = float(value)
-    return [QueueTraffic(v, h, i, dict(sorted(p.items()))) for (v, h, i), p in found.items()]
+            by_source = found.setdefault((variant, host, match["iface"]), {})
+            by_source.setdefault(source, {})[int(match["queue"])] = float(value)
+    out = []
+    for (variant, host, iface), by_source in found.items():
+        source = next(s for s in SOURCES if s in by_source)
+        out.append(QueueTraffic(variant, host, iface, dict(sorted(by_source[source].items())),
+                                source))
+    return out
 
 
 def targeted(settings: Sequence[SettingLike]) -> dict[tuple[str, str, str], set[int]]:
@@ -99,7 +113,8 @@ def targeted(settings: Sequence[SettingLike]) -> dict[tuple[str, str, str], set[
 def carried(samples: pd.DataFrame) -> list[str]:
     """One line per variant and host: which queues received its traffic."""
     return [f"{t.variant}: {t.host} {t.iface} received {t.total:.0f} packets, "
-            f"by queue {t.text()}" for t in traffic(samples) if t.total > 0]
+            f"by queue {t.text()}" + ("" if t.source == "qstats" else " (ethtool -S)")
+            for t in traffic(samples) if t.total > 0]
 
 
 def missed(samples: pd.DataFrame, settings: Sequence[SettingLike]) -> list[str]:

@@ -23,6 +23,19 @@ the driver gives its total of the same counter when it has one:
 Every other statistic keeps the driver's name (`rx_prio0_bytes`, `rx_64_bytes_phy`,
 `peer_ifindex`, i40e's `tx-0.tx_packets`, for which no capture was at hand). All are
 counts; veth's `peer_ifindex` is the one GAUGES entry (an ifindex, not a counter).
+
+vmxnet3 spells its queues a fourth way (tests/data/ethtool_stats/7.2.13-tcg-guest): a
+`Tx Queue#: N` or `Rx Queue#: N` line, then that queue's statistics, whose driver
+strings begin with spaces (ethtool prints them after its own five), deeper for the parts
+of a total (`drv dropped rx total`, then `err`, `fcs`); the first string without
+leading spaces (`tx timeout count`) ends the queues. Each becomes
+`<direction>_<words>.q<N>`, the words without the direction's own (`ucast pkts rx` in
+Rx Queue#: 1 -> rx_ucast_pkts.q1), a part of a total after the total's words
+(rx_drv_dropped_total_err.q0; Tx's `giant hdr` is both a part and a statistic of its
+own); other deeper strings (the `xdp` ones under `rx buf alloc fail`) keep their own.
+vmxnet3 counts received packets by cast, so napilab adds `rx_packets.qN`, their sum
+(ucast + mcast + bcast pkts rx), the name the other drivers give it: where the traffic
+went reads the same on every driver.
 """
 
 from __future__ import annotations
@@ -39,7 +52,9 @@ TOOL = "ethtool_stats"
 HEADER = "NIC statistics:"
 GAUGES = frozenset({"peer_ifindex"})
 _U64 = 1 << 64
-_LINE = re.compile(r" {5}(?P<name>\S.*?): (?P<value>[0-9]+)\Z")
+_LINE = re.compile(r" {5}(?P<name>\S.*?|(?P<indent> +)\S.*?): (?P<value>[0-9]+)\Z")
+_SECTION = re.compile(r"(?P<dir>Rx|Tx) Queue#")
+_CASTS = ("rx_ucast_pkts", "rx_mcast_pkts", "rx_bcast_pkts")
 # (direction or ch)(queue)(rest): the three per-queue spellings of the module docstring.
 _QUEUE = (re.compile(r"(?P<dir>rx|tx)_queue_(?P<queue>[0-9]+)_(?P<rest>\w+)\Z"),
           re.compile(r"(?P<dir>rx|tx|ch)(?P<queue>[0-9]+)_(?P<rest>\w+)\Z"))
@@ -80,6 +95,7 @@ def parse(text: str) -> EthtoolStats:
         raise ParseError(TOOL, "the last line has no newline: the output was cut", lines[-1])
     stats: list[Stat] = []
     seen: dict[str, str] = {}
+    section = _Section()
     for line in lines[1:]:
         match = _LINE.fullmatch(line)
         if match is None:
@@ -88,7 +104,18 @@ def parse(text: str) -> EthtoolStats:
         name, value = match["name"], int(match["value"])
         if value >= _U64:
             raise ParseError(TOOL, f"{name}: {value} does not fit 64 bits", line)
-        metric, queue = metric_of(name)
+        header = _SECTION.fullmatch(name)
+        if header:  # vmxnet3: the statistics after it are this queue's
+            section = _Section(header["dir"].lower(), value)
+            continue
+        if match["indent"] is None:
+            section = _Section()
+            metric, queue = metric_of(name)
+        elif section.queue is None:
+            raise ParseError(TOOL, "a statistic that begins with spaces outside a "
+                             "`Rx Queue#`/`Tx Queue#` section", line)
+        else:
+            metric, queue = section.metric_of(name), section.queue
         if metric in seen:
             raise ParseError(TOOL, f"{name!r} and {seen[metric]!r} are both {metric}"
                              if seen[metric] != name else f"{name!r} appears twice", line)
@@ -96,7 +123,40 @@ def parse(text: str) -> EthtoolStats:
         stats.append(Stat(name, metric, queue, value))
     if not stats:
         raise ParseError(TOOL, f"no statistics after {HEADER!r} (cut?)", text)
-    return EthtoolStats(tuple(stats))
+    return EthtoolStats(tuple(stats) + _received_by_cast(stats, seen))
+
+
+class _Section:
+    """Where a vmxnet3 statistic belongs: its queue (None outside a `Queue#` section)
+    and the totals it is a part of (indentation, words), outermost first."""
+
+    def __init__(self, direction: str = "", queue: int | None = None) -> None:
+        self.direction, self.queue = direction, queue
+        self.parents: list[tuple[int, list[str]]] = []
+
+    def metric_of(self, name: str) -> str:
+        indent = len(name) - len(name.lstrip(" "))
+        words = [w for w in name.split() if w.lower() != self.direction]
+        while self.parents and self.parents[-1][0] >= indent:
+            self.parents.pop()
+        parent = self.parents[-1][1] if self.parents else []
+        full = [*parent, *words] if parent[-1:] == ["total"] else words
+        self.parents.append((indent, full))
+        return f"{self.direction}_{'_'.join(full)}.q{self.queue}"
+
+
+def _received_by_cast(stats: list[Stat], seen: Mapping[str, str]) -> tuple[Stat, ...]:
+    """`rx_packets.qN` for a queue counted only by cast (vmxnet3): their sum."""
+    out = []
+    by_metric = {stat.metric: stat for stat in stats}
+    queues = sorted({s.queue for s in stats if s.queue is not None})
+    for queue in queues:
+        parts = [by_metric.get(f"{cast}.q{queue}") for cast in _CASTS]
+        if f"rx_packets.q{queue}" in seen or any(p is None for p in parts):
+            continue
+        out.append(Stat("+".join(p.name.strip() for p in parts if p), f"rx_packets.q{queue}",
+                        queue, sum(p.value for p in parts if p)))
+    return tuple(out)
 
 
 def values(snapshot: EthtoolStats) -> list[Value]:

@@ -59,3 +59,19 @@ def test_no_qstats_no_judgement() -> None:
     settings = [Row("v", "a", "napi", "data0/queue-3/napi-1/threaded")]
     assert queue_traffic.missed(pd.DataFrame(), settings) == []
     assert queue_traffic.carried(pd.DataFrame()) == []
+
+
+def test_without_qstats_the_drivers_own_counters_say_it() -> None:
+    """A driver that reports no qstats (vmxnet3, ixgbe) counts per queue in `ethtool -S`:
+    its rx_packets.qN rows say where the traffic went, and the line says so. An
+    interface with qstats keeps them, whatever ethtool_stats also holds."""
+    driver = samples({"steered": {0: 301.0, 1: 0.0}})
+    driver["source"] = driver["source"].replace({"qstats": "ethtool_stats"})
+    assert queue_traffic.carried(driver) == [
+        "steered: a data0 received 301 packets, by queue q0 100.0% (ethtool -S)"]
+    settings = [Row("steered", "a", "irq_affinity", "queue 1 irq 43 (data0-rxtx-1)")]
+    (warning,) = queue_traffic.missed(driver, settings)
+    assert "queue(s) 1 of a data0, which received 0.0% of its packets" in warning
+    both = pd.concat([samples({"steered": {0: 3.0, 1: 997.0}}), driver])
+    assert queue_traffic.carried(both) == [
+        "steered: a data0 received 1000 packets, by queue q1 99.7%, q0 0.3%"]
