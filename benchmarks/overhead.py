@@ -11,6 +11,12 @@ The script does what a careful engineer would by hand over ssh: read each knob, 
 it, run the ping flood, cat the same /proc files and dmesg before and after, write the
 originals back, one `ssh` per command. Both figures come from this one run.
 
+Two more napilab runs in the same process, of the same trials and of twice as many
+(--repeat doubled), split the overhead into what a run pays once (connecting, locking,
+the hosts' facts, the merge at the end) and what each further trial adds (settings,
+snapshots, restore, the trial's files): the line through their overheads, by trial
+count. Both import nothing new (the first run did), so the slope is not the imports'.
+
     .venv/bin/python benchmarks/overhead.py [--duration 5] [--repeat 3]
 """
 
@@ -67,6 +73,7 @@ PROC = ["/proc/net/softnet_stat", "/proc/interrupts", "/proc/stat", "/proc/softi
 
 
 def run_napilab(bed: Testbed, work: Path, duration: float, repeat: int) -> tuple[float, float]:
+    work.mkdir()
     profile = work / "overhead.yaml"
     profile.write_text(PROFILE.format(duration=duration, repeat=repeat))
     plan = bind(load_profile(profile), load_inventory(bed.inventory_path))
@@ -115,7 +122,9 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
-            wall, workload = run_napilab(bed, work, args.duration, args.repeat)
+            wall, workload = run_napilab(bed, work / "n0", args.duration, args.repeat)
+            wall1, workload1 = run_napilab(bed, work / "n1", args.duration, args.repeat)
+            wall2, workload2 = run_napilab(bed, work / "n2", args.duration, 2 * args.repeat)
             script = work / "by-hand.sh"
             script.write_text(shell_script(bed, args.duration, args.repeat))
             start = time.monotonic()
@@ -133,6 +142,13 @@ def main() -> None:
     print(f"napilab wall / hand-written script:     {wall / by_hand:8.3f}   (target <= 1.05)")
     print(f"overhead per trial:                     {(wall - workload) / trials * 1000:8.0f} ms"
           "   (target <= 150 ms)")
+    added = ((wall2 - workload2) - (wall1 - workload1)) / trials
+    fixed = (wall1 - workload1) - added * trials
+    for n, (w, load) in ((trials, (wall1, workload1)), (2 * trials, (wall2, workload2))):
+        print(f"again, {n} trials: wall {w:.2f} s, workload {load:.2f} s, wall / workload "
+              f"{w / load:.3f}, {(w - load) / n * 1000:.0f} ms per trial")
+    print(f"  paid once a run (intercept):          {fixed * 1000:8.0f} ms")
+    print(f"  added by each trial (slope):          {added * 1000:8.0f} ms")
 
 
 if __name__ == "__main__":

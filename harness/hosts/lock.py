@@ -26,6 +26,7 @@ import secrets
 import sys
 import time
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
@@ -216,29 +217,57 @@ def release(transport: Transport, run_id: str, *, check_journals: bool = True) -
 
 
 def release_all(transports: Iterable[Transport], run_id: str) -> list[str]:
-    """Release every host's lock; a host that cannot be reached (or keeps a journal)
-    keeps its lock and does not stop the others. Returns a line per kept lock."""
-    kept = []
-    for transport in transports:
+    """Release every host's lock, all hosts at once (each is a few round trips: 17 ms
+    a host on the SSH testbed here); a host that cannot be reached (or keeps a journal)
+    keeps its lock and does not stop the others. Returns a line per kept lock, in the
+    hosts' order."""
+    def one(transport: Transport) -> str | None:
         try:
-            note = release(transport, run_id)
+            return release(transport, run_id)
         except NapilabError as exc:
-            note = (f"{transport.host.name}: lock kept (cannot reach the host: "
+            return (f"{transport.host.name}: lock kept (cannot reach the host: "
                     f"{exc.message}); {RESTORE_HINT} once the host is back")
-        if note:
-            kept.append(note)
-    return kept
+
+    return [note for note in _each(list(transports), one) if note]
 
 
 def acquire_all(transports: Iterable[Transport], run_id: str, *,
                 break_lock: bool = False) -> list[Transport]:
-    """Lock every host or none."""
-    taken: list[Transport] = []
+    """Lock every host or none, all hosts at once (a lock is tried, never waited for:
+    two runs that start together on the same hosts may both be refused, never both
+    run). On any failure, or Ctrl-C, the locks taken are released once every host's
+    attempt has ended, and the first host's error (in the hosts' order) is raised."""
+    items = list(transports)
+    outcomes: list[BaseException | None] = [None] * len(items)
+
+    def one(index: int) -> None:
+        try:
+            acquire(items[index], run_id, break_lock=break_lock)
+        except BaseException as exc:  # raised below, the first in the hosts' order
+            outcomes[index] = exc
+            raise
+
     try:
-        for transport in transports:
-            acquire(transport, run_id, break_lock=break_lock)
-            taken.append(transport)
+        _each(list(range(len(items))), one)
     except BaseException:
-        release_all(taken, run_id)
-        raise
-    return taken
+        release_all([t for t, o in zip(items, outcomes, strict=True) if o is None], run_id)
+        first = next((o for o in outcomes if o is not None), None)
+        if first is None:  # Ctrl-C while the hosts were being locked
+            raise
+        raise first from None
+    return items
+
+
+def _each(items: list[Any], call: Any) -> list[Any]:
+    """`call` on every item at once (threads), results in the items' order; when one
+    raises, waits for the others, then raises the first (in the items' order)."""
+    if len(items) <= 1:
+        return [call(item) for item in items]
+    with ThreadPoolExecutor(len(items), thread_name_prefix="napilab-lock") as pool:
+        futures = [pool.submit(call, item) for item in items]
+        try:
+            wait(futures)
+        except BaseException:
+            wait(futures)  # Ctrl-C: the attempts under way end (they hold their shells)
+            raise
+    return [future.result() for future in futures]

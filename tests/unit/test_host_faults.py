@@ -442,3 +442,22 @@ def test_unreachable_host_keeps_its_lock_and_the_others_are_released() -> None:
     assert len(kept) == 1 and kept[0].startswith("a: lock kept (cannot reach the host")
     assert "napilab restore" in kept[0]
     assert locks(fa) and not locks(fb)
+
+
+def test_locking_all_hosts_at_once_takes_every_host_or_none() -> None:
+    """The hosts are locked at once: when one is held by another run, the locks taken on
+    the others are released and that host's refusal is raised; the first host's error
+    comes first when several refuse."""
+    fa, fb, fc = (FakeHost({}, machine_id=c * 32) for c in "abc")
+    a, b, c = FakeTransport(fa, "a"), FakeTransport(fb, "b"), FakeTransport(fc, "c")
+    lock.acquire(b, "77770007")  # another run holds b
+    with pytest.raises(HostError, match="^b: locked by"):
+        lock.acquire_all([a, b, c], "88880008")
+    assert not locks(fa) and not locks(fc) and len(locks(fb)) == 1
+    lock.acquire(a, "77770007")
+    with pytest.raises(HostError, match="^a: locked by"):
+        lock.acquire_all([a, b, c], "88880008")
+    assert not locks(fc)
+    assert lock.release_all([a, b], "77770007") == [] and not locks(fa) and not locks(fb)
+    assert lock.acquire_all([a, b, c], "88880008") == [a, b, c]
+    assert all(locks(f) for f in (fa, fb, fc))
