@@ -451,11 +451,11 @@ def test_locking_all_hosts_at_once_takes_every_host_or_none() -> None:
     fa, fb, fc = (FakeHost({}, machine_id=c * 32) for c in "abc")
     a, b, c = FakeTransport(fa, "a"), FakeTransport(fb, "b"), FakeTransport(fc, "c")
     lock.acquire(b, "77770007")  # another run holds b
-    with pytest.raises(HostError, match="^b: locked by"):
+    with pytest.raises(HostError, match=r"^b: locked by"):
         lock.acquire_all([a, b, c], "88880008")
     assert not locks(fa) and not locks(fc) and len(locks(fb)) == 1
     lock.acquire(a, "77770007")
-    with pytest.raises(HostError, match="^a: locked by"):
+    with pytest.raises(HostError, match=r"^a: locked by"):
         lock.acquire_all([a, b, c], "88880008")
     assert not locks(fc)
     assert lock.release_all([a, b], "77770007") == [] and not locks(fa) and not locks(fb)
