@@ -123,7 +123,7 @@ def parse(text: str) -> EthtoolStats:
         stats.append(Stat(name, metric, queue, value))
     if not stats:
         raise ParseError(TOOL, f"no statistics after {HEADER!r} (cut?)", text)
-    return EthtoolStats(tuple(stats) + _received_by_cast(stats, seen))
+    return EthtoolStats(tuple(stats) + _received_by_cast(stats))
 
 
 class _Section:
@@ -145,17 +145,17 @@ class _Section:
         return f"{self.direction}_{'_'.join(full)}.q{self.queue}"
 
 
-def _received_by_cast(stats: list[Stat], seen: Mapping[str, str]) -> tuple[Stat, ...]:
+def _received_by_cast(stats: list[Stat]) -> tuple[Stat, ...]:
     """`rx_packets.qN` for a queue counted only by cast (vmxnet3): their sum."""
     out = []
     by_metric = {stat.metric: stat for stat in stats}
-    queues = sorted({s.queue for s in stats if s.queue is not None})
-    for queue in queues:
-        parts = [by_metric.get(f"{cast}.q{queue}") for cast in _CASTS]
-        if f"rx_packets.q{queue}" in seen or any(p is None for p in parts):
+    for queue in sorted({s.queue for s in stats if s.queue is not None}):
+        parts = [by_metric[f"{cast}.q{queue}"] for cast in _CASTS
+                 if f"{cast}.q{queue}" in by_metric]
+        if f"rx_packets.q{queue}" in by_metric or len(parts) < len(_CASTS):
             continue
-        out.append(Stat("+".join(p.name.strip() for p in parts if p), f"rx_packets.q{queue}",
-                        queue, sum(p.value for p in parts if p)))
+        out.append(Stat("+".join(p.name.strip() for p in parts), f"rx_packets.q{queue}",
+                        queue, sum(p.value for p in parts)))
     return tuple(out)
 
 
