@@ -40,11 +40,13 @@ def test_plan_shows_every_boot(vm_inventory: Path) -> None:
 def test_a_run_boots_b_into_its_variants_kernel_and_back(tmp_path: Path,
                                                          vm_clean: VmTestbed) -> None:
     own = guest(vm_clean, "b", IDENTITY).stdout
+    # a 2 s warm-up: b, just booted, must resolve a before its first reply (CI, loaded,
+    # saw none in a 1 s flood without one)
     profile = tmp_path / "p.yaml"
     profile.write_text(f"""\
 name: vm-kernel-run
 hosts: {{sender: a, receiver: b}}
-workload: {{tool: ping, duration: 1, idle: 0, warmup: 0, client: {{role: sender}},
+workload: {{tool: ping, duration: 1, idle: 0, warmup: 2, client: {{role: sender}},
            server: {{role: receiver}}}}
 variants:
   own: {{}}

@@ -113,7 +113,10 @@ def test_a_run_sets_device_knobs_and_reads_device_lines(tmp_path: Path,
         # every echo request the flood sent b came in on data0 (and ARP, a few more)
         assert replies[variant] <= queues[(variant, "data0.rx_packets")] <= replies[variant] + 20, (
             variant, replies[variant], queues[(variant, "data0.rx_packets")])
-    assert queues[("irq-cpu1", "data0.tx_packets")] > 1000  # b answered thousands
+    # b sent every echo reply it was counted for on data0 (a rate such as "more than
+    # 1000 in 3 s" depends on the machine: a loaded clean-clone run saw 996)
+    for variant in ("irq-cpu1", "threaded-busy-poll"):
+        assert queues[(variant, "data0.tx_packets")] >= replies[variant] > 0
     # ethtool -S per queue (virtio_net 6.10+ keeps packets and bytes for qstats, and
     # prints its kicks and drops per queue and in total): the total is the queues' sum
     driver = rows[rows["source"] == "ethtool_stats"].set_index(["variant", "metric"])["value"]
