@@ -193,6 +193,10 @@ class GuestDied(HostError):
     """The guest's QEMU exited before its sshd answered (a kernel panic, say)."""
 
 
+class GuestStalled(HostError):
+    """The guest's console printed nothing for a while and its sshd does not answer."""
+
+
 class Guest:
     """A running (or stopped) guest: the vng process group it was started as."""
 
@@ -228,20 +232,34 @@ class Guest:
                                    "with napilab's test extras (`make test` does it)") from None
         self.pidfile.write_text(str(proc.pid))
 
-    def wait_ssh(self, deadline: float) -> float:
+    def wait_ssh(self, deadline: float, stall: float | None = None) -> float:
         """Seconds until the guest's sshd answers with its banner on the forwarded port;
-        an error with the console's last lines if the guest dies or the deadline
-        passes."""
-        start = time.time()
+        an error with the console's last lines if the guest dies, the deadline passes
+        or (with `stall`) its console has printed nothing for `stall` seconds
+        (GuestStalled: a boot that hangs, not one that is slow)."""
+        start = last_progress = time.time()
+        seen = self._console_size()
         while time.time() < deadline:
             if self.pid() is None:
                 raise GuestDied(f"guest {self.spec.name} exited while booting: "
                                 + self.console_tail())
             if _banner(self.spec.ssh_port):
                 return time.time() - start
+            size = self._console_size()
+            if size != seen:
+                seen, last_progress = size, time.time()
+            elif stall is not None and time.time() - last_progress > stall:
+                raise GuestStalled(f"guest {self.spec.name}: no SSH and nothing on its "
+                                   f"console for {stall:.0f}s: " + self.console_tail())
             time.sleep(0.5)
         raise HostError(f"guest {self.spec.name}: no SSH within {deadline - start:.0f}s: "
                         + self.console_tail())
+
+    def _console_size(self) -> int:
+        try:
+            return self.spec.console.stat().st_size
+        except OSError:
+            return -1
 
     def console_tail(self, lines: int = 8) -> str:
         try:

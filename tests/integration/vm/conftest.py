@@ -91,6 +91,26 @@ def guest(bed: VmTestbed, name: str, script: str, timeout: float = 120,
         session.close()
 
 
+# What the data link looked like when a ping across it failed (clean-clone runs saw
+# "+3 errors, 100% packet loss": a's ARP for b unanswered, and a run's ping warm-up
+# with no reply to 10 requests), for the failure's message; per queue, since a queue
+# that stopped receiving loses only the flows hashed to it.
+LINK = ("ip -s link show data0; ip addr show data0; ip neigh show dev data0; "
+        "ethtool -l data0 | tail -5; ethtool -x data0 | head -4; "
+        "ethtool -S data0 | grep -E '(rx|tx)_queue_[0-9]+_(packets|drops|kicks)'; "
+        "grep -E 'virtio.*(input|output)' /proc/interrupts")
+
+
+def link_state(bed: VmTestbed) -> str:
+    out = [f"\n--- guest {n}:\n" + guest(bed, n, LINK, check=False).stdout for n in ("a", "b")]
+    for name in ("a", "b"):
+        tap = bed.tap(name)
+        out.append(f"\n--- tap {tap}:\n" + subprocess.run(
+            f"ip -s link show dev {tap}; tc -s filter show dev {tap} ingress",
+            shell=True, capture_output=True, text=True, check=False).stdout)
+    return "".join(out)
+
+
 def kill_run_when(bed: VmTestbed, args: list[str], script: str, done: Callable[[str], bool],
                   timeout: float = 600) -> None:
     """`napilab ARGS` in its own session, SIGKILLed once `script` on guest b prints

@@ -9,7 +9,7 @@ import subprocess
 
 from napilab.harness.hosts import check
 from napilab.harness.lab.vmbed import VmTestbed
-from tests.integration.vm.conftest import NAPILAB, guest
+from tests.integration.vm.conftest import NAPILAB, guest, link_state
 
 
 def test_hosts_check_shows_each_queue_with_its_irq_and_napi(vm_clean: VmTestbed) -> None:
@@ -57,23 +57,6 @@ def test_guests_are_separate_machines_on_a_private_link(vm_clean: VmTestbed) -> 
     assert routes == ""
     # management: only loopback on this machine, QEMU's network reaches nothing
     assert guest(vm_clean, "b", "ip route show default").stdout == ""
-
-
-# What the data link looked like when a ping across it failed (a clean-clone run saw
-# "+3 errors, 100% packet loss": a's ARP for b unanswered), for the failure's message.
-LINK = ("ip -s link show data0; ip addr show data0; ip neigh show dev data0; "
-        "ethtool -l data0 | tail -5; ethtool -x data0 | head -4; "
-        "grep -E 'virtio.*(input|output)' /proc/interrupts")
-
-
-def link_state(bed: VmTestbed) -> str:
-    out = [f"\n--- guest {n}:\n" + guest(bed, n, LINK, check=False).stdout for n in ("a", "b")]
-    for name in ("a", "b"):
-        tap = bed.tap(name)
-        out.append(f"\n--- tap {tap}:\n" + subprocess.run(
-            f"ip -s link show dev {tap}; tc -s filter show dev {tap} ingress",
-            shell=True, capture_output=True, text=True, check=False).stdout)
-    return "".join(out)
 
 
 def test_status_says_what_is_up(vm_clean: VmTestbed) -> None:

@@ -20,6 +20,7 @@ from tests.integration.vm.conftest import (
     guest,
     kill_run_when,
     leftovers,
+    link_state,
 )
 
 IDENTITY = "uname -r; uname -v; cat /proc/cmdline"
@@ -57,7 +58,7 @@ boot: per-kernel
     done = subprocess.run([NAPILAB, "run", str(profile), "-i", str(vm_clean.inventory_path),
                            "-o", str(tmp_path / "r"), "--format", "text"],
                           capture_output=True, text=True, timeout=900, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr + link_state(vm_clean)
     (run_dir,) = (tmp_path / "r" / "vm-kernel-run").iterdir()
     manifest = json.loads((run_dir / "manifest.json").read_text())
     trials = {t["variant"]: t for t in manifest["trials"]}
