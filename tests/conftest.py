@@ -368,14 +368,21 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class VmGroups(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            path, _, test = nodeid.partition("::")
-            if path.startswith("tests/integration/vm/"):
-                second = ((Path(path).name in VM_SECOND_BED and test not in VM_FIRST_BED)
-                          or test in VM_SECOND_BED_TESTS)
-                return "vm-2" if second else "vm"
-            return nodeid
+            return vm_group(nodeid) or nodeid
 
     return VmGroups(config, log)
+
+
+def vm_group(nodeid: str) -> str | None:
+    """The VM testbed a test runs on under `--dist loadgroup` ("vm" or "vm-2"), None for
+    a test that is not a VM test."""
+    path, _, test = nodeid.partition("::")
+    if not path.startswith("tests/integration/vm/"):
+        return None
+    test = test.partition("[")[0]
+    second = ((Path(path).name in VM_SECOND_BED and test not in VM_FIRST_BED)
+              or test in VM_SECOND_BED_TESTS)
+    return "vm-2" if second else "vm"
 
 
 # The VM tests on the second VM testbed: runs that boot guest b into other kernels and
@@ -388,5 +395,7 @@ VM_FIRST_BED = ("test_an_irq_the_driver_respreads_on_a_channel_change_is_written
 # With seed 001's whole letter a stored run (tests/golden/seed001), the second testbed
 # took 674 s of a clean-clone run's 844 s of integration (its kernel tests 188 and 160
 # s, seed 003's 183 s, its boot 141 s) and the first ran alone for the last 170 s: the
-# SIGKILL-mid-run test (79 s) moves to the second.
-VM_SECOND_BED_TESTS = ("test_sigkill_mid_run_then_restore",)
+# SIGKILL-mid-run test (79 s) moved to the second. The second testbed's guest a has
+# QEMU's vmxnet3 as its data NIC (tests/integration/vm/conftest.py): the per-queue test
+# on that second driver runs there, and the SIGKILL-mid-run test went back to the first.
+VM_SECOND_BED_TESTS = ("test_a_second_driver_per_queue_and_restored_after_sigkill",)

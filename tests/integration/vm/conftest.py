@@ -29,7 +29,7 @@ from napilab.harness.lab import kernels
 from napilab.harness.lab.vmbed import VmTestbed
 from napilab.harness.transport.connect import transport_for
 from napilab.harness.transport.transport import CommandResult
-from tests.conftest import vm_testbed_prefix
+from tests.conftest import vm_group, vm_testbed_prefix
 
 NAPILAB = str(Path(sys.executable).parent / "napilab")
 RT_OLD, RT_NEW, GENERIC = "6.1-rt", "7.2-rt", "7.2"
@@ -50,14 +50,31 @@ def cannot_start() -> str | None:
 
 
 _BED: list[VmTestbed] = []
+_FIRST_TEST: list[str] = []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if not _FIRST_TEST:
+        _FIRST_TEST.append(item.nodeid)
+
+
+def a_nic() -> str:
+    """Guest a's data NIC: QEMU's vmxnet3 on the second VM testbed of a `--dist
+    loadgroup` session (a worker runs one VM group: tests/conftest.py), so per-queue
+    settings are proven on a second driver without a testbed of its own; virtio-net
+    with QEMU's RSS otherwise (`ethtool -x`/`-X`: a flow can be steered to a queue)."""
+    second = (os.environ.get("PYTEST_XDIST_WORKER") is not None and _FIRST_TEST
+              and vm_group(_FIRST_TEST[0]) == "vm-2")
+    return "vmxnet3" if second else "virtio-rss"
 
 
 @pytest.fixture(scope="session")
 def vm_bed() -> Iterator[VmTestbed]:
     """Guests a and b on the 7.2 generic kernel, 2 queue pairs each; b, the receiver
     the seeds tune, has 3 vCPUs (seed 000 pins its NAPI kthread and IRQ to CPU 2), a has
-    2 (a 4-vCPU b stalled bringing up its CPUs once here, beside a, on 2 CPUs). a's NIC
-    has QEMU's RSS (`ethtool -x`/`-X`), so a flow can be steered to one of its queues."""
+    2 (a 4-vCPU b stalled bringing up its CPUs once here, beside a, on 2 CPUs). b's NIC
+    is virtio-net; a's is a_nic()'s."""
     reason = cannot_start()
     if reason:
         pytest.skip(reason)
@@ -65,7 +82,7 @@ def vm_bed() -> Iterator[VmTestbed]:
     bed.down()  # a session killed before its teardown may have left one
     try:
         bed.up({"a": GENERIC, "b": GENERIC}, queues=2, cpus={"a": 2, "b": 3}, memory="1G",
-               nic={"a": "virtio-rss"})
+               nic={"a": a_nic()})
         _BED.append(bed)
         yield bed
     finally:
@@ -112,18 +129,19 @@ def link_state(bed: VmTestbed) -> str:
 
 
 def kill_run_when(bed: VmTestbed, args: list[str], script: str, done: Callable[[str], bool],
-                  timeout: float = 600) -> None:
-    """`napilab ARGS` in its own session, SIGKILLed once `script` on guest b prints
-    what `done` accepts (b may be booting: it does not answer then)."""
+                  timeout: float = 600, on: str = "b") -> str:
+    """`napilab ARGS` in its own session, SIGKILLed once `script` on guest `on` prints
+    what `done` accepts (the guest may be booting: it does not answer then); what the
+    script printed then."""
     proc = subprocess.Popen([NAPILAB, *args], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         deadline = time.time() + timeout
         while True:
             assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
-            assert time.time() < deadline, f"b never showed what the test waits for: {script}"
+            assert time.time() < deadline, f"{on} never showed what the test waits for: {script}"
             try:
-                now = guest(bed, "b", script, check=False)
+                now = guest(bed, on, script, check=False)
             except HostError:  # booting
                 now = None
             if now is not None and now.exit_code == 0 and done(now.stdout):
@@ -131,6 +149,7 @@ def kill_run_when(bed: VmTestbed, args: list[str], script: str, done: Callable[[
             time.sleep(1)
         os.killpg(proc.pid, signal.SIGKILL)
         assert proc.wait(timeout=30) == -signal.SIGKILL
+        return now.stdout
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -51,19 +51,22 @@ def state(bed: VmTestbed) -> str:
     return guest(bed, "b", STATE).stdout
 
 
-def settings_of(tmp_path: Path, bed: VmTestbed, setup: str) -> list[Setting]:
-    """The settings a profile's `setup.receiver:` YAML makes for guest b (the profile's
-    own grammar, so targets are what a user's profile gives)."""
+def settings_of(tmp_path: Path, bed: VmTestbed, setup: str,
+                receiver: str = "b") -> list[Setting]:
+    """The settings a profile's `setup.receiver:` YAML makes for guest `receiver` (the
+    profile's own grammar, so targets are what a user's profile gives)."""
+    sender = "a" if receiver == "b" else "b"
     profile = tmp_path / "p.yaml"
-    profile.write_text(textwrap.dedent("""\
+    profile.write_text(textwrap.dedent(f"""\
         name: vm-knobs
-        hosts: {sender: a, receiver: b}
-        workload: {tool: ping, duration: 1, client: {role: sender}, server: {role: receiver}}
+        hosts: {{sender: {sender}, receiver: {receiver}}}
+        workload: {{tool: ping, duration: 1, client: {{role: sender}},
+                   server: {{role: receiver}}}}
         setup:
           receiver:
         """) + textwrap.indent(textwrap.dedent(setup), "    "))
     plan = bind(load_profile(profile), load_inventory(bed.inventory_path))
-    return plan.settings(plan.profile.variants[0])["b"]
+    return plan.settings(plan.profile.variants[0])[receiver]
 
 
 def napis(bed: VmTestbed) -> list[dict[str, object]]:

@@ -10,14 +10,24 @@ reported as that queue's."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import textwrap
 from pathlib import Path
 
+import pytest
+
+from napilab.harness.errors import HostError
 from napilab.harness.hosts.settings import HostSettings
 from napilab.harness.knobs.kinds.napi import NETDEV_NL
 from napilab.harness.lab.vmbed import VmTestbed
-from tests.integration.vm.conftest import NAPILAB, guest, leftovers, session_on
+from tests.integration.vm.conftest import (
+    NAPILAB,
+    guest,
+    kill_run_when,
+    leftovers,
+    session_on,
+)
 from tests.integration.vm.test_vm_knobs import STATE, settings_of
 
 # b's data NIC by queue, read with the kernel's files and netlink: each queue's IRQs
@@ -149,3 +159,85 @@ def test_a_flow_steered_to_one_queue_is_reported_as_that_queues(tmp_path: Path,
     assert len(missed) == 1 and "% of its packets" in missed[0], report
     assert guest(vm_clean, "a", table).stdout == before
     assert leftovers(vm_clean) == {"a": [], "b": []}
+
+
+# guest a's data NIC by queue, on the second VM testbed's vmxnet3 (tests/integration/vm/
+# conftest.py a_nic): each IRQ by its name with its CPUs, the rings, the RSS table, RPS
+A_STATE = r"""
+cd /sys/class/net/data0
+echo "driver $(basename $(readlink device/driver))"
+for n in $(ls device/msi_irqs); do
+  name=$(sed -n "s/^ *$n:.* \([^ ]*\)$/\1/p" /proc/interrupts)
+  echo "irq $name $(cat /proc/irq/$n/smp_affinity_list)"
+done
+ethtool -g data0 | sed -n '/^Current/,$p' | grep -E '^(RX|TX):'
+ethtool -x data0 | sed -n '1,/RSS hash key/p'
+for q in queues/rx-*; do echo "$q rps $(cat $q/rps_cpus)"; done
+"""
+
+
+def test_a_second_driver_per_queue_and_restored_after_sigkill(tmp_path: Path,
+                                                              vm_clean: VmTestbed) -> None:
+    """On QEMU's vmxnet3 (guest a of the second VM testbed; 2 queue pairs, IRQs
+    data0-rxtx-N, no NAPI linked to a queue): queue i's IRQ on CPU i, rings, RSS weights
+    and one queue's RPS, applied by a run over SSH and read back in the guest while it
+    runs; the run killed with SIGKILL, `napilab restore` puts every one back byte-equal.
+    Per-queue NAPI settings are refused on this driver, naming why."""
+    before = guest(vm_clean, "a", A_STATE).stdout
+    if "driver vmxnet3" not in before:
+        pytest.skip("guest a is on virtio-net here: the vmxnet3 guest is the second VM "
+                    "testbed's, which make test's integration part runs (-n 3 --dist "
+                    "loadgroup)")
+    irqs = dict(ln.split()[1:] for ln in before.splitlines() if ln.startswith("irq "))
+    assert set(irqs) == {"data0-rxtx-0", "data0-rxtx-1", "data0-event-2"}, before
+    profile = tmp_path / "p.yaml"
+    profile.write_text(textwrap.dedent("""\
+        name: vm-vmxnet3
+        hosts: {sender: b, receiver: a}
+        setup:
+          receiver:
+            irq_affinity: {data0: {spread: "0-1"}}
+            ethtool: {data0: {rings: {rx: 512, tx: 256}, rss: {weight: [0, 1]}}}
+            rps: {data0: {queues: 1, cpus: "0"}}
+        workload: {tool: ping, duration: 120, client: {role: sender},
+                   server: {role: receiver}}
+        repeat: 1
+        """))
+    def applied(now: str) -> bool:  # every setting is on: the workload runs then
+        return ("irq data0-rxtx-1 1\n" in now and "irq data0-rxtx-0 0\n" in now
+                and "rx-1 rps 1\n" in now and re.search(r"^TX:\s+256$", now, re.M)
+                is not None and "0:      1     1" in now)
+
+    during = kill_run_when(vm_clean, ["run", str(profile), "-i", str(vm_clean.inventory_path),
+                                      "-o", str(tmp_path / "r"), "--format", ""], A_STATE,
+                           applied, timeout=300, on="a")
+    now = dict(ln.split()[1:] for ln in during.splitlines() if ln.startswith("irq "))
+    assert (now["data0-rxtx-0"], now["data0-rxtx-1"]) == ("0", "1"), during
+    assert now["data0-event-2"] == irqs["data0-event-2"]  # in no queue: as it was
+    assert re.search(r"^RX:\s+512$", during, re.M) and re.search(r"^TX:\s+256$", during,
+                                                                   re.M), during
+    table = during.partition("RX flow hash indirection table")[2]
+    assert "0:      1     1     1     1" in table, during  # every entry on queue 1
+    assert "queues/rx-0 rps 0\n" in during and "queues/rx-1 rps 1\n" in during
+    assert guest(vm_clean, "a", A_STATE).stdout != before
+    restored = subprocess.run([NAPILAB, "restore", "-i", str(vm_clean.inventory_path)],
+                              capture_output=True, text=True, timeout=300, check=False)
+    assert restored.returncode == 0, restored.stdout + restored.stderr
+    assert "a: restored" in restored.stdout, restored.stdout
+    assert guest(vm_clean, "a", A_STATE).stdout == before
+    assert leftovers(vm_clean) == {"a": [], "b": []}
+    guest(vm_clean, "b", "pkill -x ping || true")  # the killed run's workload
+    # per-queue NAPI settings: refused on a driver that links no NAPI to a queue, before
+    # anything is written
+    session = session_on(vm_clean, "a")
+    settings = HostSettings(session, "vmperq3")
+    try:
+        with pytest.raises(HostError, match="does not say which NAPI serves each of its 2 "
+                           "queues") as refused:
+            settings.apply(settings_of(tmp_path, vm_clean, "napi: {data0: {queues: 1, "
+                                       "threaded: busy-poll}}\n", receiver="a"))
+        assert "napi: {IFACE: {...}}` without queues" in str(refused.value.hint)
+    finally:
+        settings.restore()
+        session.close()
+    assert guest(vm_clean, "a", A_STATE).stdout == before
