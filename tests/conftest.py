@@ -3,6 +3,7 @@ left exactly as it was (global sysctls, namespaces, links, sshd processes)."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
 import os
@@ -217,6 +218,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 reporter.write_line(f"LEFT IN {worker()}'s /var/tmp/napilab: {left}", red=True)
             session.exitstatus = 1
         shutil.rmtree(private, ignore_errors=True)
+    if worker() is None:  # the workers' directories are gone: their parent too
+        with contextlib.suppress(OSError):
+            PRIVATE_ROOT.rmdir()
     if not _BEFORE:
         return
     after = machine_state()

@@ -232,8 +232,8 @@ def test_a_second_driver_per_queue_and_restored_after_sigkill(tmp_path: Path,
     session = session_on(vm_clean, "a")
     settings = HostSettings(session, "vmperq3")
     try:
-        with pytest.raises(HostError, match="does not say which NAPI serves each of its 2 "
-                           "queues") as refused:
+        with pytest.raises(HostError, match="does not say which NAPI serves each of its 4 "
+                           "queues \\(netdev queue-get") as refused:  # 2 rx, 2 tx
             settings.apply(settings_of(tmp_path, vm_clean, "napi: {data0: {queues: 1, "
                                        "threaded: busy-poll}}\n", receiver="a"))
         assert "napi: {IFACE: {...}}` without queues" in str(refused.value.hint)
