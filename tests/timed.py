@@ -74,11 +74,11 @@ def save(times: dict[str, float]) -> None:
     TIMES.write_text(json.dumps(times, indent=1) + "\n")
 
 
-def slower(times: dict[str, float]) -> float:
-    """How many times slower this machine is than the budgets' (1 when faster, or when
-    `start` did not measure it)."""
+def slower(times: dict[str, float], ref: float) -> float:
+    """How many times slower this machine is than the budgets' (whose speed() took
+    `ref` s): 1 when faster, or when `start` did not measure it."""
     measured = times.get(SPEED)
-    return max(1.0, measured / reference()) if measured else 1.0
+    return max(1.0, measured / ref) if measured else 1.0
 
 
 def minutes(seconds: float) -> str:
@@ -87,13 +87,13 @@ def minutes(seconds: float) -> str:
 
 def report(times: dict[str, float]) -> tuple[list[str], list[str]]:
     """The table's lines, and the parts over OVER x their budget (or without one)."""
-    parts = budgets()
-    k = slower(times)
+    parts, ref = budgets(), reference()
+    k = slower(times, ref)
     lines = [f"make test: each part's time (budgets in {BUDGETS.name}; a part fails past "
              f"{OVER:g} x its budget)"]
     if SPEED in times:
         lines.append(f"  machine: {times[SPEED]:.3f} s for timed.py's speed(), "
-                     f"{reference():.3f} s on the budgets' machine: "
+                     f"{ref:.3f} s on the budgets' machine: "
                      + (f"{k:.2f} x slower, each budget x {k:.2f}" if k > 1 else
                         "budgets as written"))
     over = []

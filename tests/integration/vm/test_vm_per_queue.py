@@ -176,6 +176,11 @@ for q in queues/rx-*; do echo "$q rps $(cat $q/rps_cpus)"; done
 """
 
 
+def irq_cpus(state: str) -> dict[str, str]:
+    """A_STATE's `irq NAME CPUS` lines as {NAME: CPUS}."""
+    return dict(ln.split()[1:] for ln in state.splitlines() if ln.startswith("irq "))
+
+
 def test_a_second_driver_per_queue_and_restored_after_sigkill(tmp_path: Path,
                                                               vm_clean: VmTestbed) -> None:
     """On QEMU's vmxnet3 (guest a of the second VM testbed; 2 queue pairs, IRQs
@@ -188,7 +193,7 @@ def test_a_second_driver_per_queue_and_restored_after_sigkill(tmp_path: Path,
         pytest.skip("guest a is on virtio-net here: the vmxnet3 guest is the second VM "
                     "testbed's, which make test's integration part runs (-n 3 --dist "
                     "loadgroup)")
-    irqs = dict(ln.split()[1:] for ln in before.splitlines() if ln.startswith("irq "))
+    irqs = irq_cpus(before)
     assert set(irqs) == {"data0-rxtx-0", "data0-rxtx-1", "data0-event-2"}, before
     profile = tmp_path / "p.yaml"
     profile.write_text(textwrap.dedent("""\
@@ -203,6 +208,7 @@ def test_a_second_driver_per_queue_and_restored_after_sigkill(tmp_path: Path,
                    server: {role: receiver}}
         repeat: 1
         """))
+
     def applied(now: str) -> bool:  # every setting is on: the workload runs then
         return ("irq data0-rxtx-1 1\n" in now and "irq data0-rxtx-0 0\n" in now
                 and "rx-1 rps 1\n" in now and re.search(r"^TX:\s+256$", now, re.M)
@@ -211,7 +217,7 @@ def test_a_second_driver_per_queue_and_restored_after_sigkill(tmp_path: Path,
     during = kill_run_when(vm_clean, ["run", str(profile), "-i", str(vm_clean.inventory_path),
                                       "-o", str(tmp_path / "r"), "--format", ""], A_STATE,
                            applied, timeout=300, on="a")
-    now = dict(ln.split()[1:] for ln in during.splitlines() if ln.startswith("irq "))
+    now = irq_cpus(during)
     assert (now["data0-rxtx-0"], now["data0-rxtx-1"]) == ("0", "1"), during
     assert now["data0-event-2"] == irqs["data0-event-2"]  # in no queue: as it was
     assert re.search(r"^RX:\s+512$", during, re.M) and re.search(r"^TX:\s+256$", during,
