@@ -14,8 +14,6 @@ from __future__ import annotations
 import shutil
 import signal
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from napilab.harness.engine import resume_check, workload_exec, workload_rows
@@ -45,6 +43,7 @@ from napilab.harness.errors import (
 from napilab.harness.hosts import facts as host_facts
 from napilab.harness.hosts.session import HostSession
 from napilab.harness.hosts.settings import HostSettings, workdir
+from napilab.harness.interrupts import deferred_interrupts
 from napilab.harness.profile import clients
 from napilab.harness.profile.plan import Plan, check_online
 from napilab.harness.profile.profile import Trial, Variant
@@ -53,22 +52,6 @@ from napilab.harness.store.manifest import HostFacts, TrialRecord
 from napilab.harness.store.store import Row, RunStore
 from napilab.runners.registry import TOOLS
 from napilab.runners.workloads.workload import Context, ToolResult
-
-
-@contextmanager
-def deferred_interrupts() -> Iterator[list[int]]:
-    """Hold SIGINT/SIGTERM while hosts are being restored; re-raise after."""
-    received: list[int] = []
-    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    for sig in previous:
-        signal.signal(sig, lambda signum, frame: received.append(signum))
-    try:
-        yield received
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    if received:
-        raise KeyboardInterrupt
 
 
 def _sigterm_as_interrupt(signum: int, frame: Any) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from napilab.harness.errors import HostError
+from napilab.harness.interrupts import deferred_interrupts
 from napilab.harness.profile.clients import Client, WorkloadCommands
 from napilab.harness.profile.sections import ProcessSpec
 from napilab.harness.transport.transport import CommandResult, Process, Transport
@@ -109,14 +110,16 @@ def run(commands: WorkloadCommands, *, server: ProcessSpec, server_host: str,
         if server_cmd is not None:
             argv = compose(server_cmd.argv, server, limit=timeout + SERVER_GRACE,
                            kill_after=server_cmd.stop_grace)
-            proc = transports[server_host].start(argv, env=server.env)
+            with deferred_interrupts():  # kept as it starts: `finally` stops it
+                proc = transports[server_host].start(argv, env=server.env)
             wait_ready(transports[server_host], proc, server_cmd.ready, record)
         for agent in commands.agents:
             assert agent.agent is not None
             transport = transports[agent.host]
-            agents.append((agent, transport.start(
-                compose(agent.agent.argv, agent.process, limit=timeout + SERVER_GRACE,
-                        kill_after=agent.agent.stop_grace), env=agent.process.env)))
+            with deferred_interrupts():
+                agents.append((agent, transport.start(
+                    compose(agent.agent.argv, agent.process, limit=timeout + SERVER_GRACE,
+                            kill_after=agent.agent.stop_grace), env=agent.process.env)))
             wait_ready(transport, agents[-1][1], agent.agent.ready, record,
                        what=f"agent {agent.process.role}")
         results = _run_clients(commands.runners, transports, timeout)
@@ -149,9 +152,10 @@ def _run_clients(clients: Sequence[Client], transports: Mapping[str, Transport],
     deadline = time.monotonic() + timeout + 15
     try:
         for client in clients:
-            started.append(transports[client.host].start(
-                compose(client.commands.client, client.process, limit=timeout),
-                env=client.process.env))
+            with deferred_interrupts():  # an interrupt inside start would lose the handle
+                started.append(transports[client.host].start(
+                    compose(client.commands.client, client.process, limit=timeout),
+                    env=client.process.env))
         return [p.wait(max(0.1, deadline - time.monotonic())) for p in started]
     except BaseException:
         for p in started:

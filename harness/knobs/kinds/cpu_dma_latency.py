@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from napilab.harness.authoring import json_parts as js
 from napilab.harness.errors import HostError
+from napilab.harness.interrupts import deferred_interrupts
 from napilab.harness.knobs import values
 from napilab.harness.knobs.backend import Backend, Command
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Setting, Verdict
@@ -90,8 +91,10 @@ class HolderBackend(Backend):
         self._release(key)
         if self.read([key])[key] == value:
             return  # the host is at the value without a holder of ours (restore)
-        process = self.transport.start(self.write_command(key, value).argv, stdin_open=True)
-        self._holders[key] = (process, value)
+        with deferred_interrupts():  # the holder is noted as it starts: restore ends it
+            process = self.transport.start(self.write_command(key, value).argv,
+                                           stdin_open=True)
+            self._holders[key] = (process, value)
         deadline = time.monotonic() + STARTED_WITHIN
         while "held" not in process.output()[0]:
             if process.poll() is not None or time.monotonic() > deadline:

@@ -1,0 +1,65 @@
+"""An interrupt that lands while a workload's process is being started on its host
+(Transport.start: sshd answering, the reader threads starting) still stops that process:
+napilab keeps the handle first and raises after. The process is real (LocalTransport),
+the interrupt a real SIGINT to this interpreter, sent from inside start."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from napilab.harness.engine import workload_exec
+from napilab.harness.interrupts import deferred_interrupts
+from napilab.harness.inventory.inventory import Host
+from napilab.harness.profile.clients import Client
+from napilab.harness.profile.sections import ProcessSpec
+from napilab.harness.transport.local import LocalProcess, LocalTransport
+from napilab.runners.workloads.workload import ToolCommands
+
+
+class InterruptedWhileStarting(LocalTransport):
+    """Starts the command, then takes a SIGINT before start returns."""
+
+    def __init__(self) -> None:
+        super().__init__(Host(name="h", transport="local"))
+        self.started: list[LocalProcess] = []
+
+    def start(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
+              stdin_open: bool = False) -> LocalProcess:
+        proc = super().start(argv, env=env, stdin_open=stdin_open)
+        self.started.append(proc)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)  # the handler runs here, inside start, unless held
+        return proc
+
+
+def test_a_client_interrupted_as_it_starts_is_stopped() -> None:
+    transport = InterruptedWhileStarting()
+    client = Client(ProcessSpec(role="sender"), "h", ToolCommands(["sleep", "30"]))
+    began = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            workload_exec._run_clients([client], {"h": transport}, timeout=60)
+        [proc] = transport.started
+        assert proc.poll() is not None, "the client outlived the interrupted run"
+        assert time.monotonic() - began < 10
+    finally:
+        for left in transport.started:
+            if left.poll() is None:
+                left.signal("KILL")
+                left.wait(5)
+
+
+def test_held_interrupts_are_raised_after_the_block_and_handlers_come_back() -> None:
+    before = signal.getsignal(signal.SIGINT)
+    reached = []
+    with pytest.raises(KeyboardInterrupt), deferred_interrupts() as received:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        reached.append(True)
+    assert reached == [True] and received == [signal.SIGINT]
+    assert signal.getsignal(signal.SIGINT) is before
