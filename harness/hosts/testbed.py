@@ -16,7 +16,9 @@ an `unreachable` route for the management /29, so while a management link is dow
 test's fault) its address fails at once instead of following the default route out of
 the machine. Nothing of the
 machine's own ssh setup is used or touched: keys, config, known_hosts and pid files
-live in the state directory, which `down` removes with everything else.
+live in the state directory, which `down` removes with everything else. The sessions'
+shell reads no ~/.bashrc (sshd runs in a mount namespace where it is empty): a
+developer machine's (pyenv's init, 236 ms here) is not a lab host's.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import contextlib
 import ipaddress
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -164,12 +167,29 @@ class Testbed:
                 "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no",
                 "PrintMotd no", "MaxSessions 64", "MaxStartups 64:30:128", "LogLevel ERROR",
             ]) + "\n")
-            run_here(["ip", "netns", "exec", node.netns, SSHD, "-f", str(config),
-                  "-E", str(home / "sshd.log")])
+            run_here(["ip", "netns", "exec", node.netns,
+                      *self._without_rc([SSHD, "-f", str(config), "-E",
+                                         str(home / "sshd.log")])])
             pub = host_key.with_suffix(".pub").read_text().split()
             known.append(f"{node.mgmt_address},{node.data_address} {pub[0]} {pub[1]}")
         (self.state / "known_hosts").write_text("\n".join(known) + "\n")
         self._wait_for_sshd()
+
+    def _without_rc(self, argv: list[str]) -> list[str]:
+        """sshd started in a mount namespace of its own where root's ~/.bashrc is an
+        empty file: bash, run by sshd for every session and every command channel,
+        reads it (Debian's SSH_SOURCE_BASHRC), and this machine's (pyenv's init) took
+        236 ms each time, which the testbed's hosts would otherwise charge to every
+        trial's workload. The machine's own file is not touched; the mount is gone
+        with sshd."""
+        rc = Path("~root/.bashrc").expanduser()
+        if not rc.is_file():
+            return argv
+        empty = self.state / "empty-bashrc"
+        empty.write_text("")
+        script = f"mount --bind {shlex.quote(str(empty))} {shlex.quote(str(rc))} && exec " \
+            + shlex.join(argv)
+        return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script]
 
     def _wait_for_sshd(self) -> None:
         deadline = time.time() + 10
