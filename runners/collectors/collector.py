@@ -59,13 +59,14 @@ PHASES = ("start", "stop")  # the snapshot before a window, and the one after it
 def snapshot_script(collectors: Iterable[Collector[Any]]) -> str:
     """The snapshot script of these collectors: a fixed text (runners.registry builds it
     once from every collector); the phase (`start` before the window, `stop` after it:
-    a section that counts during the window, perf_stat, reads `$phase`), then the files
-    and section names, are its positional parameters, never part of it. A section
-    prints its own `==> @name <==` header."""
+    a section that counts during the window, perf_stat, reads `$phase`), then the
+    section names, `--` and the files are its positional parameters, never part of it.
+    A section prints its own `==> @name <==` header; the files are read by one `tail`
+    after the sections (one exec, not one a file: 7 ms of a snapshot's 17 here)."""
     cases = "".join(f"{name}) {body};;\n" for c in collectors
                     for name, body in c.sections.items())
-    return (f'phase=$1; shift\nfor a do case "$a" in\n{cases}'
-            '*) tail -v -n +1 -- "$a";;\nesac; done')
+    return (f'phase=$1; shift\nfor a do shift; case "$a" in\n--) break;;\n{cases}'
+            'esac; done\n[ $# -eq 0 ] || exec tail -v -n +1 -- "$@"')
 
 
 def snapshot_argv(collectors: Iterable[Collector[Any]], script: str,
@@ -76,9 +77,11 @@ def snapshot_argv(collectors: Iterable[Collector[Any]], script: str,
     paths = [UPTIME]
     for collector in collectors:
         paths += [p for p in collector.paths if p not in paths]
-    if not any(p.startswith("@") for p in paths):
+    sections = [p for p in paths if p.startswith("@")]
+    if not sections:
         return ["tail", "-v", "-n", "+1", "--", *paths]
-    return ["sh", "-c", script, "napilab-snapshot", phase, *paths]
+    files = [p for p in paths if not p.startswith("@")]
+    return ["sh", "-c", script, "napilab-snapshot", phase, *sections, "--", *files]
 
 
 _HEADER = re.compile(r"^==> (.+) <==$", re.MULTILINE)
