@@ -5,7 +5,9 @@ machine, so the 1M rung is marked saturated; the 5k rung achieves its rate. muti
 not packaged (build leverich/mutilate, docs/formats.md 14) and memcached is Debian's:
 without either the test is skipped. The local transport runs the mutilate found on
 this PATH in each namespace (an sshd session's PATH may not hold a hand-built binary).
-Whatever happens, no memcached or mutilate is left running in the namespaces.
+And mutilate's master on a with an agent on b: the agent started first, the master
+enlisting it, the agent stopped after. Whatever happens, no memcached or mutilate is
+left running in the namespaces.
 """
 
 from __future__ import annotations
@@ -130,3 +132,49 @@ def test_a_mutilate_ladder_stores_latencies_achieved_qps_and_a_saturated_top_run
         assert last["achieved"]["value"] < 0.5 * RUNGS["1M"]
         assert "latency_p99" in first["metrics"] and "latency_p99" in last["metrics"]
     assert f"SATURATED {REPEAT}/{REPEAT}" in (run_dir / "report.txt").read_text()
+
+
+AGENTS_PROFILE = """\
+name: mutilate-agents
+hosts:
+  server: {host: b}
+  master: {host: a}
+  agent1: {host: b}
+workload:
+  tool: mutilate
+  duration: 3
+  server: {role: server, cpus: "1", args: {t: 1}}
+  clients:
+    master: {cpus: "0", args: {qps: 4000, T: 1, c: 1, C: 1}}
+    agent1: {cpus: "1", args: {T: 1}}
+repeat: 2
+"""
+
+
+def test_a_master_and_its_agent_run_together_and_are_stopped(testbed: tb.Testbed,
+                                                             tmp_path: Path) -> None:
+    """mutilate's master on a enlists an agent on b (`mutilate -A`, started and waited
+    for on its port first): the master's zmq handshake with the agent must succeed for
+    it to run at all. Its aggregate qps is the result; the agent, which prints nothing,
+    is stopped by napilab after the master and stored."""
+    profile = tmp_path / "agents.yaml"
+    profile.write_text(AGENTS_PROFILE)
+    results = tmp_path / "results"
+    proc = subprocess.run([NAPILAB, "run", str(profile), "-i", str(testbed.inventory_path),
+                           "--transport", "local", "-o", str(results), "--format", "json"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    (run_dir,) = (results / "mutilate-agents").iterdir()
+    server = testbed.nodes[1].data_address  # b
+    for trial in ("001", "002"):
+        master = json.loads((run_dir / "raw" / trial / "a" / "client.json").read_text())
+        agent = json.loads((run_dir / "raw" / trial / "b" / "client.json").read_text())
+        assert master["exit_code"] == 0 and ["-a", server] == master["argv"][
+            master["argv"].index("-a"):master["argv"].index("-a") + 2], master["argv"]
+        assert agent["argv"][-5:] == ["-A", "-p", "5556", "-T", "1"], agent["argv"]
+        assert agent["exit_code"] == -15  # stopped (SIGTERM) once the master was done
+    samples = pd.read_parquet(run_dir / "samples.parquet")
+    tool = samples[(samples["source"] == "mutilate") & samples["cpu"].isna()]
+    assert set(tool["role"]) == {"master"}  # agents' outputs are stored, not parsed
+    qps = tool[tool["metric"] == "qps"]["value"]
+    assert len(qps) == 2 and ((qps > 0.8 * 4000) & (qps < 1.2 * 4000)).all(), qps
