@@ -211,6 +211,32 @@ def lock_table(sims: int) -> None:
     print(f"  {verdict(lucky[1] >= 0.95)}")
 
 
+def slow_night_cell(slow: int, shift: float, sims: int) -> float:
+    """Five nights (sigma_w 0.03, n 5, between-night sd 0.01), night `slow` +20% slow
+    (-1: none), then a night `shift` off: the share of such nights red."""
+    rng = np.random.default_rng(1000 + 10 * slow + int(shift * 100))
+    red = 0
+    for _ in range(sims):
+        nights = [night(rng, 0.20 if k == slow else 0.0, 0.01, 0.03, 5) for k in range(5)]
+        red += check([nights], [night(rng, shift, 0.01, 0.03, 5)]) == "regression"
+    return red / sims
+
+
+def slow_night_table(sims: int) -> None:
+    print(f"\none slow night (+20%) in a reference of five (sigma_w 0.03, n 5, between-night "
+          f"sd 0.01; {sims} series per cell); target: a +15% night red as often as with no "
+          "slow night (within 5 points), an unchanged night red <= 5%")
+    cells = [(slow, shift, sims) for slow in (-1, 0, 2, 4) for shift in (0.15, 0.0)]
+    found = dict(zip(cells, parallel(slow_night_cell, cells), strict=True))
+    ok = True
+    for slow in (-1, 0, 2, 4):
+        caught, false = found[(slow, 0.15, sims)], found[(slow, 0.0, sims)]
+        where = "none" if slow < 0 else f"night {slow + 1}"
+        print(f"  slow night {where:>7}: +15% red {caught:6.1%}, unchanged red {false:5.1%}")
+        ok &= caught >= found[(-1, 0.15, sims)] - 0.05 and false <= 0.05
+    print(f"  {verdict(ok)}")
+
+
 def consistency_cell(seed: int, sims: int) -> tuple[int, int]:
     """Random tables (n 3-12 per arm, log-normal with sigma 0.01-0.5, shifts, zeros,
     heavy tails, ties) through compare_metrics and gate_metrics: (rows, rows whose change
@@ -267,7 +293,7 @@ def consistency_table(sims: int) -> None:
 
 SECTIONS: tuple[tuple[Callable[[int], None], float], ...] = (
     (pool_table, 1.0), (regression_table, 1.0), (drift_table, 0.2), (lock_table, 0.5),
-    (consistency_table, 0.5))
+    (slow_night_table, 1.0), (consistency_table, 0.5))
 
 
 def run(sims: int) -> None:

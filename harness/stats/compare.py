@@ -3,15 +3,20 @@ nightly gate's threshold tests. Pure (numpy + scipy).
 
 Per metric the evidence is a test chosen by `harness.stats.two_sample.choose_test`
 (Welch's t on logs below 10 repetitions per arm, Mann-Whitney U from 10 or with values
-<= 0) and the change and CI *of that test's own estimator*, so a printed change always
-lies inside its printed interval and the verdict agrees with both:
+<= 0, Welch's t on raw values for an absolute change or values <= 0 in tiny arms) and
+the change and CI *of that test's own estimator*, so a printed change always lies
+inside its printed interval and the verdict agrees with both:
 - Welch's t on logs: the ratio of geometric means - 1, with the Welch t interval;
 - Mann-Whitney on positive values: the Hodges-Lehmann ratio (median of the pairwise
   ratios) - 1, with the Moses interval that inverts the test (harness.stats.shift);
 - Mann-Whitney with a value <= 0 (counters): the Hodges-Lehmann shift of the raw values
   and its Moses interval, relative to the baseline median (scale "relative"), or in the
   metric's own unit when the baseline median is 0 (scale "absolute": a cost that goes
-  from 0 to 9,800 ms is +9,800 ms, not "n/a").
+  from 0 to 9,800 ms is +9,800 ms, not "n/a");
+- Welch's t on raw values (a zero baseline, an absolute threshold, or a value <= 0 in
+  arms too small for a bounded rank interval): the difference of means, relative to the
+  baseline mean (a counter that fell to 0 is -100%) or absolute as above, with the Welch
+  interval.
 A change "beyond b" is tested one side at a time against the bound b itself, never as
 "significant against 0 with the point estimate past b": a true +3% with a 5% bound is
 flagged at most alpha of the time (benchmarks/stats_power.py measures it).
@@ -126,7 +131,8 @@ class Evidence:
     untestable: str  # why no test is possible ("" when one is)
     rank_how: str  # exact / permutation / asymptotic / all-equal
     scale: str  # RATIO, RELATIVE or ABSOLUTE
-    base: float  # the baseline median (RELATIVE: what a relative bound is a share of)
+    base: float  # the baseline median (mean under welch-t; RELATIVE: what a relative
+    #              bound is a share of)
     nights: Nights | None = None  # the nightly gate's reference (harness.stats.nightly)
     _memo: dict[tuple[float, str], float] = field(default_factory=dict, compare=False,
                                                   repr=False)
@@ -176,16 +182,9 @@ def evidence(s: MetricSamples, *, confidence: float = 0.95, seed: int = 0,
     absolute = absolute or base <= 0
     scale = ABSOLUTE if absolute else RATIO if positive else RELATIVE
     method = choose_test(x.size, y.size, positive, absolute)
-    logt = welch_log_t(x, y, log=method == WELCH) \
-        if method in (WELCH, WELCH_RAW) and min(x.size, y.size) >= 2 else None
+    logt = None
     if method in (WELCH, WELCH_RAW):
-        low, high = -math.inf, math.inf  # one repetition in an arm: no interval
-        if logt is not None:
-            change, (low, high) = logt.change, logt.ci(confidence)
-        elif method == WELCH:
-            change = math.expm1(float(np.mean(np.log(y)) - np.mean(np.log(x))))
-        else:
-            change = float(np.mean(y) - np.mean(x))
+        logt, base, change, (low, high) = _welch(x, y, method, scale, base, confidence)
     else:
         est, low, high = hodges_lehmann(np.log(x) if scale == RATIO else x,
                                         np.log(y) if scale == RATIO else y, confidence)
@@ -211,6 +210,26 @@ def evidence(s: MetricSamples, *, confidence: float = 0.95, seed: int = 0,
                      min(1.0, 2 * min(greater, less)), seed, untestable, how, scale, base)
     found._memo.update({(0.0, "greater"): greater, (0.0, "less"): less})
     return found
+
+
+def _welch(x: Array, y: Array, method: str, scale: str, base: float, confidence: float
+           ) -> tuple[LogT | None, float, float, tuple[float, float]]:
+    """Welch's t (on logs for WELCH): the test, the base a RELATIVE change is a share of
+    (the baseline mean: a counter that fell to 0 is -100%), the change and its CI."""
+    logt = welch_log_t(x, y, log=method == WELCH) if min(x.size, y.size) >= 2 else None
+    if method == WELCH_RAW and scale == RELATIVE and float(np.mean(x)) > 0:
+        base = float(np.mean(x))
+    if logt is not None and scale == RELATIVE:  # the raw shift as a share of the base
+        logt = LogT(logt.diff / base, logt.se / base, logt.df, logt.sd / base, False)
+    if logt is None:  # one repetition in an arm: no interval
+        change = math.expm1(float(np.mean(np.log(y)) - np.mean(np.log(x)))) \
+            if method == WELCH else \
+            float(np.mean(y) - np.mean(x)) / (base if scale == RELATIVE else 1.0)
+        return None, base, change, (-math.inf, math.inf)
+    low, high = logt.ci(confidence)
+    if scale == RELATIVE and min(float(x.min()), float(y.min())) >= 0:
+        low = max(low, -1.0)  # a metric that cannot go below 0 cannot fall by more than 100%
+    return logt, base, logt.change, (low, high)
 
 
 def compare(baseline: npt.ArrayLike, variant: npt.ArrayLike, direction: Direction | str, *,

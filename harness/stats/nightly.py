@@ -8,11 +8,17 @@ values), and what a reference must know is how much a night's level moves about 
 truth, night-to-night variance plus within-night variance over n, together.
 
 Night-to-night noise (`night_noise`), from the series' night levels:
-- 4 nights or more: the mean squared successive difference / 2 (von Neumann), which a
-  slow drift barely moves, over the differences that are not steps (|d| within 4 robust
-  SDs, the robust SD from the MAD of the differences as in harness.stats.changes);
-  df = 2/3 of the differences used (the MSSD's efficiency);
-- 2-3 nights: the sample variance of their levels (df = nights - 1);
+- more than STEP_MIN nights: the mean squared successive difference / 2 (von Neumann),
+  which a slow drift barely moves, over the differences that are not steps (|d| within
+  4 robust SDs, the robust SD from the MAD of the differences as in
+  harness.stats.changes, at least what the nights' within variance implies); df = half
+  the differences used (below the MSSD's efficiency of 2/3: the filter trims the largest
+  differences, and 2/3 let A/A nights go red 2.2% of the time at between-night sd 0.05,
+  benchmarks/stats_nightly.py);
+- 2 to STEP_MIN nights: the sample variance of their levels (df = nights - 1): a few
+  differences cannot tell a step from noise (leaving one out understates the noise),
+  and on so few nights the MSSD's lost third of the degrees of freedom is what decides
+  whether a regression shows (one slow night left out of five must not hide it);
 - 1 night: unknown; the night's own within variance / n stands in, flagged `known`
   False (the gate's answer then says so);
 never below the pooled within-night variance / n, each night's variance at least that of
@@ -56,6 +62,7 @@ Array = npt.NDArray[np.float64]
 
 ANCHOR = 5  # nights of a level that make the reference
 OUTLIER_MIN = 3  # nights before one that disagrees with the others is left out
+STEP_MIN = 6  # nights up to which the noise is their levels' variance (module doc)
 NIGHTS_T = "nights-t"  # the test's name in reports
 
 
@@ -92,9 +99,12 @@ def night_noise(series: Sequence[Array], log: bool) -> NightNoise:
                                                                       strict=True))
     n_typ = float(np.median([v.size for v in scaled]))
     within = ss_w / df_w / n_typ if df_w > 0 else 0.0
-    if m.size >= 4:
+    if m.size > STEP_MIN:
         d = np.diff(m)
-        robust = float(np.median(np.abs(d - np.median(d)))) / 0.6745
+        # a difference of two levels has at least twice a level's within variance: the
+        # MAD of the differences alone can be far smaller, and would call noise a step
+        robust = max(float(np.median(np.abs(d - np.median(d)))) / 0.6745,
+                     math.sqrt(2 * within))
         kept = np.abs(d - np.median(d)) <= 4 * robust
         used = d[kept] if robust > 0 and kept.any() else d
         var = float(np.mean(used ** 2)) / 2

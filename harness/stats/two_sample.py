@@ -19,8 +19,14 @@ outcome, so it cannot be tuned into significance):
 - **Welch's t on raw values** ("welch-t") below RANK_TEST_MIN_N when the change is
   absolute: the baseline median is <= 0 (a cost that appears: 0 -> 9,800 ms) or the
   gate's threshold is absolute (`cpu_time=+500ms`).
-- **Mann-Whitney U** ("mann-whitney") from RANK_TEST_MIN_N repetitions per arm, and at any
-  n when a value is <= 0 with a positive baseline median (counters: no logarithm). From
+- **Welch's t on raw values** also when a value is <= 0 (counters: no logarithm) and the
+  arms are so small that Mann-Whitney cannot reach RANK_INTERVAL_ALPHA two-sided (3 vs 3,
+  2 vs 5): its Moses interval would be -inf..+inf, and a counter that fell to 0 at
+  repeat 2 would print "-100% (-inf..+inf%)", an interval that says nothing. The change
+  is the shift relative to the baseline median (scale "relative"), its interval Welch's.
+- **Mann-Whitney U** ("mann-whitney") from RANK_TEST_MIN_N repetitions per arm, and
+  below that when a value is <= 0 with a positive baseline median and the arms can reach
+  RANK_INTERVAL_ALPHA (4 vs 4 and more). From
   10 per arm its discreteness no longer costs much power, its efficiency relative to t
   is >= 0.95 for log-normal noise and higher with outlier repetitions, and it needs no
   distributional model. A bound b is tested by comparing variant/(1+b) with the
@@ -54,18 +60,21 @@ PERMUTATIONS = 9999
 WELCH = "welch-log-t"
 WELCH_RAW = "welch-t"  # an absolute change (a zero baseline, an absolute threshold)
 RANK = "mann-whitney"
+RANK_INTERVAL_ALPHA = 0.05  # the rank test's smallest p must reach this to bound its CI
 _RESOLUTIONS = tuple(10.0 ** -k for k in range(0, 7))  # 1, 0.1, ... 1e-6
 
 
 def choose_test(n1: int, n2: int, all_positive: bool, absolute: bool = False) -> str:
     """WELCH for small arms of positive values, WELCH_RAW for small arms judged on an
-    absolute scale (a zero baseline median, an absolute threshold), RANK otherwise (see
-    the module doc)."""
+    absolute scale (a zero baseline median, an absolute threshold) or holding a value <= 0
+    too few for a bounded rank interval, RANK otherwise (see the module doc)."""
     if min(n1, n2) >= RANK_TEST_MIN_N:
         return RANK
     if absolute:
         return WELCH_RAW
-    return WELCH if all_positive else RANK
+    if all_positive:
+        return WELCH
+    return RANK if rank_floor(n1, n2) <= RANK_INTERVAL_ALPHA else WELCH_RAW
 
 
 def resolution(values: Array) -> float:

@@ -394,6 +394,28 @@ def sample_files(directory: Path) -> list[Path]:
         (directory / SAMPLES_DIR).glob("[0-9]*.parquet"))
 
 
+PARQUET_MAGIC = b"PAR1"  # a Parquet file's first and last four bytes
+
+
+def damaged_samples(directory: Path) -> str | None:
+    """Why a run's sample files cannot be read, from their first and last bytes alone (a
+    file cut short, or not Parquet), or None: a reader of many runs (history, publish)
+    leaves such a run out and names the file, without reading any file whole."""
+    for path in sample_files(directory):
+        try:
+            with path.open("rb") as f:
+                head = f.read(4)
+                size = f.seek(0, os.SEEK_END)
+                f.seek(max(0, size - 4))
+                tail = f.read(4)
+        except OSError as exc:
+            return f"{path}: cannot read the run's samples ({exc.strerror or exc})"
+        if size < 12 or head != PARQUET_MAGIC or tail != PARQUET_MAGIC:
+            return (f"{path}: not a whole Parquet file ({size:,} bytes"
+                    f"{', cut short' if head == PARQUET_MAGIC else ''})")
+    return None
+
+
 def _read(path: Path, read: Callable[[], pd.DataFrame]) -> pd.DataFrame:
     import pyarrow as pa
 

@@ -29,11 +29,16 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from napilab.harness.errors import InputError, NapilabError
+from napilab.harness.errors import InputError, NapilabError, StorageError
 from napilab.harness.stats.changes import ChangePoint, change_points
 from napilab.harness.stats.family import named_primary
 from napilab.harness.store.manifest import Manifest
-from napilab.harness.store.store import load_manifest, read_parquet_files, sample_files
+from napilab.harness.store.store import (
+    damaged_samples,
+    load_manifest,
+    read_parquet_files,
+    sample_files,
+)
 from napilab.reports.ab.model import format_number, with_unit
 from napilab.reports.formats.text_table import MAX_HEADER_LINES, MIN_COLUMN, narrowest, wrap_name
 from napilab.reports.nightly.check import CHECK_FILE
@@ -159,7 +164,8 @@ Damaged = tuple[tuple[str, str], ...]  # (run directory, why its manifest cannot
 def scan_runs(results: str | Path, profile: str | None = None
               ) -> tuple[list[RunInfo], Damaged]:
     """The runs under RESULTS/<profile>/ (every profile when None), oldest first, and
-    the runs whose manifest cannot be read, each manifest read once: `history` and
+    the runs whose manifest cannot be read or whose sample files are not whole Parquet
+    files (harness.store.store.damaged_samples), each manifest read once: `history` and
     `publish` say the damaged ones instead of showing one run fewer."""
     results = Path(results)
     if not results.is_dir():
@@ -168,6 +174,8 @@ def scan_runs(results: str | Path, profile: str | None = None
     runs, damaged = [], []
     for path in sorted(results.glob(pattern)):
         loaded = _load(path.parent)
+        if isinstance(loaded, Manifest):
+            loaded = damaged_samples(path.parent) or loaded
         if isinstance(loaded, str):
             damaged.append((str(path.parent), loaded))
         else:
@@ -185,10 +193,27 @@ def medians(runs: Sequence[RunInfo], metrics: Sequence[str], host: str | None = 
     if not files or not metrics:
         return pd.DataFrame({c: [] for c in columns})
     with duckdb.connect() as con:
-        frame = con.execute(_QUERY, {"files": files, "names": list(metrics),
-                                     "host": host}).df()
+        try:
+            frame = con.execute(_QUERY, {"files": files, "names": list(metrics),
+                                         "host": host}).df()
+        except duckdb.Error as exc:  # damage inside a file whose ends are whole
+            raise StorageError(f"{_culprit(con, files) or f'one of {len(files)} files'}: "
+                               f"cannot read the run's samples "
+                               f"({str(exc).splitlines()[0]})",
+                               hint="the run directory is damaged: move it out of the "
+                                    "results directory, or run the profile again") from None
     frame["run"] = [Path(d).name for d in frame.pop("rundir")]
     return frame[columns]
+
+
+def _culprit(con: duckdb.DuckDBPyConnection, files: Sequence[str]) -> str | None:
+    """The first of `files` that DuckDB cannot read alone."""
+    for path in files:
+        try:
+            con.execute("SELECT count(*) FROM read_parquet($f)", {"f": path}).fetchall()
+        except duckdb.Error:
+            return path
+    return None
 
 
 def default_metrics(runs: Sequence[RunInfo]) -> list[str]:

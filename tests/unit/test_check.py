@@ -324,6 +324,29 @@ def test_a_lucky_first_night_does_not_lock_the_reference(
     assert codes[-3:] == [0, 0, 0], codes
 
 
+def test_one_slow_night_in_the_reference_does_not_hide_a_regression(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Five nights (3% noise, 5 repetitions), the third 20% slow, then a night 15% slower:
+    red, as it is after the same five nights without the slow one. The slow night is
+    left out of the anchor; the noise of the four left must not lose the degrees of
+    freedom that decide it (it was "inconclusive", exit 5)."""
+    nights = [lognormal(4060 + k, 5, 100, 0.03) for k in range(5)]
+    regressed = lognormal(4069, 5, 115, 0.03)
+    for label, slow in (("plain", None), ("slow", 2)):
+        results = tmp_path / label
+        for k, values in enumerate(nights):
+            store_run(results, {"ping.rtt_avg": {"x": [v * (1.2 if k == slow else 1.0)
+                                                       for v in values]}},
+                      profile=label, started=1000.0 + k, policies={"rtt_avg": {}})
+        run = store_run(results, {"ping.rtt_avg": {"x": regressed}}, profile=label,
+                        started=1010.0, policies={"rtt_avg": {}})
+        code, out, _, summary = run_check(results, run, tmp_path, capsys)
+        assert code == 3, (label, out)
+        (case,) = summary["cases"]  # type: ignore[misc]
+        assert case["status"] == "regression"
+        assert len(case["anchor"]) == (4 if slow else 5)  # the slow night left out
+
+
 def test_an_absolute_threshold_in_cores_is_a_share_of_the_window(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`+0.1cores` on a CPU time in ms over a 10 s window is +1,000 ms: a NAPI kthread

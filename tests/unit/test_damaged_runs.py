@@ -3,6 +3,7 @@ silent all-`-` report (issue 21, item 4): a truncated samples file, a missing on
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -67,3 +68,50 @@ def test_history_says_a_run_whose_manifest_is_damaged(
         main(["publish", results, str(tmp_path / "site")])
     captured = capsys.readouterr()
     assert "published 1 run(s)" in captured.out and f"left out, damaged: {second}" in captured.err
+
+
+def history_and_publish(results: Path, profile: str, tmp_path: Path,
+                        capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str, str]:
+    """(history's exit code, its stdout, its stderr, publish's stderr)."""
+    with pytest.raises(SystemExit) as exc:
+        main(["history", str(results), "--profile", profile])
+    history = capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["publish", str(results), str(tmp_path / "site")])
+    return int(exc.value.code or 0), history.out, history.err, capsys.readouterr().err
+
+
+def test_history_and_publish_leave_out_a_run_whose_samples_are_cut_in_half(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two runs, one's samples.parquet cut in half: `history` was a DuckDB traceback ("No
+    magic bytes found at end of file"); now the run is left out with the file named, as
+    for a damaged manifest, and `publish` says the same."""
+    first, second = run_dir(tmp_path), run_dir(tmp_path)
+    samples = second / "samples.parquet"
+    samples.write_bytes(samples.read_bytes()[:samples.stat().st_size // 2])
+    code, out, err, published = history_and_publish(first.parent.parent, first.parent.name,
+                                                    tmp_path, capsys)
+    assert code == 0 and "Traceback" not in err + published
+    assert "1 run(s)" in out and "left out, damaged:" in out
+    assert f"left out, damaged: {samples}: not a whole Parquet file" in published
+    with pytest.raises(SystemExit):
+        main(["history", str(first.parent.parent), "--profile", first.parent.name,
+              "--format", "json"])
+    (left,) = json.loads(capsys.readouterr().out)["damaged"]
+    assert left["dir"] == str(second) and left["error"].startswith(f"{samples}: not a whole")
+
+
+def test_damage_inside_a_samples_file_is_one_line_naming_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file whose first and last bytes are whole but whose inside is not: `history`
+    cannot leave it out without reading it, so it stops with one line naming it."""
+    first, second = run_dir(tmp_path), run_dir(tmp_path)
+    samples = second / "samples.parquet"
+    data = bytearray(samples.read_bytes())
+    data[8:len(data) // 2] = b"\xff" * (len(data) // 2 - 8)
+    samples.write_bytes(bytes(data))
+    with pytest.raises(SystemExit) as exc:
+        main(["history", str(first.parent.parent), "--profile", first.parent.name])
+    err = capsys.readouterr().err
+    assert exc.value.code == 1 and str(samples) in err and "cannot read" in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) <= 2

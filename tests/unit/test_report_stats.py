@@ -259,12 +259,19 @@ def test_renderers_show_the_evidence_in_80_columns(tmp_path: Path) -> None:
     assert doc["family"] == 3
 
 
-def test_a_baseline_resample_with_median_zero_gives_an_unbounded_ci(tmp_path: Path) -> None:
-    """ping's rtt_mdev is often 0 or 1 us: a resampled baseline median of 0 makes the
-    ratio infinite, and the CI is open on that side (not NaN)."""
-    run = load_run(store_run(tmp_path, {"ping.rtt_mdev": {"off": [0.0, 1.0],
-                                                          "on": [1.0, 1.0]}}))
+def test_a_baseline_median_of_a_half_gives_a_bounded_ci_and_one_repetition_none(
+        tmp_path: Path) -> None:
+    """ping's rtt_mdev is often 0 or 1 us: at 2 vs 2 with a 0 (no logarithm, a rank
+    interval unattainable) Welch's t on the raw values bounds the change on both sides,
+    never below -100% for a value that cannot go below 0 (it was +100% with a CI open
+    above: +inf%). An arm of one repetition has no interval: -inf..+inf, null in JSON."""
+    run = load_run(store_run(tmp_path / "a", {"ping.rtt_mdev": {"off": [0.0, 1.0],
+                                                                 "on": [1.0, 1.0]}}))
     found = table(run).lines[0].comparisons["on"]
-    assert found.change == 1.0 and found.change_ci[1] == float("inf")
-    assert "+inf%" in text(run)
-    assert table_doc(table(run))["lines"][0]["comparisons"]["on"]["change_ci"][1] is None
+    low, high = found.change_ci
+    assert found.change == 1.0 and low == -1.0 and 1.0 < high < float("inf")
+    assert "x0..x" in text(run) and "inf" not in text(run)
+    one = load_run(store_run(tmp_path / "b", {"ping.rtt_mdev": {"off": [2.0],
+                                                                 "on": [1.0, 3.0]}}))
+    assert "-inf..+inf%" in text(one)
+    assert table_doc(table(one))["lines"][0]["comparisons"]["on"]["change_ci"] == [None, None]

@@ -44,7 +44,14 @@ from napilab.harness.stats.stats import (
     median_ci,
     summarize,
 )
-from napilab.harness.stats.two_sample import RANK, WELCH, choose_test, resolution, welch_log_t
+from napilab.harness.stats.two_sample import (
+    RANK,
+    WELCH,
+    WELCH_RAW,
+    choose_test,
+    resolution,
+    welch_log_t,
+)
 
 SIGMA = 0.05  # log-normal noise of the acceptance simulations
 N = 10  # repetitions per arm
@@ -218,7 +225,24 @@ def test_rank_floor_makes_small_runs_of_counters_not_enough_data() -> None:
 def test_the_test_depends_on_the_design_only() -> None:
     assert choose_test(3, 3, True) == choose_test(9, 12, True) == WELCH
     assert choose_test(10, 10, True) == choose_test(25, 10, True) == RANK
-    assert choose_test(3, 3, False) == RANK  # a value <= 0: no logarithm
+    # a value <= 0: no logarithm; a rank test where it can bound its interval (4 vs 4:
+    # smallest two-sided p 0.029), Welch's t on the raw values where it cannot (3 vs 3: 0.1)
+    assert choose_test(4, 4, False) == choose_test(3, 9, False) == RANK
+    assert choose_test(3, 3, False) == choose_test(2, 2, False) == WELCH_RAW
+
+
+def test_a_counter_that_fell_to_zero_has_a_bounded_interval() -> None:
+    """Seed 001 at repeat 2: a rate of ~1,000/s in the baseline and exactly 0 in the
+    variant printed -100% with a 95% CI of -inf..+inf% (a Moses interval at 2 vs 2). It
+    is -100% with Welch's interval on the raw values, relative to the baseline's mean."""
+    for n in (2, 3):
+        base, zero = [1000.0, 1040.0, 990.0][:n], [0.0] * n
+        c = compare(base, zero, "higher")
+        low, high = c.change_ci
+        assert c.test_method == "welch-t" and c.scale == "relative"
+        assert c.change == pytest.approx(-1.0)
+        assert low == -1.0 and -1.0 < high < -0.5  # never below -100% for a rate
+        assert c.verdict is Verdict.WORSE
 
 
 def test_welch_log_t_hand_computed() -> None:
