@@ -52,6 +52,7 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
     restored) keeps its lock and is named, and the error that ended the run is the one
     raised. ON_STORE is told the run directory once it exists (before any trial)."""
     from napilab.harness.hosts.session import close_sessions
+    from napilab.harness.store.store import check_room
 
     progress = progress or Progress()
     store = None
@@ -59,6 +60,7 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
         from napilab.harness.store.runs import open_for_resume
 
         store = open_for_resume(bound, resume)
+    check_room(store.dir if store else results)
     sessions = _connect_while_importing(bound)
     from napilab.harness.engine.engine import Engine
     from napilab.harness.hosts import lock

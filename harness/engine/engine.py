@@ -81,6 +81,7 @@ class Engine:
         if resume:  # before anything is recorded: a refusal leaves the run as it was
             resume_check.compare(manifest, facts, allow_host_change, self.progress,
                                  booted=set(self.plan.booted_hosts))
+            self.store.reserve(required=True)  # before the first trial: room for its end
         previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
         trials = self._schedule(resume)
         manifest.status, manifest.incomplete = "running", True
@@ -92,7 +93,7 @@ class Engine:
         per_trial = estimate(self.plan) / max(1, len(self.plan.trials()))
         self.progress.run_start(self.store.run_id, str(self.store.dir), len(trials), per_trial)
         self.progress.done = len(trials) - len(todo)
-        self.store.reserve()
+        self.store.reserve()  # topped up (a new run's store held it when created)
         completed = False
         try:
             if manifest.host_facts is None:

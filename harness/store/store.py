@@ -116,6 +116,24 @@ def _storage_hint(exc: OSError) -> str:
     return ""
 
 
+def check_room(results: str | Path) -> None:
+    """Refuse, before any host is touched, a results file system without room for a
+    run's reserve (RESERVE_MIN): the directory or its nearest existing parent."""
+    where = Path(results).absolute()
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    try:
+        st = os.statvfs(where)
+    except OSError:
+        return  # not ours to judge: creating the run directory says what is wrong
+    free = st.f_bavail * st.f_frsize
+    if free < RESERVE_MIN:
+        raise StorageError(f"{results}: {free:,} bytes free on its file system; a run "
+                           f"holds {RESERVE_MIN:,} bytes for its final manifest",
+                           hint="the results file system is full: free some space, or "
+                                "give -o another directory")
+
+
 def new_run_id() -> str:
     return secrets.token_hex(4)
 
@@ -148,13 +166,18 @@ class RunStore:
                 raise FileExistsError(errno.EEXIST, "the run directory exists")
             hidden.mkdir(parents=True, exist_ok=False)
             store.save_manifest()
+            store.reserve(required=True)
             os.rename(hidden, directory)
         except OSError as exc:
             _remove_tree(hidden)
+            with contextlib.suppress(OSError):  # the profile's directory, if it is new
+                hidden.parent.rmdir()
             raise StorageError(f"cannot create {directory}: {exc.strerror or exc}",
                                hint=_storage_hint(exc)) from None
         except StorageError:
             _remove_tree(hidden)
+            with contextlib.suppress(OSError):
+                hidden.parent.rmdir()
             raise
         store.dir = directory
         return store
@@ -182,23 +205,30 @@ class RunStore:
         if not final:
             self.reserve(len(data))
 
-    def reserve(self, compact: int | None = None) -> None:
+    def reserve(self, compact: int | None = None, *, required: bool = False) -> None:
         """Hold room for the final manifest write (three times the compact manifest,
         which the indented one is under twice; at least 64 KiB) while the run is going
-        on; kept for that write only. Best effort: a disk too full for it is found by
-        the next write."""
+        on; kept for that write only. `required` (a run's start, before its first
+        trial): a file system that cannot hold it is a StorageError, since a run that
+        cannot hold its reserve may end without a final status; else best effort (the
+        top-up after a trial), a disk too full for it being found by the next write."""
         if compact is None:
             compact = len(json.dumps(self.manifest.to_json(), default=str))
         size = max(RESERVE_MIN, 3 * compact)
+        path = self.dir / RESERVE
         try:
-            fd = os.open(self.dir / RESERVE, os.O_WRONLY | os.O_CREAT, 0o600)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
             try:
                 if os.fstat(fd).st_size < size:
                     os.posix_fallocate(fd, 0, size)
             finally:
                 os.close(fd)
-        except OSError:
-            pass
+        except OSError as exc:
+            if required:
+                raise StorageError(
+                    f"cannot hold {size:,} bytes in {path} for the run's final manifest: "
+                    f"{exc.strerror or exc}", hint=_storage_hint(exc) or
+                    "a run needs that room to record how it ended") from None
 
     def _into_reserve(self, data: bytes) -> bool:
         """The manifest written over the reserve's allocated blocks, then renamed to

@@ -358,6 +358,33 @@ def test_full_results_disk_is_an_error_and_resume_continues(
     assert knobs(testbed) == before and napilab_leftovers() == []
 
 
+def test_a_results_disk_without_room_for_the_reserve_is_refused_before_any_trial(
+        testbed: tb.Testbed, tmp_path: Path, small_disk: Path) -> None:
+    """Fault: a results file system with less free space than the run's reserve (the
+    room held for its final manifest). Before, the run started anyway and, when the disk
+    filled, ended with its manifest still `running`. Now: with under 64 KiB free it is
+    refused before any host is contacted; with exactly 64 KiB (enough for the check, not
+    for the manifest and its reserve) the run directory's creation fails and the locks
+    it took are given back. Either way exit 1, one line naming the directory or the
+    reserve, no traceback, no run directory, every host as it was."""
+    before = knobs(testbed)
+    prof = profile(tmp_path, duration=1, repeat=1)
+    args = ("run", str(prof), "-i", str(testbed.inventory_path), "-o", str(small_disk))
+    filler = fill(small_disk)
+    for free, words in ((40 * 1024, "bytes free on its file system"),
+                        (64 * 1024, "for the run's final manifest")):
+        os.truncate(filler, filler.stat().st_size - free)
+        done = napilab(*args, timeout=120)
+        assert done.returncode == 1, done.stderr
+        assert "Traceback" not in done.stderr and words in done.stderr, done.stderr
+        error = [line for line in done.stderr.splitlines() if line.startswith("napilab:")]
+        assert len(error) <= 2 and str(small_disk) in error[0], done.stderr
+        assert sorted(p.name for p in small_disk.iterdir()) == ["filler"]
+        assert knobs(testbed) == before and napilab_leftovers() == []
+        filler.unlink()
+        filler = fill(small_disk)
+
+
 # -- item 13 -----------------------------------------------------------------------------
 
 
