@@ -311,6 +311,16 @@ def alive(pid: int) -> bool:
     return not zombie(pid)
 
 
+def names(pid: int, needle: str | Path) -> bool:
+    """PID's command line names `needle` (a testbed's state directory): a pid read from
+    a file is killed only then, since after its process died the number may be another
+    process's (a pid is reused; sshd's and vng's command lines name their state)."""
+    try:
+        return str(needle).encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
 def zombie(pid: int) -> bool:
     """PID has exited and waits to be reaped."""
     try:
@@ -321,8 +331,10 @@ def zombie(pid: int) -> bool:
 
 
 def _kill_pidfile(path: Path) -> None:
+    """The process whose pid `path` holds, if it is still the one started there (its
+    command line names the pidfile's directory: `names`)."""
     pid = read_pid(path)
-    if pid is not None and alive(pid):
+    if pid is not None and alive(pid) and names(pid, path.parent):
         _terminate([pid])
 
 

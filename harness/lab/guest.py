@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from napilab.harness.errors import HostError, NapilabError
-from napilab.harness.hosts.testbed import alive
+from napilab.harness.hosts.testbed import alive, names
 
 GUEST_DIR = "/run/napilab-guest"  # where the guest sees its read-only files
 MGMT_NET = "198.51.100.128/25"  # QEMU's user network: inside the QEMU process only
@@ -212,7 +212,7 @@ class Guest:
             pid = int(self.pidfile.read_text())
         except (OSError, ValueError):
             return None
-        return pid if alive(pid) else None
+        return pid if alive(pid) and names(pid, self.spec.state) else None
 
     def start(self) -> None:
         vng = vng_path()
@@ -274,10 +274,14 @@ class Guest:
 
 def stop_guest(pidfile: Path, timeout: float = 10) -> None:
     """The process group a guest was started as (vng and its QEMU): TERM, then KILL;
-    the pidfile goes."""
+    the pidfile goes. Only a group one of whose processes names the guest's directory
+    (vng's and QEMU's command lines do): the pid of a guest that died may since have
+    become another process's, and another session's group."""
     try:
         pid: int | None = int(pidfile.read_text())
     except (OSError, ValueError):
+        pid = None
+    if pid is not None and not any(names(p, pidfile.parent) for p in group_members(pid)):
         pid = None
     if pid is not None and _group_alive(pid):
         _signal_group(pid, signal.SIGTERM)
