@@ -16,7 +16,7 @@ import signal
 import time
 from typing import Any
 
-from napilab.harness.engine import resume_check, workload_exec, workload_rows
+from napilab.harness.engine import lab_faults, resume_check, workload_exec, workload_rows
 from napilab.harness.engine.boots import Boots
 from napilab.harness.engine.fan_out import HostOps
 from napilab.harness.engine.plan_render import estimate
@@ -277,7 +277,11 @@ class Engine:
             entry.status, entry.end = "interrupted", time.time()
             raise
         except NapilabError as exc:
-            return self._trial_failed(trial, entry, exc)
+            try:
+                again = self._lab_fault(trial, entry, settings, exc)
+            except NapilabError as recovery:
+                return self._trial_failed(trial, entry, recovery)
+            return self._run_trial(trial) if again else self._trial_failed(trial, entry, exc)
         try:
             self.store.add_rows(rows)
             entry.status, entry.end = "ok", time.time()
@@ -285,6 +289,35 @@ class Engine:
         except StorageError as exc:
             return self._trial_failed(trial, entry, exc)
         self.progress.trial_end(trial.index, "ok")
+        return True
+
+    def _lab_fault(self, trial: Trial, entry: TrialRecord, settings: dict[str, HostSettings],
+                   exc: NapilabError) -> bool:
+        """A VM guest that dropped: its console kept, booted again if it does not answer,
+        the trial's settings restored; True when the trial is to run again
+        (harness.engine.lab_faults). Raises what the restore raises."""
+        hosts = lab_faults.dropped(exc, self.sessions)
+        if not hosts or len(entry.lab_faults or []) >= lab_faults.RETRIES:
+            return False
+        entry.lab_faults = [*(entry.lab_faults or []), str(exc)]
+        self.progress.note(f"trial {trial.index}: {', '.join(hosts)} dropped ({exc.message}): "
+                           "a fault of the VM lab, not a result; the trial runs again")
+        for host in hosts:
+            session = self.sessions[host]
+            self.store.write_raw(lab_faults.raw_dir(trial.id, len(entry.lab_faults)), host,
+                                 "console.log", lab_faults.console(session))
+            if not lab_faults.answers(session):
+                self.progress.phase(f"{host}: booting it again")
+                took = lab_faults.boot_again(session)
+                self.progress.note(f"{host} did not answer: booted again ({took:.0f} s), "
+                                   "on the kernel the testbed started it with")
+                if host in self.boots.current:  # the next trial boots its kernel again
+                    self.boots.current[host] = None
+            session.rebooted()
+        with deferred_interrupts():
+            self.progress.phase("restoring")
+            self.hosts.restore(settings)
+        self.store.save_manifest(final=False)
         return True
 
     def _trial_failed(self, trial: Trial, entry: TrialRecord, exc: NapilabError) -> bool:

@@ -132,6 +132,9 @@ class TrialRecord(Record):
     settings: list[Change] | None = None
     restore: list[RestoreRecord] | None = None
     absent: list[str] | None = None  # kprobe functions the kernel could not probe
+    # lab faults the trial was run again after (a VM guest that dropped: the error),
+    # kept when it starts over (harness.engine.lab_faults)
+    lab_faults: list[str] | None = None
     extra: JSON = field(default_factory=dict)
 
     def to_json(self) -> JSON:
@@ -147,6 +150,8 @@ class TrialRecord(Record):
             out["restore"] = [r.to_json() for r in self.restore]
         if self.absent is not None:
             out["absent"] = list(self.absent)
+        if self.lab_faults is not None:
+            out["lab_faults"] = list(self.lab_faults)
         return {**out, **self.extra}
 
     def restart(self) -> None:

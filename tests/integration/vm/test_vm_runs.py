@@ -5,7 +5,10 @@ and the settings of seeds 000 and 003 applied, read back and restored there."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -17,6 +20,7 @@ import yaml
 from napilab.harness.hosts.session import HostSession
 from napilab.harness.hosts.settings import HostSettings
 from napilab.harness.inventory.inventory import load_inventory
+from napilab.harness.lab.guest import group_members
 from napilab.harness.lab.vmbed import VmTestbed
 from napilab.harness.profile.plan import bind
 from napilab.harness.profile.profile import load_profile
@@ -253,3 +257,47 @@ def test_seed_000_runs_with_neper(tmp_path: Path, vm_clean: VmTestbed) -> None:
     assert all(c["verdict"]["state"] == "taken" for t in manifest["trials"]
                for c in t["settings"])
     assert state(vm_clean) == before
+
+
+def test_a_guest_that_drops_mid_trial_is_booted_again_and_the_trial_run_again(
+        tmp_path: Path, vm_clean: VmTestbed) -> None:
+    """Fault: guest b's QEMU dies (SIGKILL) while trial 1 runs, as a TCG guest sometimes
+    drops. Before, the trial failed (restore incomplete) and the run ended. Now it is a
+    lab fault: b's console is kept with the trial, b is booted again, the trial's
+    settings are restored and the trial runs again; the run completes (exit 0), the
+    manifest records the fault, and b is as it was."""
+    profile = tmp_path / "p.yaml"
+    profile.write_text(PROFILE.replace("duration: 3", "duration: 5"))
+    before = state(vm_clean)
+    out = tmp_path / "r"
+    proc = subprocess.Popen([NAPILAB, "run", str(profile), "-i", str(vm_clean.inventory_path),
+                             "-o", str(out), "--format", ""], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.time() + 300
+        while not guest(vm_clean, "a", "pgrep -x ping || true").stdout.strip():
+            assert proc.poll() is None and time.time() < deadline, proc.communicate()
+            time.sleep(0.5)
+        pgid = int((vm_clean.state / "b" / "vng.pid").read_text())
+        qemu = [p for p in group_members(pgid)
+                if Path(f"/proc/{p}/exe").resolve().name.startswith("qemu-system")]
+        assert len(qemu) == 1, qemu
+        os.kill(qemu[0], signal.SIGKILL)
+        stdout, stderr = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 0, stdout + stderr
+    assert "a fault of the VM lab, not a result; the trial runs again" in stderr
+    assert "b did not answer: booted again" in stderr
+    (path,) = out.glob("*/*/manifest.json")
+    manifest = json.loads(path.read_text())
+    first, second = manifest["trials"]
+    assert manifest["status"] == "complete" and first["status"] == second["status"] == "ok"
+    assert len(first["lab_faults"]) == 1 and "b: " in first["lab_faults"][0]
+    assert "lab_faults" not in second
+    console = path.parent / "raw" / f"{first['id']}.lab-fault-1" / "b" / "console.log"
+    assert re.search(r"^\[ *\d+\.\d+\] ", console.read_text(errors="replace"), re.M)  # b's kernel
+    assert state(vm_clean) == before
+    assert leftovers(vm_clean) == {"a": [], "b": []}
