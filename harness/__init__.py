@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+if __name__ != "napilab.harness":  # `import harness` from the repository root: a second copy
+    raise ImportError(f"import napilab.harness, not {__name__}: the repository's harness/ is "
+                      "installed as napilab.harness (pip install -e .)")
+
 __version__: str  # looked up on first use (__getattr__)
 
 
