@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from napilab.harness.hosts import testbed as tb
+from tests.cli import run_napilab, start_napilab
 
 ROOT = Path(__file__).resolve().parent.parent
-NAPILAB = str(Path(sys.executable).parent / "napilab")
 DATA = ROOT / "tests" / "data"
 TESTBED_PREFIX = "napilabt"
 # The suite's own /29 of 198.51.100.0/24 (`napilab testbed up` takes 198.51.100.0/29),
@@ -276,8 +276,7 @@ def testbed_left_clean(request: pytest.FixtureRequest) -> Iterator[None]:
     if not left:
         return
     bed: tb.Testbed = request.getfixturevalue("testbed")
-    restore = subprocess.run([NAPILAB, "restore", "-i", str(bed.inventory_path)],
-                             capture_output=True, text=True, timeout=120, check=False)
+    restore = run_napilab("restore", "-i", str(bed.inventory_path), timeout=120)
     pytest.fail(f"the test left {left} in /var/tmp/napilab; `napilab restore` exited "
                 f"{restore.returncode}, leaving {napilab_leftovers()}: {restore.stderr.strip()}")
 
@@ -326,8 +325,7 @@ class NapilabRuns:
         self.procs: list[subprocess.Popen[str]] = []
 
     def start(self, *args: str) -> subprocess.Popen[str]:
-        proc = subprocess.Popen([NAPILAB, *args], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        proc = start_napilab(*args)
         self.procs.append(proc)
         return proc
 
@@ -341,8 +339,7 @@ class NapilabRuns:
                     proc.kill()
                     proc.communicate()
         if any(p.returncode == -signal.SIGKILL for p in self.procs):
-            subprocess.run([NAPILAB, "restore", "-i", str(self.bed.inventory_path)],
-                           capture_output=True, text=True, timeout=120, check=False)
+            run_napilab("restore", "-i", str(self.bed.inventory_path), timeout=120)
 
 
 @pytest.fixture

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,10 +24,10 @@ from pathlib import Path
 import pytest
 
 from napilab.harness.hosts import testbed as tb
+from tests.cli import run_napilab
 
 pytestmark = pytest.mark.serial  # verdicts measured on the testbed: alone on the CPUs
 
-NAPILAB = str(Path(sys.executable).parent / "napilab")
 KNOB_PROFILE = """\
 name: knob
 hosts:
@@ -67,17 +66,12 @@ report:
 """
 
 
-def napilab(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([NAPILAB, *args], capture_output=True, text=True, timeout=120,
-                          check=False)
-
-
 def run_profile(bed: tb.Testbed, tmp_path: Path, text: str, name: str, results: Path) -> Path:
     profile = tmp_path / f"{name}.yaml"
     profile.write_text(text)
     before = set(results.glob("*/*"))
-    proc = napilab("run", str(profile), "-i", str(bed.inventory_path), "--transport", "local",
-                   "-o", str(results), "--format", "text")
+    proc = run_napilab("run", str(profile), "-i", str(bed.inventory_path), "--transport", "local",
+                       "-o", str(results), "--format", "text", timeout=120)
     assert proc.returncode == 0, proc.stderr
     (created,) = set(results.glob("*/*")) - before
     return created
@@ -102,7 +96,7 @@ def test_compare_knob_difference_passes_host_fact_difference_fails(
     run_a = run_profile(testbed, tmp_path, KNOB_PROFILE.format(gro=0), "a", results)
     run_b = run_profile(testbed, tmp_path, KNOB_PROFILE.format(gro=20000), "b", results)
 
-    proc = napilab("compare", str(run_a), str(run_b))
+    proc = run_napilab("compare", str(run_a), str(run_b), timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "intended: rps-off/b: data0/gro_flush_timeout: A '0', B '20000'" in proc.stdout
     assert "B vs A (baseline)" in proc.stdout  # one variant: the labels are the columns
@@ -114,16 +108,17 @@ def test_compare_knob_difference_passes_host_fact_difference_fails(
     manifest = json.loads((patched / "manifest.json").read_text())
     manifest["host_facts"]["b"]["kernel_release"] += "-patched"
     (patched / "manifest.json").write_text(json.dumps(manifest))
-    proc = napilab("compare", f"Baseline={run_a}", f"Patched={patched}")
+    proc = run_napilab("compare", f"Baseline={run_a}", f"Patched={patched}", timeout=120)
     assert proc.returncode == 2
     assert "differ in more than the knobs under test" in proc.stderr
     assert "b: kernel_release: Baseline" in proc.stderr and "-patched" in proc.stderr
-    proc = napilab("compare", f"Baseline={run_a}", f"Patched={patched}", "--intended",
-                   "kernel")
+    proc = run_napilab("compare", f"Baseline={run_a}", f"Patched={patched}", "--intended",
+                       "kernel", timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "intended: b: kernel_release: Baseline" in proc.stdout
     assert proc.stdout.count("Patched vs Baseline (baseline)") == 1
-    proc = napilab("compare", str(run_a), str(patched), "--allow-mismatch", "--format", "json")
+    proc = run_napilab("compare", str(run_a), str(patched), "--allow-mismatch", "--format",
+                       "json", timeout=120)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert [d["key"] for d in doc["confounders"]] == ["kernel_release"]
@@ -138,8 +133,8 @@ def test_check_catches_a_real_latency_regression(testbed: tb.Testbed, tmp_path: 
     with slow_replies(testbed):
         candidate = run_profile(testbed, tmp_path, GATE_PROFILE, "gate", results)
     junit, summary = tmp_path / "gate.xml", tmp_path / "gate.json"
-    proc = napilab("check", str(candidate), "--baseline", str(results), "--junit", str(junit),
-                   "--json", str(summary))
+    proc = run_napilab("check", str(candidate), "--baseline", str(results), "--junit", str(junit),
+                       "--json", str(summary), timeout=120)
     assert proc.returncode == 3, proc.stdout + proc.stderr
     root = ET.parse(junit).getroot()
     failed = {case.get("name") for case in root.iter("testcase") if case.find("failure")
@@ -152,7 +147,7 @@ def test_check_catches_a_real_latency_regression(testbed: tb.Testbed, tmp_path: 
           f"p(Holm) {rtt['comparison']['p_adjusted']:.3g}")
     # the same runs the other way round: the candidate is the baseline, rtt improves
     baseline_dir = Path(doc["baseline"]["dir"])
-    proc = napilab("check", str(baseline_dir), "--baseline", str(candidate))
+    proc = run_napilab("check", str(baseline_dir), "--baseline", str(candidate), timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "improvement" in proc.stdout
 

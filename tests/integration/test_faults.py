@@ -8,16 +8,15 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from napilab.harness.hosts import testbed as tb
+from tests.cli import run_napilab
 from tests.conftest import NapilabRuns, comm, netns_pids, sysfs, workload_pings
 
-NAPILAB = str(Path(sys.executable).parent / "napilab")
 PROFILE = """\
 name: faults
 hosts:
@@ -85,10 +84,9 @@ def manifest(tmp_path: Path) -> dict[str, object]:
 
 def test_failing_workload_keep_going(testbed: tb.Testbed, tmp_path: Path) -> None:
     before = knobs(testbed)
-    proc = subprocess.run([NAPILAB, "run", str(profile(tmp_path, 1, 2, "{preload: 100000}")), "-i",
-                           str(testbed.inventory_path), "-o", str(tmp_path / "results"),
-                           "--keep-going", "--format", "html"],
-                          capture_output=True, text=True, timeout=120)
+    proc = run_napilab("run", str(profile(tmp_path, 1, 2, "{preload: 100000}")), "-i",
+                       str(testbed.inventory_path), "-o", str(tmp_path / "results"),
+                       "--keep-going", "--format", "html", timeout=120)
     assert proc.returncode == 4, proc.stderr
     assert knobs(testbed) == before
     doc = manifest(tmp_path)
@@ -152,15 +150,13 @@ def test_sigkill_then_restore_and_stale_lock(testbed: tb.Testbed, tmp_path: Path
     run.kill()
     run.communicate(timeout=30)
     assert knobs(testbed) != before  # nobody restored them
-    second = subprocess.run([NAPILAB, "run", str(profile(tmp_path, 1)), "-i",
-                             str(testbed.inventory_path), "-o", str(tmp_path / "results2")],
-                            capture_output=True, text=True, timeout=60)
+    second = run_napilab("run", str(profile(tmp_path, 1)), "-i",
+                         str(testbed.inventory_path), "-o", str(tmp_path / "results2"), timeout=60)
     assert second.returncode == 1
     assert "which is no longer running" in second.stderr
     assert "napilab restore" in second.stderr
     assert knobs(testbed) != before  # the refused run touched nothing
-    restore = subprocess.run([NAPILAB, "restore", "-i", str(testbed.inventory_path)],
-                             capture_output=True, text=True, timeout=60)
+    restore = run_napilab("restore", "-i", str(testbed.inventory_path), timeout=60)
     assert restore.returncode == 0, restore.stderr
     assert "b: restored 3 setting(s)" in restore.stdout
     assert "removed the stale lock" in restore.stdout
@@ -175,9 +171,8 @@ def test_concurrent_run_is_refused(testbed: tb.Testbed, tmp_path: Path,
     first = start_run(napilab_runs, tmp_path, profile(tmp_path, 20))
     try:
         wait_for_workload(testbed)
-        second = subprocess.run([NAPILAB, "run", str(profile(tmp_path, 1)), "-i",
-                                 str(testbed.inventory_path), "-o", str(tmp_path / "other")],
-                                capture_output=True, text=True, timeout=60)
+        second = run_napilab("run", str(profile(tmp_path, 1)), "-i",
+                             str(testbed.inventory_path), "-o", str(tmp_path / "other"), timeout=60)
         assert second.returncode == 1
         assert "locked by run" in second.stderr and "one napilab run per host" in second.stderr
         assert not (tmp_path / "other").exists()
@@ -195,7 +190,7 @@ def test_injection_in_names_is_refused(bad: str, tmp_path: Path) -> None:
     text = text.replace("    rps: {data0: \"1\"}\n", f"    sysctl: {{\"{bad}\": 1}}\n")
     path = tmp_path / "bad.yaml"
     path.write_text(text)
-    proc = subprocess.run([NAPILAB, "validate", str(path)], capture_output=True, text=True)
+    proc = run_napilab("validate", str(path))
     assert proc.returncode == 2, proc.stderr
     if "\\n" in bad:  # a newline is refused wherever it is, before the name is checked
         assert "bad.yaml:8:14: setup.receiver.sysctl.net.core.busy\\npoll: the key " \
@@ -213,7 +208,7 @@ def test_injection_in_values_is_refused(value: str, tmp_path: Path) -> None:
                         f"    xps: {{data0: \"{value}\"}}\n")
     path = tmp_path / "bad.yaml"
     path.write_text(text)
-    proc = subprocess.run([NAPILAB, "validate", str(path)], capture_output=True, text=True)
+    proc = run_napilab("validate", str(path))
     assert proc.returncode == 2, proc.stderr
     assert "setup.receiver.sysctl.net.core.busy_read" in proc.stderr
     if "\\n" in value:  # refused as it is read, with its place, before any other check
@@ -237,9 +232,8 @@ def test_a_cpu_the_host_lacks_is_refused_before_the_first_trial(
     prof.write_text(PROFILE.replace("DURATION", "1").replace("REPEAT", "1")
                     .replace("ARGS", "{}") + "variants:\n  near: {}\n"
                     "  far: {setup: {receiver: {rps: {data0: \"63\"}}}}\n")
-    proc = subprocess.run([NAPILAB, "run", str(prof), "-i", str(testbed.inventory_path),
-                           "-o", str(tmp_path / "results"), "--format", ""],
-                          capture_output=True, text=True, timeout=120, check=False)
+    proc = run_napilab("run", str(prof), "-i", str(testbed.inventory_path),
+                       "-o", str(tmp_path / "results"), "--format", "", timeout=120)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     assert f"{prof}:19:41: variants.far.setup.receiver.rps.data0: " in proc.stderr

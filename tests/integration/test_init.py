@@ -9,18 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from napilab.harness.cli import main as cli
 from napilab.harness.hosts import testbed as tb
 from napilab.harness.profile.profile import load_profile
+from tests.cli import run_cli
 
 
 def test_init_from_hosts_check_validates_and_runs(
         testbed: tb.Testbed, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     inventory = str(testbed.inventory_path)
-    with pytest.raises(SystemExit) as done:
-        cli.main(["init", "-i", inventory, str(tmp_path / "lab")])
-    out = capsys.readouterr().out
-    assert done.value.code == 0, out
+    code, out, _ = run_cli(capsys, "init", "-i", inventory, str(tmp_path / "lab"))
+    assert code == 0, out
     profile = tmp_path / "lab" / "profile.yaml"
     assert sorted(p.name for p in profile.parent.iterdir()) == ["profile.yaml"]
     text = profile.read_text()
@@ -34,8 +32,7 @@ def test_init_from_hosts_check_validates_and_runs(
     quick = tmp_path / "lab" / "quick.yaml"
     quick.write_text(text.replace("repeat: 5", "repeat: 1").replace("duration: 10",
                                                                     "duration: 1"))
-    with pytest.raises(SystemExit) as ran:
-        cli.main(["run", str(quick), "-i", inventory, "-o", str(tmp_path / "results"),
-                  "--format", "text", "--quiet"])
-    assert ran.value.code == 0, capsys.readouterr()
+    ran = run_cli(capsys, "run", str(quick), "-i", inventory, "-o", str(tmp_path / "results"),
+                  "--format", "text", "--quiet")
+    assert ran.code == 0, ran
     assert len(list((tmp_path / "results" / "starter").glob("*/report.txt"))) == 1

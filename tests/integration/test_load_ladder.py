@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from napilab.harness.hosts import testbed as tb
+from tests.cli import run_napilab
 
-NAPILAB = str(Path(sys.executable).parent / "napilab")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"  # as tests/browser
 PROFILE = """\
 name: ladder
@@ -46,15 +44,10 @@ pytestmark = [pytest.mark.skipif(shutil.which("sockperf") is None,
               pytest.mark.serial]  # sockperf's saturated rung: alone on the CPUs
 
 
-def napilab(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([NAPILAB, *args], capture_output=True, text=True, timeout=600,
-                          check=False)
-
-
 def run(bed: tb.Testbed, profile: Path, results: Path) -> Path:
     before = set(results.glob("*/*"))
-    proc = napilab("run", str(profile), "-i", str(bed.inventory_path), "--transport", "ssh",
-                   "-o", str(results), "--format", "html,json,text")
+    proc = run_napilab("run", str(profile), "-i", str(bed.inventory_path), "--transport", "ssh",
+                       "-o", str(results), "--format", "html,json,text", timeout=600)
     assert proc.returncode == 0, proc.stderr
     (created,) = {p for p in set(results.glob("*/*")) - before if p.is_dir()}
     return created

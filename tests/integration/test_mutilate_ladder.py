@@ -17,8 +17,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,9 +25,9 @@ import pandas as pd
 import pytest
 
 from napilab.harness.hosts import testbed as tb
+from tests.cli import run_napilab
 from tests.conftest import comm, netns_pids
 
-NAPILAB = str(Path(sys.executable).parent / "napilab")
 RUNGS = {"5k": 5_000.0, "1M": 1_000_000.0}
 REPEAT = 2
 PROFILE = f"""\
@@ -94,10 +92,9 @@ def test_a_mutilate_ladder_stores_latencies_achieved_qps_and_a_saturated_top_run
     profile = tmp_path / "mutilate.yaml"
     profile.write_text(PROFILE)
     results = tmp_path / "results"
-    proc = subprocess.run([NAPILAB, "run", str(profile), "-i", str(testbed.inventory_path),
-                           "--transport", "local", "-o", str(results), "--format",
-                           "json,text"], capture_output=True, text=True, timeout=600,
-                          check=False)
+    proc = run_napilab("run", str(profile), "-i", str(testbed.inventory_path),
+                       "--transport", "local", "-o", str(results), "--format",
+                       "json,text", timeout=600)
     assert proc.returncode == 0, proc.stderr
     (run_dir,) = (results / "mutilate-ladder").iterdir()
 
@@ -160,9 +157,8 @@ def test_a_master_and_its_agent_run_together_and_are_stopped(testbed: tb.Testbed
     profile = tmp_path / "agents.yaml"
     profile.write_text(AGENTS_PROFILE)
     results = tmp_path / "results"
-    proc = subprocess.run([NAPILAB, "run", str(profile), "-i", str(testbed.inventory_path),
-                           "--transport", "local", "-o", str(results), "--format", "json"],
-                          capture_output=True, text=True, timeout=300, check=False)
+    proc = run_napilab("run", str(profile), "-i", str(testbed.inventory_path),
+                       "--transport", "local", "-o", str(results), "--format", "json")
     assert proc.returncode == 0, proc.stderr
     (run_dir,) = (results / "mutilate-agents").iterdir()
     server = testbed.nodes[1].data_address  # b

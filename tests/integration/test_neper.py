@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from napilab.harness.hosts import testbed as tb
+from tests.cli import run_napilab
 from tests.conftest import comm, netns_pids
 
-NAPILAB = str(Path(sys.executable).parent / "napilab")
 PROFILE = """\
 name: neper-rr
 hosts:
@@ -41,9 +39,9 @@ pytestmark = pytest.mark.skipif(shutil.which("tcp_rr") is None,
 def test_neper_tcp_rr_200_400_between_namespaces(testbed: tb.Testbed, tmp_path: Path) -> None:
     profile = tmp_path / "neper.yaml"
     profile.write_text(PROFILE)
-    proc = subprocess.run([NAPILAB, "run", str(profile), "-i", str(testbed.inventory_path),
-                           "--transport", "local", "-o", str(tmp_path / "r"), "--format",
-                           "text"], capture_output=True, text=True, timeout=120)
+    proc = run_napilab("run", str(profile), "-i", str(testbed.inventory_path),
+                       "--transport", "local", "-o", str(tmp_path / "r"), "--format",
+                       "text", timeout=120)
     assert proc.returncode == 0, proc.stderr
     run_dir = next((tmp_path / "r" / "neper-rr").iterdir())
     server = json.loads((run_dir / "raw" / "001" / "b" / "server.json").read_text())

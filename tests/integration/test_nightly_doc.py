@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from napilab.harness.hosts import testbed as tb
+from tests.cli import NAPILAB
 from tests.unit.test_nightly_doc import script
 
-NAPILAB = str(Path(sys.executable).parent / "napilab")
 DEMO = Path(__file__).resolve().parents[2] / "profiles" / "demo.yaml"
 
 

@@ -12,17 +12,15 @@ the test.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from napilab.harness.hosts import testbed as tb
+from tests.cli import run_napilab
 
 pytestmark = pytest.mark.serial  # verdicts measured on the testbed: alone on the CPUs
 
-NAPILAB = str(Path(sys.executable).parent / "napilab")
 # One variant, the same name in both profiles: RPS off in one, to CPU 1 in the other
 COST = """\
 name: cost
@@ -38,15 +36,10 @@ metrics:
 """
 
 
-def napilab(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([NAPILAB, *args], capture_output=True, text=True, timeout=300,
-                          check=False)
-
-
 def run_night(bed: tb.Testbed, profile: Path, results: Path) -> Path:
     before = set(results.glob("*/*"))
-    proc = napilab("run", str(profile), "-i", str(bed.inventory_path), "--transport", "ssh",
-                   "-o", str(results), "--format", "text")
+    proc = run_napilab("run", str(profile), "-i", str(bed.inventory_path), "--transport", "ssh",
+                       "-o", str(results), "--format", "text")
     assert proc.returncode == 0, proc.stderr
     (created,) = {p for p in set(results.glob("*/*")) - before if p.is_dir()}
     return created
@@ -66,8 +59,8 @@ def test_a_cpu_cost_from_zero_is_gated_by_an_absolute_threshold(
         path.write_text(COST.replace("RPS", rps))
     run_off = run_night(testbed, off, results)
     run_on = run_night(testbed, on, results)
-    proc = napilab("check", str(run_on), "--baseline", str(run_off), "--intended", "profile",
-                   "--max-regression", "softirq=+20ms", "--json", str(tmp_path / "c.json"))
+    proc = run_napilab("check", str(run_on), "--baseline", str(run_off), "--intended", "profile",
+                       "--max-regression", "softirq=+20ms", "--json", str(tmp_path / "c.json"))
     print(proc.stdout + proc.stderr)
     assert proc.returncode == 3, proc.stdout + proc.stderr
     doc = json.loads((tmp_path / "c.json").read_text())

@@ -15,7 +15,8 @@ import pandas as pd
 
 from napilab.harness.hosts import testbed as tb
 from napilab.harness.store.store import load_samples
-from tests.conftest import NAPILAB, NapilabRuns
+from tests.cli import run_napilab
+from tests.conftest import NapilabRuns
 from tests.integration.test_faults import PROFILE, knobs, wait_for_workload, wait_no_workload
 
 
@@ -65,8 +66,7 @@ def test_sigint_then_resume(testbed: tb.Testbed, tmp_path: Path,
     rows = load_samples(run_dir)
     assert set(rows["trial"]) == {1, 2}
 
-    resumed = subprocess.run([NAPILAB, *args, "--resume", str(run_dir)], capture_output=True,
-                             text=True, timeout=300)
+    resumed = run_napilab(*args, "--resume", str(run_dir))
     assert resumed.returncode == 0, resumed.stderr
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert [t["status"] for t in manifest["trials"]] == ["ok"] * 6
@@ -81,11 +81,10 @@ def test_sigint_then_resume(testbed: tb.Testbed, tmp_path: Path,
     assert "two" in (run_dir / "report.html").read_text()
     assert knobs(testbed) == before
 
-    again = subprocess.run([NAPILAB, *args, "--resume", str(run_dir)], capture_output=True,
-                           text=True)
+    again = run_napilab(*args, "--resume", str(run_dir))
     assert again.returncode == 2 and "nothing to resume" in again.stderr
     changed = tmp_path / "changed.yaml"
     changed.write_text(profile.read_text().replace("duration: 3", "duration: 4"))
-    refused = subprocess.run([NAPILAB, "run", str(changed), "-i", str(testbed.inventory_path),
-                              "--resume", str(run_dir)], capture_output=True, text=True)
+    refused = run_napilab("run", str(changed), "-i", str(testbed.inventory_path),
+                          "--resume", str(run_dir))
     assert refused.returncode == 2 and "the profile changed" in refused.stderr

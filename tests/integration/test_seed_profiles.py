@@ -6,17 +6,15 @@ trial with the reason, the others complete)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from napilab.harness.hosts import testbed as tb
 from napilab.harness.store.store import load_samples
+from tests.cli import run_napilab
 
 ROOT = Path(__file__).resolve().parents[2]
-NAPILAB = str(Path(sys.executable).parent / "napilab")
 
 
 @pytest.mark.serial
@@ -34,9 +32,8 @@ variants:
   defer-list: {{workload: {{duration: 2}}}}
 repeat: 1
 """)
-    proc = subprocess.run([NAPILAB, "run", str(profile), "-i", str(inventory), "-o",
-                           str(tmp_path / "r"), "--keep-going", "--format", "html,text"],
-                          capture_output=True, text=True, timeout=300)
+    proc = run_napilab("run", str(profile), "-i", str(inventory), "-o",
+                       str(tmp_path / "r"), "--keep-going", "--format", "html,text")
     assert proc.returncode == 4, proc.stderr  # the defer-list trial fails, the rest run
     run_dir = next((tmp_path / "r" / "seed-001-short").iterdir())
     manifest = json.loads((run_dir / "manifest.json").read_text())

@@ -7,17 +7,15 @@ pooled into the trial's latency file, and the server host's knob is back as it w
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 
 from napilab.harness.hosts import testbed as tb
 from napilab.harness.store.store import load_samples
+from tests.cli import run_napilab
 from tests.conftest import sysfs
 
-NAPILAB = str(Path(sys.executable).parent / "napilab")
 PROFILE = """\
 name: two-clients
 hosts:
@@ -45,9 +43,8 @@ def test_two_sockperf_clients_run_together_stored_and_restored(testbed: tb.Testb
     profile = tmp_path / "two.yaml"
     profile.write_text(PROFILE)
     before = sysfs(testbed, "b", "gro_flush_timeout")
-    proc = subprocess.run([NAPILAB, "run", str(profile), "-i", str(testbed.inventory_path),
-                           "-o", str(tmp_path / "r"), "--format", "text"],
-                          capture_output=True, text=True, timeout=180)
+    proc = run_napilab("run", str(profile), "-i", str(testbed.inventory_path),
+                       "-o", str(tmp_path / "r"), "--format", "text", timeout=180)
     assert proc.returncode == 0, proc.stderr
     assert sysfs(testbed, "b", "gro_flush_timeout") == before
     run_dir = next((tmp_path / "r" / "two-clients").iterdir())

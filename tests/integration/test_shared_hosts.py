@@ -22,8 +22,8 @@ import yaml
 from napilab.harness.hosts import testbed as tb
 from napilab.harness.inventory.inventory import load_inventory
 from napilab.harness.transport.ssh import SSHTransport
+from tests.cli import run_napilab
 from tests.conftest import (
-    NAPILAB,
     TESTBED_PREFIX,
     NapilabRuns,
     napilab_leftovers,
@@ -59,11 +59,6 @@ def profile(tmp_path: Path, duration: float = 2, repeat: int = 1) -> Path:
     path = tmp_path / "shared.yaml"
     path.write_text(PROFILE.replace("DURATION", str(duration)).replace("REPEAT", str(repeat)))
     return path
-
-
-def napilab(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([NAPILAB, *args], capture_output=True, text=True, timeout=timeout,
-                          check=False)
 
 
 def manifest_of(results: Path) -> tuple[Path, dict[str, object]]:
@@ -168,7 +163,7 @@ def test_host_unreachable_at_the_end(testbed: tb.Testbed, tmp_path: Path,
     assert manifest["status"] == "failed"
     assert (run_dir / "report.html").exists()
     time.sleep(1)  # the link is up: routes back
-    restore = napilab("restore", "-i", str(testbed.inventory_path), timeout=120)
+    restore = run_napilab("restore", "-i", str(testbed.inventory_path), timeout=120)
     assert restore.returncode == 0, restore.stdout + restore.stderr
     assert "a: restored 2 setting(s)" in restore.stdout and "removed the stale lock" in \
         restore.stdout
@@ -210,7 +205,7 @@ def test_host_unreachable_before_its_settings(testbed: tb.Testbed, tmp_path: Pat
     assert knobs(testbed) == before
     assert [n for n in napilab_leftovers() if n.startswith("lock-")]
     time.sleep(1)  # the link is up: routes back
-    restore = napilab("restore", "-i", str(testbed.inventory_path), timeout=120)
+    restore = run_napilab("restore", "-i", str(testbed.inventory_path), timeout=120)
     assert restore.returncode == 0, restore.stdout + restore.stderr
     assert napilab_leftovers() == []
 
@@ -257,12 +252,12 @@ def test_env_values_are_secrets_unless_shown(testbed: tb.Testbed, tmp_path: Path
     prof = tmp_path / "secrets.yaml"
     prof.write_text(SECRETS.replace("SECRET", SECRET))
     results = tmp_path / "results"
-    run = napilab("run", str(prof), "-i", str(testbed.inventory_path), "-o", str(results),
-                  "--format", "html,md,json,junit,text")
+    run = run_napilab("run", str(prof), "-i", str(testbed.inventory_path), "-o", str(results),
+                      "--format", "html,md,json,junit,text")
     assert run.returncode == 0, run.stderr
-    plan = napilab("plan", str(prof), "-i", str(testbed.inventory_path))
-    plan_json = napilab("plan", str(prof), "-i", str(testbed.inventory_path), "--json")
-    site = napilab("publish", str(results), str(tmp_path / "site"), "--raw", "copy")
+    plan = run_napilab("plan", str(prof), "-i", str(testbed.inventory_path))
+    plan_json = run_napilab("plan", str(prof), "-i", str(testbed.inventory_path), "--json")
+    site = run_napilab("publish", str(results), str(tmp_path / "site"), "--raw", "copy")
     for proc in (plan, plan_json, site):
         assert proc.returncode == 0, proc.stderr
         assert SECRET not in proc.stdout + proc.stderr
@@ -271,8 +266,7 @@ def test_env_values_are_secrets_unless_shown(testbed: tb.Testbed, tmp_path: Path
     files = [p for p in (*run_dir.rglob("*"), *(tmp_path / "site").rglob("*")) if p.is_file()]
     assert len(files) > 10
     assert [p for p in files if SECRET.encode() in p.read_bytes()] == []
-    samples = subprocess.run([NAPILAB, "report", str(run_dir), "--format", "text"],
-                             capture_output=True, text=True, check=True).stdout
+    samples = run_napilab("report", str(run_dir), "--format", "text", check=True).stdout
     assert SECRET not in samples
     record = json.loads((run_dir / "raw" / "001" / "b" / "client.json").read_text())
     assert "API_TOKEN=<redacted>" in record["argv"] and "EF_POLL_USEC=100000" in record["argv"]
@@ -348,7 +342,7 @@ def test_full_results_disk_is_an_error_and_resume_continues(
     assert [t["status"] for t in trials] == ["ok", "failed", "pending"]
     assert "No space left on device" in trials[1]["error"]
     filler.unlink()
-    resumed = napilab(*args, "--resume", str(run_dir))
+    resumed = run_napilab(*args, "--resume", str(run_dir))
     assert resumed.returncode == 0, resumed.stderr
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "complete"
@@ -374,7 +368,7 @@ def test_a_results_disk_without_room_for_the_reserve_is_refused_before_any_trial
     for free, words in ((40 * 1024, "bytes free on its file system"),
                         (64 * 1024, "for the run's final manifest")):
         os.truncate(filler, filler.stat().st_size - free)
-        done = napilab(*args, timeout=120)
+        done = run_napilab(*args, timeout=120)
         assert done.returncode == 1, done.stderr
         assert "Traceback" not in done.stderr and words in done.stderr, done.stderr
         error = [line for line in done.stderr.splitlines() if line.startswith("napilab:")]
@@ -410,13 +404,13 @@ def test_resume_on_a_changed_host_is_refused_or_recorded(testbed: tb.Testbed, tm
     manifest["host_facts"]["b"]["kernel_release"] = "6.1.0-old"
     (run_dir / "manifest.json").write_text(json.dumps(manifest))
     stored = (run_dir / "manifest.json").read_bytes()
-    refused = napilab(*args, "--resume", str(run_dir))
+    refused = run_napilab(*args, "--resume", str(run_dir))
     assert refused.returncode == 2, refused.stderr
     assert "b: kernel_release was '6.1.0-old' when the run started" in refused.stderr
     assert "--allow-host-change" in refused.stderr
     assert (run_dir / "manifest.json").read_bytes() == stored
     assert knobs(testbed) == before and napilab_leftovers() == []
-    allowed = napilab(*args, "--resume", str(run_dir), "--allow-host-change")
+    allowed = run_napilab(*args, "--resume", str(run_dir), "--allow-host-change")
     assert allowed.returncode == 0, allowed.stderr
     assert "host b is not as it was when the run started (kernel_release)" in allowed.stderr
     manifest = json.loads((run_dir / "manifest.json").read_text())
@@ -444,9 +438,9 @@ def test_suite_runs_beside_a_napilab_testbed(testbed: tb.Testbed, tmp_path: Path
     try:
         theirs.up(ssh=False)
         assert theirs.addresses_in_use() is not None and testbed.addresses_in_use() is not None
-        run = napilab("run", str(profile(tmp_path, duration=1)), "-i",
-                      str(testbed.inventory_path), "-o", str(tmp_path / "results"),
-                      "--format", "")
+        run = run_napilab("run", str(profile(tmp_path, duration=1)), "-i",
+                          str(testbed.inventory_path), "-o", str(tmp_path / "results"),
+                          "--format", "")
         assert run.returncode == 0, run.stderr
     finally:
         theirs.down()

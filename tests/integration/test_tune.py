@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from napilab.harness.hosts import testbed as tb
+from tests.cli import run_napilab
 from tests.conftest import NapilabRuns, sysfs
 
-NAPILAB = str(Path(sys.executable).parent / "napilab")
 PROFILE = """\
 name: tune-it
 hosts: {client: {host: a}, server: {host: b}}
@@ -69,11 +67,6 @@ def write(tmp_path: Path, sizes: str) -> Path:
     return path
 
 
-def napilab(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([NAPILAB, *args], capture_output=True, text=True, timeout=timeout,
-                          check=False)
-
-
 def study_state(results: Path) -> tuple[Path, dict[str, object]] | None:
     found = sorted(results.glob("tune-it/tune-*/tune.json"))
     if not found:
@@ -88,7 +81,7 @@ def test_a_killed_study_is_restored_and_resumed(testbed: tb.Testbed, tmp_path: P
                                                 napilab_runs: NapilabRuns) -> None:
     prof, inv, results = write(tmp_path, "[64]"), str(testbed.inventory_path), tmp_path / "r"
     before = knobs(testbed)
-    dry = napilab("tune", str(prof), "-i", inv, "--dry-run")
+    dry = run_napilab("tune", str(prof), "-i", inv, "--dry-run", timeout=600)
     assert dry.returncode == 0, dry.stderr
     assert "space: 8 points" in dry.stdout and "budget: 4 candidates" in dry.stdout
     assert not results.exists()  # the dry run touched nothing
@@ -110,13 +103,14 @@ def test_a_killed_study_is_restored_and_resumed(testbed: tb.Testbed, tmp_path: P
         time.sleep(0.1)
     proc.communicate(timeout=30)
     assert killed_at is not None, "the study never reached its second candidate"
-    restore = napilab("restore", "-i", inv, timeout=120)
+    restore = run_napilab("restore", "-i", inv, timeout=120)
     assert restore.returncode == 0, restore.stderr
     assert knobs(testbed) == before
     found = study_state(results)
     assert found is not None
     study, _ = found
-    resumed = napilab("tune", str(prof), "-i", inv, "--resume", str(study), "--quiet")
+    resumed = run_napilab("tune", str(prof), "-i", inv, "--resume", str(study), "--quiet",
+                          timeout=600)
     assert resumed.returncode in (0, 5), resumed.stderr
     assert f"candidate t{killed_at:03d} was running when the study stopped" in resumed.stderr
     assert knobs(testbed) == before
@@ -134,7 +128,7 @@ def test_a_killed_study_is_restored_and_resumed(testbed: tb.Testbed, tmp_path: P
     assert "Confirmation (re-measured" in text
     if resumed.returncode == 0:  # a candidate was confirmed better: it runs as written
         assert (study / "recommended.yaml").exists()
-        valid = napilab("validate", str(study / "recommended.yaml"))
+        valid = run_napilab("validate", str(study / "recommended.yaml"), timeout=600)
         assert valid.returncode == 0, valid.stderr
     else:
         assert "none is recommended" in resumed.stderr
@@ -147,7 +141,7 @@ def test_a_candidate_that_breaks_the_workload_stops_the_search(testbed: tb.Testb
     usage), the trial fails, the search stops at that candidate with b restored."""
     prof, inv, results = write(tmp_path, "[70000]"), str(testbed.inventory_path), tmp_path / "r"
     before = knobs(testbed)
-    done = napilab("tune", str(prof), "-i", inv, "-o", str(results))
+    done = run_napilab("tune", str(prof), "-i", inv, "-o", str(results), timeout=600)
     assert done.returncode == 1, done.stderr
     assert "broke the workload" in done.stderr and "the search stopped" in done.stderr
     assert "Traceback" not in done.stderr

@@ -13,6 +13,7 @@ import pytest
 
 from napilab.harness.hosts import testbed as tb
 from napilab.harness.store.store import load_samples
+from tests.cli import run_napilab
 from tests.conftest import sysfs
 
 PROFILE = """\
@@ -41,7 +42,6 @@ variants:
 repeat: 1
 """
 KNOBS = ("gro_flush_timeout", "napi_defer_hard_irqs", "threaded", "queues/rx-0/rps_cpus")
-NAPILAB = str(Path(sys.executable).parent / "napilab")
 
 
 def _knobs(bed: tb.Testbed) -> dict[str, str]:
@@ -55,10 +55,9 @@ def test_two_variant_run_restores_and_reports(testbed: tb.Testbed, tmp_path: Pat
     profile = tmp_path / "skeleton.yaml"
     profile.write_text(PROFILE)
     before = _knobs(testbed)
-    proc = subprocess.run([NAPILAB, "run", str(profile), "-i", str(testbed.inventory_path),
-                           "--transport", transport, "-o", str(tmp_path / "results"),
-                           "--format", "html,text"],
-                          capture_output=True, text=True, timeout=300, check=False)
+    proc = run_napilab("run", str(profile), "-i", str(testbed.inventory_path),
+                       "--transport", transport, "-o", str(tmp_path / "results"),
+                       "--format", "html,text")
     assert proc.returncode == 0, proc.stderr
     assert _knobs(testbed) == before, "sysfs not restored"
 
@@ -125,14 +124,12 @@ def test_restore_command_replays_a_journal_left_by_sigkill(testbed: tb.Testbed) 
     assert killed.returncode == -9, killed.stderr
     assert sysfs(testbed, "b", "gro_flush_timeout") == "7777"
     assert int(sysfs(testbed, "b", "queues/rx-0/rps_cpus"), 16) == 2
-    proc = subprocess.run([NAPILAB, "restore", "-i", str(testbed.inventory_path)],
-                          capture_output=True, text=True, timeout=60, check=False)
+    proc = run_napilab("restore", "-i", str(testbed.inventory_path), timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "b: restored 2 setting(s) of run deadbeef" in proc.stdout
     assert "a: no journal" in proc.stdout
     assert _knobs(testbed) == before
-    again = subprocess.run([NAPILAB, "restore", "-i", str(testbed.inventory_path)],
-                           capture_output=True, text=True, timeout=60, check=False)
+    again = run_napilab("restore", "-i", str(testbed.inventory_path), timeout=60)
     assert "b: no journal, nothing to restore" in again.stdout
 
 
@@ -145,9 +142,8 @@ def test_kernel_refusal_is_reported_and_nothing_changes(testbed: tb.Testbed,
     profile.write_text(PROFILE.replace('netdev: {"${iface}": {threaded: enabled}}',
                                        "netdev: {mgmt0: {threaded: enabled}}"))
     before = _knobs(testbed)
-    proc = subprocess.run([NAPILAB, "run", str(profile), "-i", str(testbed.inventory_path),
-                           "-o", str(tmp_path / "r")], capture_output=True, text=True,
-                          timeout=300, check=False)
+    proc = run_napilab("run", str(profile), "-i", str(testbed.inventory_path),
+                       "-o", str(tmp_path / "r"))
     assert proc.returncode == 1, proc.stderr
     assert "cannot set netdev mgmt0/threaded = '1'" in proc.stderr
     assert _knobs(testbed) == before

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli import run_napilab
 from tests.conftest import ROOT, need_root
 
 SKIP = {".venv", ".git", "build", "results", "test-artifacts", ".mypy_cache", ".ruff_cache",
@@ -34,12 +35,13 @@ class Installed:
     wheel: Path
     home: Path  # an empty working directory outside the source tree
 
-    def napilab(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """`napilab ARGS` of the fresh venv, in home, with nothing of the suite's venv in
+        its environment."""
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
         env["PATH"] = f"{self.venv / 'bin'}:{env.get('PATH', '')}"
-        return subprocess.run([str(self.venv / "bin" / "napilab"), *args], cwd=self.home,
-                              env=env, capture_output=True, text=True, timeout=timeout,
-                              check=False)
+        return run_napilab(*args, timeout=timeout, env=env, cwd=self.home,
+                           executable=self.venv / "bin" / "napilab")
 
 
 def _run(*argv: str | Path, cwd: Path | None = None) -> None:
@@ -97,38 +99,38 @@ def test_the_wheel_holds_the_docs_and_names_its_urls(installed: Installed) -> No
 
 
 def test_profiles_and_docs_work_from_the_wheel(installed: Installed) -> None:
-    listed = installed.napilab("profiles", "list")
+    listed = installed.run("profiles", "list")
     assert listed.returncode == 0, listed.stderr
     names = [line.split()[0] for line in listed.stdout.splitlines()[:-1]]
     assert names == sorted(p.stem for p in (ROOT / "profiles").glob("*.yaml"))
     assert "Seed 001 on a veth pair" in listed.stdout
-    shown = installed.napilab("profiles", "show", "demo")
+    shown = installed.run("profiles", "show", "demo")
     assert shown.stdout == (ROOT / "profiles" / "demo.yaml").read_text()
-    copied = installed.napilab("profiles", "copy", "demo", "copied/")
+    copied = installed.run("profiles", "copy", "demo", "copied/")
     assert copied.returncode == 0, copied.stderr
     first = (installed.home / "copied" / "demo.yaml").read_text().splitlines()[0]
     schema = Path(first.removeprefix("# yaml-language-server: $schema="))
     assert schema.is_file() and str(schema).startswith(str(installed.venv)), first
-    check = installed.napilab("validate", "copied/demo.yaml")
+    check = installed.run("validate", "copied/demo.yaml")
     assert check.returncode == 0, check.stderr
-    again = installed.napilab("profiles", "copy", "demo", "copied/")
+    again = installed.run("profiles", "copy", "demo", "copied/")
     assert again.returncode == 2 and "exists; --force overwrites it" in again.stderr
 
-    docs = installed.napilab("docs")
+    docs = installed.run("docs")
     assert docs.returncode == 0, docs.stderr
     assert [line.split()[0] for line in docs.stdout.splitlines()[:-1]] == [
         "README", *sorted(p.stem for p in (ROOT / "docs").glob("*.md"))]
     for name, source in (("profiles", ROOT / "docs" / "profiles.md"),
                          ("docs/statistics.md", ROOT / "docs" / "statistics.md"),
                          ("README", ROOT / "README.md")):
-        printed = installed.napilab("docs", name)
+        printed = installed.run("docs", name)
         assert printed.returncode == 0 and printed.stdout == source.read_text(), name
-    where = installed.napilab("docs", "profiles", "--path").stdout.strip()
+    where = installed.run("docs", "profiles", "--path").stdout.strip()
     assert where.startswith(str(installed.venv)) and Path(where).is_file(), where
 
 
 def test_init_writes_files_that_validate(installed: Installed) -> None:
-    result = installed.napilab("init", "lab")
+    result = installed.run("init", "lab")
     assert result.returncode == 0, result.stderr
     lab = installed.home / "lab"
     assert sorted(p.name for p in lab.iterdir()) == ["inventory.yaml", "profile.yaml"]
@@ -136,11 +138,11 @@ def test_init_writes_files_that_validate(installed: Installed) -> None:
         first = (lab / f"{name}.yaml").read_text().splitlines()[0]
         schema = Path(first.removeprefix("# yaml-language-server: $schema="))
         assert schema.is_file() and str(schema).startswith(str(installed.venv)), first
-        assert schema.read_text() == installed.napilab("schema", name).stdout
-    check = installed.napilab("validate", "lab/profile.yaml", "-i", "lab/inventory.yaml")
+        assert schema.read_text() == installed.run("schema", name).stdout
+    check = installed.run("validate", "lab/profile.yaml", "-i", "lab/inventory.yaml")
     assert check.returncode == 0, check.stderr
     assert "3 variant(s), 15 trial(s)" in check.stdout
-    again = installed.napilab("init", "lab")
+    again = installed.run("init", "lab")
     assert again.returncode == 2 and "exists; --force overwrites it" in again.stderr
 
 
@@ -157,7 +159,7 @@ def test_demo_runs_from_the_wheel(installed: Installed) -> None:
     assert shipped.startswith(str(installed.venv)), shipped
     short = installed.home / "demo-short.yaml"
     short.write_text(f"extends: {shipped}\nworkload: {{duration: 1}}\nrepeat: 2\n")
-    result = installed.napilab("demo", "-o", "results", "--profile", short.name, timeout=300)
+    result = installed.run("demo", "-o", "results", "--profile", short.name, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     reports = list((installed.home / "results" / "demo").glob("*/report.html"))
     assert len(reports) == 1

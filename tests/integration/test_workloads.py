@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -18,10 +16,10 @@ import pytest
 from napilab.harness.hosts import testbed as tb
 from napilab.harness.store.store import load_samples
 from napilab.reports.ab.compare import load_run
+from tests.cli import run_napilab
 from tests.conftest import argv, comm, netns_pids
 from tests.integration.test_faults import wait_no_workload
 
-NAPILAB = str(Path(sys.executable).parent / "napilab")
 PROFILE = """\
 name: workloads
 hosts:
@@ -65,9 +63,8 @@ def test_iperf3_sockperf_and_ping_between_namespaces(testbed: tb.Testbed,
     wait_no_workload(testbed)
     profile = tmp_path / "workloads.yaml"
     profile.write_text(PROFILE)
-    proc = subprocess.run([NAPILAB, "run", str(profile), "-i", str(testbed.inventory_path),
-                           "-o", str(tmp_path / "r"), "--format", "html,text"],
-                          capture_output=True, text=True, timeout=300)
+    proc = run_napilab("run", str(profile), "-i", str(testbed.inventory_path),
+                       "-o", str(tmp_path / "r"), "--format", "html,text")
     assert proc.returncode == 0, proc.stderr
     run_dir = next((tmp_path / "r" / "workloads").iterdir())
     samples = load_samples(run_dir)
@@ -134,9 +131,8 @@ def test_a_failed_trial_stops_perf_stat(testbed: tb.Testbed, tmp_path: Path) -> 
     wait_no_workload(testbed)
     profile = tmp_path / "failing.yaml"
     profile.write_text(FAILING)
-    proc = subprocess.run([NAPILAB, "run", str(profile), "-i", str(testbed.inventory_path),
-                           "-o", str(tmp_path / "r"), "--format", ""],
-                          capture_output=True, text=True, timeout=120)
+    proc = run_napilab("run", str(profile), "-i", str(testbed.inventory_path),
+                       "-o", str(tmp_path / "r"), "--format", "", timeout=120)
     assert proc.returncode == 1 and "exited 3" in proc.stderr, proc.stderr
     run_dir = next((tmp_path / "r" / "failing-with-perf").iterdir())
     assert "started" in (run_dir / "raw" / "001" / "b" / "snapshot-before.out").read_text()

@@ -24,11 +24,11 @@ from typing import Any
 
 import pytest
 
-from napilab.harness.cli.main import main
 from napilab.harness.errors import InputError
 from napilab.harness.inventory.formats import expand_range
 from napilab.harness.inventory.inventory import Host, load_inventory
 from napilab.harness.profile.yamlsrc import Node, Seq
+from tests.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED_000 = ROOT / "profiles" / "seed-000-threaded-busypoll.yaml"  # roles sut and peer
@@ -273,11 +273,9 @@ def test_plan_summary_tunes_the_same_nic_from_every_form(
         inventories.append(tmp_path / "list.json")
     outputs = []
     for inventory in inventories:
-        with pytest.raises(SystemExit) as done:
-            main(["plan", str(SEED_000), "-i", str(inventory), "--summary"])
-        out = capsys.readouterr()
-        assert done.value.code == 0, out.err
-        outputs.append(out.out.splitlines())
+        done = run_cli(capsys, "plan", str(SEED_000), "-i", str(inventory), "--summary")
+        assert done.code == 0, done.err
+        outputs.append(done.out.splitlines())
     assert outputs[0][2:4] == ["  sut      ssh root@198.51.100.20:2222",
                                "  peer     ssh ops@198.51.100.21:2201"]
     assert "  sut      + ethtool eth1/channels/combined = 1" in outputs[0]
@@ -296,14 +294,6 @@ def test_host_ranges_expand_as_ansible_expands_them() -> None:
             expand_range(bad)
 
 
-def napilab_error(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    with pytest.raises(SystemExit) as done:
-        main(args)
-    err = capsys.readouterr().err
-    assert done.value.code == 2, err
-    return err
-
-
 def test_misspelt_napilab_variables_are_errors_where_written(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Ansible takes any variable; napilab names the file, line, variable and the
@@ -313,7 +303,8 @@ def test_misspelt_napilab_variables_are_errors_where_written(
     path.write_text(INI.replace("sut napilab_iface=eth1", "sut napilab_ifcae=eth1")
                     .replace("napilab_cpus=4", "napilab_port=2200"))
     (tmp_path / "group_vars" / "lab.yml").write_text("# cpus\nnapilab_cpu: 16\n")
-    err = napilab_error(["validate", str(SEED_000), "-i", str(path)], capsys)
+    code, _, err = run_cli(capsys, "validate", str(SEED_000), "-i", str(path))
+    assert code == 2, err
     allowed = ("napilab_boot, napilab_connect_timeout, napilab_cpus, napilab_data_address, "
                "napilab_host_key_policy, napilab_iface, napilab_known_hosts, napilab_netns, "
                "napilab_transport")
@@ -328,7 +319,8 @@ def test_misspelt_napilab_variables_are_errors_where_written(
     listing.write_text(json.dumps({"_meta": {"hostvars": {"sut": {"napilab_ifcae": "eth1"}}},
                                    "all": {"children": ["lab"]}, "lab": {"hosts": ["sut"]}},
                                   indent=1))
-    err = napilab_error(["validate", str(SEED_000), "-i", str(listing)], capsys)
+    code, _, err = run_cli(capsys, "validate", str(SEED_000), "-i", str(listing))
+    assert code == 2, err
     assert f"{listing}:5:5: _meta.hostvars.sut.napilab_ifcae: unknown napilab variable" in err
 
 

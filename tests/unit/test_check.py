@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from napilab.harness.cli import main as cli
 from napilab.harness.errors import InputError
 from napilab.harness.stats.gate import GateSamples, GateStatus, gate_metrics
 from napilab.reports.ab.compare import load_run
 from napilab.reports.nightly.baselines import PIN_FILE, Reference, find_reference
 from napilab.reports.nightly.check import gate, parse_thresholds
 from napilab.reports.nightly.thresholds import Threshold
+from tests.cli import run_cli
 from tests.synthetic_runs import lognormal, store_run
 
 N = 10  # repetitions per variant
@@ -40,13 +40,6 @@ def candidate(rtt_factor: float, seed: int = 10) -> dict[str, dict[str, list[flo
                               "on": lognormal(seed + 3, N, 2e6, SIGMA)}}
 
 
-def napilab(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        cli.main(args)
-    out = capsys.readouterr()
-    return int(exc.value.code or 0), out.out, out.err
-
-
 @pytest.fixture()
 def results(tmp_path: Path) -> Path:
     store_run(tmp_path / "results", BASE, profile="nightly", units=UNITS, started=1000.0,
@@ -57,8 +50,8 @@ def results(tmp_path: Path) -> Path:
 def run_check(results: Path, cand: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
               *extra: str) -> tuple[int, str, ET.Element, dict[str, object]]:
     junit, summary = tmp_path / "check.xml", tmp_path / "check.json"
-    code, out, _ = napilab(["check", str(cand), "--baseline", str(results), "--junit",
-                            str(junit), "--json", str(summary), *extra], capsys)
+    code, out, _ = run_cli(capsys, "check", str(cand), "--baseline", str(results), "--junit",
+                                   str(junit), "--json", str(summary), *extra)
     return code, out, ET.parse(junit).getroot(), json.loads(summary.read_text())
 
 
@@ -178,11 +171,11 @@ def test_a_regressed_night_never_becomes_the_baseline(
     assert code == 3
     assert str(slow) in {r["dir"] for r in summary["baseline"]["runs"]}  # type: ignore
     # pinned: the slow night is the anchor alone, until unpinned
-    code, _, _ = napilab(["baseline", "pin", str(slow)], capsys)
+    code, _, _ = run_cli(capsys, "baseline", "pin", str(slow))
     assert code == 0 and (results / "nightly" / PIN_FILE).exists()
     code, _, _, summary = run_check(results, again, tmp_path, capsys)
     assert code == 0 and summary["baseline"]["kind"] == "pinned"  # type: ignore
-    code, _, _ = napilab(["baseline", "unpin", str(results / "nightly")], capsys)
+    code, _, _ = run_cli(capsys, "baseline", "unpin", str(results / "nightly"))
     assert code == 0 and not (results / "nightly" / PIN_FILE).exists()
 
 
@@ -207,10 +200,10 @@ def test_a_baseline_of_another_profile_digest_is_refused(
     manifest_path.write_text(json.dumps(manifest))
     base = next((results / "nightly").glob("*"))
     for where in (base, results):
-        code, _, err = napilab(["check", str(cand), "--baseline", str(where)], capsys)
+        code, _, err = run_cli(capsys, "check", str(cand), "--baseline", str(where))
         assert code == 2 and "digest" in err and "--intended profile" in err
-    code, _, _ = napilab(["check", str(cand), "--baseline", str(base), "--intended",
-                          "profile"], capsys)
+    code, _, _ = run_cli(capsys, "check", str(cand), "--baseline", str(base), "--intended",
+                                 "profile")
     assert code == 0
     assert find_reference(results, load_run(cand), intended=True).kind == "series"
 
@@ -220,8 +213,8 @@ def test_nothing_judged_is_inconclusive_exit_5_and_junit_fails(
     base = store_run(tmp_path / "a", {"ping.rtt_avg": {"x": [100.0]}})
     cand = store_run(tmp_path / "b", {"ping.rtt_avg": {"x": [101.0]}})
     junit_path = tmp_path / "few.xml"
-    code, out, err = napilab(["check", str(cand), "--baseline", str(base), "--junit",
-                              str(junit_path)], capsys)
+    code, out, err = run_cli(capsys, "check", str(cand), "--baseline", str(base), "--junit",
+                                     str(junit_path))
     assert code == 5 and "inconclusive" in err and out.startswith("napilab check: INCONCLUSIVE")
     junit = ET.parse(junit_path).getroot()
     assert junit.get("skipped") == "1" and junit.get("failures") == "1"
@@ -233,7 +226,7 @@ def test_nothing_judged_is_inconclusive_exit_5_and_junit_fails(
     # with a spread but too few repetitions, the text names the repeat that would decide
     wide = store_run(tmp_path / "c", {"ping.rtt_avg": {"x": [100.0, 120, 85]}})
     again = store_run(tmp_path / "d", {"ping.rtt_avg": {"x": [104.0, 90, 118]}})
-    code, out, _ = napilab(["check", str(again), "--baseline", str(wide)], capsys)
+    code, out, _ = run_cli(capsys, "check", str(again), "--baseline", str(wide))
     assert code == 5 and "repeat >=" in out
     # a run that already had the repeat the noise asked for is not told to do the same again
     report = gate(Reference("run", (load_run(wide),)), load_run(again))
@@ -259,8 +252,8 @@ def test_descriptive_metrics_are_not_gated_and_assumed_directions_refused(
     b = store_run(tmp_path / "b", worse, units=units)
     (case,) = gate(Reference("run", (load_run(a),)), load_run(b)).cases
     assert case.metric == "rtt_avg"  # ping's default primary metric; processed descriptive
-    code, _, err = napilab(["check", str(b), "--baseline", str(a), "--max-regression",
-                            "processed=10"], capsys)
+    code, _, err = run_cli(capsys, "check", str(b), "--baseline", str(a), "--max-regression",
+                                   "processed=10")
     assert code == 2 and "processed: {direction: lower}" in err
 
 
@@ -269,17 +262,17 @@ def test_bad_thresholds_are_bad_input(results: Path, tmp_path: Path,
     cand = store_run(tmp_path / "new", candidate(1.0), profile="nightly", units=UNITS,
                      policies=POLICIES)
     for bad in ("rtt_avg", "rtt_avg=0", "rtt_avg=x", "=5"):
-        code, _, err = napilab(["check", str(cand), "--baseline", str(results),
-                                "--max-regression", bad], capsys)
+        code, _, err = run_cli(capsys, "check", str(cand), "--baseline", str(results),
+                                       "--max-regression", bad)
         assert code == 2 and "METRIC=PCT" in err, bad
-    code, _, err = napilab(["check", str(cand), "--baseline", str(results),
-                            "--max-regression", "rtt_avgg=5"], capsys)
+    code, _, err = run_cli(capsys, "check", str(cand), "--baseline", str(results),
+                                   "--max-regression", "rtt_avgg=5")
     assert code == 2 and "no such metric" in err and "ping.rtt_avg" in err
-    code, _, err = napilab(["check", str(cand), "--baseline", str(cand)], capsys)
+    code, _, err = run_cli(capsys, "check", str(cand), "--baseline", str(cand))
     assert code == 2 and "is the run being checked" in err
     empty = tmp_path / "empty"
     empty.mkdir()
-    code, _, err = napilab(["check", str(cand), "--baseline", str(empty)], capsys)
+    code, _, err = run_cli(capsys, "check", str(cand), "--baseline", str(empty))
     assert code == 2 and "no complete run of profile 'nightly'" in err
     assert parse_thresholds(["a=5", "s.b=2.5%"]) == {"a": Threshold(5.0), "s.b": Threshold(2.5)}
     assert parse_thresholds(["cpu_time=+500ms", "s=+0.1cores", "d=+10"]) == {
@@ -372,6 +365,6 @@ def test_an_absolute_threshold_in_cores_is_a_share_of_the_window(
         assert code == want, out
         assert case["threshold"] == "+0.1 cores" and case["comparison"]["scale"] == "absolute"
         assert case["comparison"]["min_effect"] == pytest.approx(1000.0)
-    code, _, err = napilab(["check", str(cand), "--baseline", str(base), "--max-regression",
-                            "cpu_time=+5pps"], capsys)
+    code, _, err = run_cli(capsys, "check", str(cand), "--baseline", str(base), "--max-regression",
+                                   "cpu_time=+5pps")
     assert code == 2 and "does not fit" in err

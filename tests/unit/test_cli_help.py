@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +14,7 @@ import click
 import pytest
 
 from napilab.harness.cli import main as cli
+from tests.cli import run_cli, run_napilab
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -87,10 +86,9 @@ def test_formats_and_tools_are_choices(capsys: pytest.CaptureFixture[str]) -> No
              "did you mean 'html'?"),
             (["parse", "pingg", "x"], "did you mean 'ping'?"),
             (["compare", str(ROOT), str(ROOT), "--format", "xml"], "'xml' is not one of")):
-        with pytest.raises(SystemExit) as done:
-            cli.main(argv)
-        assert done.value.code == 2
-        assert expected in capsys.readouterr().err
+        done = run_cli(capsys, *argv)
+        assert done.code == 2
+        assert expected in done.err
 
 
 def test_run_dry_run_is_plan(capsys: pytest.CaptureFixture[str]) -> None:
@@ -99,19 +97,16 @@ def test_run_dry_run_is_plan(capsys: pytest.CaptureFixture[str]) -> None:
     outputs = []
     for argv in (["plan", str(profile), "-i", str(inventory)],
                  ["run", str(profile), "-i", str(inventory), "--dry-run"]):
-        with pytest.raises(SystemExit) as done:
-            cli.main(argv)
-        assert done.value.code == 0
-        outputs.append(capsys.readouterr().out)
+        done = run_cli(capsys, *argv)
+        assert done.code == 0
+        outputs.append(done.out)
     assert outputs[0] == outputs[1] and outputs[0].startswith("profile seed-000")
 
 
 def complete(words: str) -> list[str]:
     env = {**os.environ, "_NAPILAB_COMPLETE": "bash_complete", "COMP_WORDS": words,
            "COMP_CWORD": str(len(words.split()) - 1)}
-    script = "from harness.cli.main import main; main()"
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                         text=True, check=True, cwd=ROOT).stdout
+    out = run_napilab(env=env, cwd=ROOT, check=True).stdout
     return [line.split(",", 1)[1] for line in out.splitlines()]
 
 

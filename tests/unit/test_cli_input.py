@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from napilab.harness.cli import main as cli
 from napilab.harness.transport import connect
+from tests.cli import run_cli
 
 GOOD = """\
 name: t
@@ -39,12 +39,6 @@ def tripwire(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(connect, "transport_for", refuse)
     monkeypatch.setattr(connect, "LocalTransport", refuse)
     monkeypatch.setattr(connect, "SSHTransport", refuse)
-
-
-def napilab(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as exc:
-        cli.main(args)
-    return int(exc.value.code or 0), capsys.readouterr().err
 
 
 def write(tmp_path: Path, text: str, name: str = "p.yaml") -> str:
@@ -85,7 +79,7 @@ def test_bad_input_exits_2_with_location(case: str, tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     text, message, line = CASES[case]
     profile = str(tmp_path / "absent.yaml") if text is None else write(tmp_path, text)
-    code, err = napilab(run_args(tmp_path, profile), capsys)
+    code, _, err = run_cli(capsys, *run_args(tmp_path, profile))
     assert code == 2, err
     assert err.startswith("napilab: error: "), err
     assert message in err, err
@@ -99,7 +93,7 @@ def test_every_problem_is_reported_at_once(tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     text = (GOOD.replace("duration: 1", "duration: -1").replace("tool: ping", "tool: ping")
             + "repeat: 0\norder: interleave\n")
-    code, err = napilab(["validate", write(tmp_path, text)], capsys)
+    code, _, err = run_cli(capsys, "validate", write(tmp_path, text))
     assert code == 2
     lines = err.strip().splitlines()
     assert len(lines) == 3, err
@@ -111,17 +105,17 @@ def test_every_problem_is_reported_at_once(tmp_path: Path,
 
 def test_bad_inventory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     inventory = write(tmp_path, "hosts:\n  a: {address: 127.0.0.1, prot: 22}\n", "inv.yaml")
-    code, err = napilab(["run", write(tmp_path, GOOD), "-i", inventory], capsys)
+    code, _, err = run_cli(capsys, "run", write(tmp_path, GOOD), "-i", inventory)
     assert code == 2
     assert f"{inventory}:2:27: hosts.a.prot: unknown key" in err
     assert "did you mean 'port'" in err
 
 
 def test_usage_error_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _ = napilab(["run"], capsys)
+    code, _, _ = run_cli(capsys, "run")
     assert code == 2
 
 
 def test_validate_good_profile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _ = napilab(["validate", write(tmp_path, GOOD)], capsys)
+    code, _, _ = run_cli(capsys, "validate", write(tmp_path, GOOD))
     assert code == 0

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from napilab.harness.cli.main import main
+from tests.cli import run_cli
 from tests.report_runs import neper_run
 
 KERNEL = "6.18.0-synthetic"
@@ -22,17 +22,10 @@ def run(tmp_path: Path, name: str, *, kernel: str = KERNEL, slower: float = 1.0,
                      kernel=kernel, slower=slower, latency_samples=200)
 
 
-def napilab(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as code:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return int(code.value.code or 0), out, err
-
-
 def test_two_labelled_runs_one_variant_print_the_letters_columns(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base, patched = run(tmp_path, "base"), run(tmp_path, "patched", slower=1.5)
-    code, out, err = napilab(capsys, "compare", f"Baseline={base}", f"Patched={patched}",
+    code, out, err = run_cli(capsys, "compare", f"Baseline={base}", f"Patched={patched}",
                              "--variant", "threaded")
     assert code == 0, err
     lines = out.splitlines()
@@ -46,7 +39,7 @@ def test_two_labelled_runs_one_variant_print_the_letters_columns(
 def test_columns_are_label_by_variant_and_every_run_is_compared_with_the_first(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     runs = [run(tmp_path, n) for n in ("a", "b", "c")]
-    code, out, err = napilab(capsys, "compare", str(runs[0]), f"rc1={runs[1]}", str(runs[2]),
+    code, out, err = run_cli(capsys, "compare", str(runs[0]), f"rc1={runs[1]}", str(runs[2]),
                              "--format", "json")
     assert code == 0, err
     doc = json.loads(out)
@@ -62,11 +55,11 @@ def test_markdown_and_html_have_the_same_table(tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     base, patched = run(tmp_path, "base"), run(tmp_path, "patched")
     args = ["compare", f"Baseline={base}", f"Patched kernel={patched}", "--variant", "busypoll"]
-    code, md, err = napilab(capsys, *args, "--format", "md")
+    code, md, err = run_cli(capsys, *args, "--format", "md")
     assert code == 0, err
     assert "| metric | Baseline | Patched kernel | unit |" in md
     assert "#### Patched kernel vs Baseline" in md
-    code, page, err = napilab(capsys, *args, "--format", "html")
+    code, page, err = run_cli(capsys, *args, "--format", "html")
     assert code == 0, err
     assert '<th class="num">Patched kernel</th><th class="num">change vs Baseline</th>' in page
     assert page.count("<script") == 0 and 'id="ab-table"' in page
@@ -75,11 +68,11 @@ def test_markdown_and_html_have_the_same_table(tmp_path: Path,
 def test_a_kernel_difference_is_refused_unless_intended(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base, patched = run(tmp_path, "base"), run(tmp_path, "patched", kernel="6.18.0-patched")
-    code, _, err = napilab(capsys, "compare", f"Baseline={base}", f"Patched={patched}")
+    code, _, err = run_cli(capsys, "compare", f"Baseline={base}", f"Patched={patched}")
     assert code == 2
     assert ("sut: kernel_release: Baseline '6.18.0-synthetic', Patched '6.18.0-patched'"
             in err)
-    code, out, err = napilab(capsys, "compare", f"Baseline={base}", f"Patched={patched}",
+    code, out, err = run_cli(capsys, "compare", f"Baseline={base}", f"Patched={patched}",
                              "--intended", "kernel")
     assert code == 0, err
     assert ("intended: sut: kernel_release: Baseline '6.18.0-synthetic', Patched "
@@ -97,5 +90,5 @@ def test_a_kernel_difference_is_refused_unless_intended(
 def test_bad_arguments_exit_2_with_the_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                args: list[str], message: str) -> None:
     one = run(tmp_path, "one")
-    code, _, err = napilab(capsys, "compare", *(a.replace("RUN", str(one)) for a in args))
+    code, _, err = run_cli(capsys, "compare", *(a.replace("RUN", str(one)) for a in args))
     assert code == 2 and message in err

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from napilab.harness.cli import main as cli
 from napilab.harness.store.confounders import diff_manifests
 from napilab.harness.store.manifest import Manifest
+from tests.cli import run_cli
 from tests.synthetic_runs import FACTS, lognormal, store_run
 
 
@@ -116,13 +116,6 @@ def test_variant_overlay_workload_is_merged_before_comparing() -> None:
 VALUES = {"ping.rtt_avg": {"off": lognormal(1, 6, 100), "on": lognormal(2, 6, 80)}}
 
 
-def napilab(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        cli.main(args)
-    out = capsys.readouterr()
-    return int(exc.value.code or 0), out.out, out.err
-
-
 def test_compare_cli_refuses_then_allows_a_kernel_difference(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     a = store_run(tmp_path / "a", VALUES)
@@ -130,15 +123,15 @@ def test_compare_cli_refuses_then_allows_a_kernel_difference(
     b = store_run(tmp_path / "b", {"ping.rtt_avg": {"off": lognormal(3, 6, 90),
                                                     "on": lognormal(4, 6, 70)}},
                   host_facts=patched)
-    code, _, err = napilab(["compare", str(a), str(b)], capsys)
+    code, _, err = run_cli(capsys, "compare", str(a), str(b))
     assert code == 2
     assert "differ in more than the knobs under test" in err and "6.19.0-patched" in err
-    code, out, _ = napilab(["compare", str(a), str(b), "--allow-mismatch"], capsys)
+    code, out, _ = run_cli(capsys, "compare", str(a), str(b), "--allow-mismatch")
     assert code == 0 and "MISMATCH (allowed): b: kernel_release" in out
     assert "B:off vs A:off (baseline)" in out and "B:on vs A:on (baseline)" in out
     assert max(len(line) for line in out.splitlines()[2:]) <= 80
-    code, out, _ = napilab(["compare", str(a), str(b), "--intended", "kernel", "--format",
-                            "json"], capsys)
+    code, out, _ = run_cli(capsys, "compare", str(a), str(b), "--intended", "kernel", "--format",
+                                   "json")
     assert code == 0
     doc = json.loads(out)
     assert doc["confounders"] == [] and doc["intended"][0]["key"] == "kernel_release"
@@ -151,5 +144,5 @@ def test_compare_cli_needs_a_common_variant(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     a = store_run(tmp_path / "a", VALUES)
     b = store_run(tmp_path / "b", {"ping.rtt_avg": {"other": lognormal(3, 6, 90)}})
-    code, _, err = napilab(["compare", str(a), str(b)], capsys)
+    code, _, err = run_cli(capsys, "compare", str(a), str(b))
     assert code == 2 and "share no variant" in err

@@ -17,6 +17,7 @@ from napilab.harness.store.manifest import Manifest
 from napilab.reports.ab import frontier, tradeoff
 from napilab.reports.ab.compare import load_run, table
 from napilab.reports.ab.cpu_cost import with_cpu_cost
+from tests.cli import run_cli
 from tests.report_runs import neper_run
 
 COLUMNS = ["run_id", "trial", "variant", "rep", "role", "host", "source", "metric", "cpu",
@@ -290,18 +291,16 @@ def test_check_gates_busy_cores_by_an_absolute_threshold(tmp_path: Path,
                                                          ) -> None:
     """`check --max-regression cpu.busy_cores=+0.2` gates the derived rows of two stored
     nights like any metric: in cores, beside the latency."""
-    from napilab.harness.cli.main import main
     from tests.report_runs import STARTED
 
     variants = ("sysctl-busypoll", "threaded-busypoll")
     base = neper_run(tmp_path, run_id="aaaa0001", seed=1, reps=5, variants=variants)
     night = neper_run(tmp_path, run_id="bbbb0002", seed=2, reps=5, variants=variants,
                       started=STARTED + 86400)
-    with pytest.raises(SystemExit) as done:
-        main(["check", str(night), "--baseline", str(base), "--max-regression",
-              "cpu.busy_cores=+0.2", "--max-regression", "cpu.cpu_us_per_transaction=5%"])
-    out = capsys.readouterr().out
-    assert done.value.code == 0, out
+    code, out, _ = run_cli(capsys, "check", str(night), "--baseline", str(base),
+                           "--max-regression", "cpu.busy_cores=+0.2", "--max-regression",
+                           "cpu.cpu_us_per_transaction=5%")
+    assert code == 0, out
     busy = [line for line in out.splitlines() if "busy cores" in line]
     assert len(busy) == 2 and all(line.split()[0] == "within" and line.endswith("+0.2")
                                   for line in busy)

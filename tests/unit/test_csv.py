@@ -13,9 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from napilab.harness.cli.main import main
 from napilab.harness.store.store import COLUMNS
 from napilab.reports.nightly.history import history
+from tests.cli import run_cli
 from tests.report_runs import NAME, STARTED, neper_run
 
 GOLDEN_RUN = Path(__file__).resolve().parents[2] / "tests" / "golden" / "reports" / "runs" / \
@@ -26,10 +26,9 @@ def test_report_csv_is_the_samples_table(tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     run_dir = tmp_path / "run"
     shutil.copytree(GOLDEN_RUN, run_dir)
-    with pytest.raises(SystemExit) as done:
-        main(["report", str(run_dir), "--format", "csv"])
-    assert done.value.code == 0
-    assert capsys.readouterr().out.strip() == str(run_dir / "samples.csv")
+    done = run_cli(capsys, "report", str(run_dir), "--format", "csv")
+    assert done.code == 0
+    assert done.out.strip() == str(run_dir / "samples.csv")
     text = (run_dir / "samples.csv").read_text()
     assert text.splitlines()[0] == ",".join(COLUMNS)
     everything = pd.read_csv(io.StringIO(text), dtype={"run_id": str})
@@ -50,10 +49,9 @@ def test_history_csv_rows_are_the_medians(tmp_path: Path,
     for i in range(2):
         neper_run(tmp_path, run_id=f"r{i}", seed=i, reps=3, started=STARTED + i * 86400.0,
                   latency_samples=50)
-    with pytest.raises(SystemExit) as done:
-        main(["history", str(tmp_path), "--profile", NAME, "--format", "csv"])
-    assert done.value.code == 0
-    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    done = run_cli(capsys, "history", str(tmp_path), "--profile", NAME, "--format", "csv")
+    assert done.code == 0
+    rows = list(csv.DictReader(io.StringIO(done.out)))
     found = history(tmp_path, NAME)
     assert len(rows) == len(found.values) == 2 * len(found.metrics) * len(found.variants)
     for row in rows:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from napilab.harness.cli.main import main
+from tests.cli import run_cli
 from tests.synthetic_runs import lognormal, store_run
 
 
@@ -19,9 +19,8 @@ def run_dir(tmp_path: Path) -> Path:
 
 
 def report(run: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as exc:
-        main(["report", str(run), "--format", "text"])
-    return int(exc.value.code or 0), capsys.readouterr().err
+    code, _, err = run_cli(capsys, "report", str(run), "--format", "text")
+    return code, err
 
 
 def test_a_truncated_samples_file_is_an_error_naming_it(
@@ -54,31 +53,22 @@ def test_history_says_a_run_whose_manifest_is_damaged(
     results = str(first.parent.parent)
     profile = first.parent.name
     main_ok = ["history", results, "--profile", profile]
-    with pytest.raises(SystemExit) as exc:
-        main(main_ok)
-    out = capsys.readouterr().out
-    assert exc.value.code in (0, None)
+    code, out, _ = run_cli(capsys, *main_ok)
+    assert code in (0, None)
     assert "1 run(s)" in out and "left out, damaged:" in out and second.name in out
     assert "manifest.json" in " ".join(out.split())
-    with pytest.raises(SystemExit):
-        main([*main_ok, "--format", "json"])
-    captured = capsys.readouterr()
+    captured = run_cli(capsys, *main_ok, "--format", "json")
     assert f'"dir": "{second}"' in captured.out and f"left out, damaged: {second}" in captured.err
-    with pytest.raises(SystemExit):
-        main(["publish", results, str(tmp_path / "site")])
-    captured = capsys.readouterr()
+    captured = run_cli(capsys, "publish", results, str(tmp_path / "site"))
     assert "published 1 run(s)" in captured.out and f"left out, damaged: {second}" in captured.err
 
 
 def history_and_publish(results: Path, profile: str, tmp_path: Path,
                         capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str, str]:
     """(history's exit code, its stdout, its stderr, publish's stderr)."""
-    with pytest.raises(SystemExit) as exc:
-        main(["history", str(results), "--profile", profile])
-    history = capsys.readouterr()
-    with pytest.raises(SystemExit):
-        main(["publish", str(results), str(tmp_path / "site")])
-    return int(exc.value.code or 0), history.out, history.err, capsys.readouterr().err
+    history = run_cli(capsys, "history", str(results), "--profile", profile)
+    published = run_cli(capsys, "publish", str(results), str(tmp_path / "site"))
+    return history.code, history.out, history.err, published.err
 
 
 def test_history_and_publish_leave_out_a_run_whose_samples_are_cut_in_half(
@@ -94,10 +84,9 @@ def test_history_and_publish_leave_out_a_run_whose_samples_are_cut_in_half(
     assert code == 0 and "Traceback" not in err + published
     assert "1 run(s)" in out and "left out, damaged:" in out
     assert f"left out, damaged: {samples}: not a whole Parquet file" in published
-    with pytest.raises(SystemExit):
-        main(["history", str(first.parent.parent), "--profile", first.parent.name,
-              "--format", "json"])
-    (left,) = json.loads(capsys.readouterr().out)["damaged"]
+    listed = run_cli(capsys, "history", str(first.parent.parent), "--profile",
+                     first.parent.name, "--format", "json")
+    (left,) = json.loads(listed.out)["damaged"]
     assert left["dir"] == str(second) and left["error"].startswith(f"{samples}: not a whole")
 
 
@@ -110,8 +99,7 @@ def test_damage_inside_a_samples_file_is_one_line_naming_it(
     data = bytearray(samples.read_bytes())
     data[8:len(data) // 2] = b"\xff" * (len(data) // 2 - 8)
     samples.write_bytes(bytes(data))
-    with pytest.raises(SystemExit) as exc:
-        main(["history", str(first.parent.parent), "--profile", first.parent.name])
-    err = capsys.readouterr().err
-    assert exc.value.code == 1 and str(samples) in err and "cannot read" in err, err
+    code, _, err = run_cli(capsys, "history", str(first.parent.parent), "--profile",
+                           first.parent.name)
+    assert code == 1 and str(samples) in err and "cannot read" in err, err
     assert "Traceback" not in err and len(err.strip().splitlines()) <= 2

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from napilab.harness.cli import main as cli
 from napilab.harness.profile.design import design_warnings, family_size
 from napilab.harness.profile.profile import load_profile
+from tests.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 INVENTORY = str(ROOT / "profiles" / "inventory.example.yaml")
@@ -18,13 +18,6 @@ SEED_000 = ROOT / "profiles" / "seed-000-threaded-busypoll.yaml"
 TWELVE = ("latency_p50", "latency_p90", "latency_p99", "latency_p99.9", "latency_max",
           "num_transactions", "cpu_time", "softirq", "net_rx", "throughput",
           "local_throughput", "remote_throughput")
-
-
-def napilab(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as exc:
-        cli.main(args)
-    out = capsys.readouterr()
-    return int(exc.value.code or 0), out.out, out.err
 
 
 @pytest.mark.parametrize("name", ["seed-000-threaded-busypoll", "seed-001-backlog-napi",
@@ -37,7 +30,7 @@ def test_shipped_profiles_can_reach_a_verdict(name: str) -> None:
 
 def test_seed_000_validates_without_a_reachability_warning(
         capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = napilab(["validate", str(SEED_000), "-i", INVENTORY, "--strict"], capsys)
+    code, out, err = run_cli(capsys, "validate", str(SEED_000), "-i", INVENTORY, "--strict")
     assert code == 0 and out.endswith("ok: 2 variant(s), 10 trial(s), bound to "
                                       f"{INVENTORY}\n")
     assert "warning" not in err
@@ -50,18 +43,18 @@ def test_twelve_primary_metrics_at_repeat_5_warn_and_strict_refuses(
     copy.write_text(f"extends: {SEED_000}\nname: seed-000-twelve\nmetrics:\n{metrics}\n")
     profile = load_profile(copy)
     assert family_size(profile) == 9  # 12 named, 9 of them rows of the table
-    code, _, err = napilab(["validate", str(copy), "-i", INVENTORY], capsys)
+    code, _, err = run_cli(capsys, "validate", str(copy), "-i", INVENTORY)
     assert code == 0
     assert ("napilab: warning: repeat 5 with 9 primary comparison(s): smallest reachable "
             "adjusted p of a distribution-free (rank) test 0.071 > 0.05") in err
     assert "use repeat >= 6 or name fewer primary metrics" in err
     assert "metrics: throughput is primary but not a row of report.table" in err
     print("\n" + err)
-    code, _, err = napilab(["validate", str(copy), "-i", INVENTORY, "--strict"], capsys)
+    code, _, err = run_cli(capsys, "validate", str(copy), "-i", INVENTORY, "--strict")
     assert code == 2 and "design warning(s) (--strict)" in err
-    code, out, err = napilab(["plan", str(copy), "-i", INVENTORY], capsys)
+    code, out, err = run_cli(capsys, "plan", str(copy), "-i", INVENTORY)
     assert code == 0 and "0.071 > 0.05" in err and out.startswith("profile seed-000-twelve")
-    code, _, _ = napilab(["plan", str(copy), "-i", INVENTORY, "--strict"], capsys)
+    code, _, _ = run_cli(capsys, "plan", str(copy), "-i", INVENTORY, "--strict")
     assert code == 2
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from napilab.harness.cli.main import main
+from tests.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED_000 = (ROOT / "profiles" / "seed-000-threaded-busypoll.yaml").read_text()
@@ -19,10 +19,8 @@ EXAMPLE_INVENTORY = ROOT / "profiles" / "inventory.example.yaml"
 
 def _errors(capsys: pytest.CaptureFixture[str], *argv: str) -> list[str]:
     """The problems of a refused command (exit 2), one per line."""
-    with pytest.raises(SystemExit) as done:
-        main(list(argv))
-    err = capsys.readouterr().err
-    assert done.value.code == 2, err
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 2, err
     return [line.removeprefix("napilab: error: ").strip() for line in err.splitlines()
             if re.match(r"(napilab: error: )?\s*\S+:\d+:\d+: ", line)]
 
@@ -136,10 +134,8 @@ def test_an_inventory_given_as_a_profile(tmp_path: Path, capsys: pytest.CaptureF
                                          name: str, text: str, signs: str) -> None:
     path = tmp_path / name
     path.write_text(text)
-    with pytest.raises(SystemExit) as done:
-        main(["plan", str(path), "-i", str(EXAMPLE_INVENTORY)])
-    err = capsys.readouterr().err
-    assert done.value.code == 2
+    code, _, err = run_cli(capsys, "plan", str(path), "-i", str(EXAMPLE_INVENTORY))
+    assert code == 2
     assert len(err.strip().splitlines()) == 1, err
     assert INVENTORY_SENTENCE.format(signs=signs) in err
 
@@ -148,10 +144,8 @@ def test_an_ini_inventory_given_as_a_profile(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "hosts"
     path.write_text("[lab]\nsut ansible_host=198.51.100.10\n")
-    with pytest.raises(SystemExit) as done:
-        main(["validate", str(path)])
-    err = capsys.readouterr().err
-    assert done.value.code == 2
+    code, _, err = run_cli(capsys, "validate", str(path))
+    assert code == 2
     assert err.strip() == (f"napilab: error: {path}:1:1: this is an Ansible INI inventory, "
                            "not a profile: give it with -i, and a profile as the first "
                            "argument")
@@ -159,9 +153,7 @@ def test_an_ini_inventory_given_as_a_profile(tmp_path: Path,
 
 def test_a_profile_given_as_an_inventory(capsys: pytest.CaptureFixture[str]) -> None:
     profile = ROOT / "profiles" / "demo.yaml"
-    with pytest.raises(SystemExit) as done:
-        main(["validate", str(profile), "-i", str(profile)])
-    err = capsys.readouterr().err
-    assert done.value.code == 2
+    code, _, err = run_cli(capsys, "validate", str(profile), "-i", str(profile))
+    assert code == 2
     assert len(err.strip().splitlines()) == 1, err
     assert "this is a profile (it has setup:, workload:, collect:), not an inventory" in err

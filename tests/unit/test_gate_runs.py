@@ -30,16 +30,9 @@ from pathlib import Path
 
 import pytest
 
-from napilab.harness.cli import main as cli
+from tests.cli import run_cli
 
 STORED = Path(__file__).resolve().parents[1] / "golden" / "gate_runs"
-
-
-def napilab(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as exc:
-        cli.main(list(args))
-    out = capsys.readouterr()
-    return int(exc.value.code or 0), out.out + out.err
 
 
 def results(tmp_path: Path, what: str, profile: str) -> tuple[Path, list[Path]]:
@@ -54,8 +47,9 @@ def results(tmp_path: Path, what: str, profile: str) -> tuple[Path, list[Path]]:
 
 def check(capsys: pytest.CaptureFixture[str], run: Path, baseline: Path,
           summary: Path) -> tuple[int, dict[str, object], str]:
-    code, out = napilab(capsys, "check", str(run), "--baseline", str(baseline),
-                        "--json", str(summary))
+    done = run_cli(capsys, "check", str(run), "--baseline", str(baseline), "--json",
+                   str(summary))
+    code, out = done.code, done.out + done.err
     print(f"\n$ napilab check {run.name} --baseline {baseline.name} -> exit {code}\n{out}")
     return code, json.loads(summary.read_text()), out
 
@@ -101,11 +95,13 @@ def test_ladder_aa_passes_and_a_shaped_sender_fails_on_its_capacity(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _, (first, second, third) = results(tmp_path, "ladder", "ladder")
 
-    code, out = napilab(capsys, "check", str(second), "--baseline", str(first))
+    done = run_cli(capsys, "check", str(second), "--baseline", str(first))
+    code, out = done.code, done.out + done.err
     assert code == 0, out
     assert out.count("within") >= 2 and "capacity at" in out
 
-    code, out = napilab(capsys, "check", str(third), "--baseline", str(first))
+    done = run_cli(capsys, "check", str(third), "--baseline", str(first))
+    code, out = done.code, done.out + done.err
     assert code == 3, out
     cases = json.loads((third / "check.json").read_text())["cases"]
     capacity = [c for c in cases if c["metric"] == "capacity"]

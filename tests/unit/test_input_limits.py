@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from napilab.harness.cli.main import main
 from napilab.harness.errors import InputError, StorageError
 from napilab.harness.profile import profile as profile_mod
 from napilab.harness.profile import yamlsrc
 from napilab.harness.profile.profile import load_profile
 from napilab.harness.store.store import RunStore
+from tests.cli import run_cli
 
 BODY = """\
 hosts: {sender: {host: a}, receiver: {host: b}}
@@ -27,10 +27,8 @@ BOMB = "".join(
 
 
 def refused(capsys: pytest.CaptureFixture[str], *args: str) -> str:
-    with pytest.raises(SystemExit) as exc:
-        main(["validate", *args])
-    err = capsys.readouterr().err
-    assert exc.value.code == 2, err
+    code, _, err = run_cli(capsys, "validate", *args)
+    assert code == 2, err
     assert "Traceback" not in err
     return err
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from napilab.harness.cli import main as cli
 from napilab.harness.errors import InputError
 from napilab.harness.inventory.formats import expand_range, looks_like_ini
 from napilab.harness.inventory.inventory import Host, load_inventory
 from napilab.harness.transport import ssh_config as sshconfig
+from tests.cli import run_cli
 
 INI = """\
 # the lab
@@ -128,10 +128,9 @@ def test_ansible_inventory_list_json_file_and_stdin(
     profile.write_text("name: p\nhosts: {server: {host: sut}, client: {host: peer}}\n"
                        "workload: {tool: ping, client: {role: client}}\n")
     monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(LIST)))
-    with pytest.raises(SystemExit) as done:
-        cli.main(["validate", str(profile), "-i", "-"])
-    assert done.value.code == 0, capsys.readouterr().err
-    assert "bound to -" in capsys.readouterr().out
+    done = run_cli(capsys, "validate", str(profile), "-i", "-")
+    assert done.code == 0, done.err
+    assert "bound to -" in done.out
 
 
 CONFIG = """\

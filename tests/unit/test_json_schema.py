@@ -31,6 +31,7 @@ from napilab.harness.knobs import registry
 from napilab.harness.profile import keys
 from napilab.harness.profile.profile import load_profile
 from napilab.runners.registry import TOOLS
+from tests.cli import run_cli
 from tests.unit.test_malformed import CASES
 
 PROFILES = sorted(p for p in shipped.profiles_dir().glob("*.yaml") if "inventory" not in p.name)
@@ -149,17 +150,13 @@ def test_schema_and_validator_agree_on_injected_keys(path: Path, tmp_path: Path)
 
 
 def test_napilab_schema_prints_it(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    from napilab.harness.cli import main as cli
-
     for kind in SCHEMAS:
-        with pytest.raises(SystemExit) as done:
-            cli.main(["schema", kind])
-        assert done.value.code == 0
-        assert capsys.readouterr().out == schema_text(kind)
-    with pytest.raises(SystemExit) as done:
-        cli.main(["schema", "profiles"])
-    assert done.value.code == 2
-    assert "'profiles' is not one of 'profile', 'inventory'" in capsys.readouterr().err
+        done = run_cli(capsys, "schema", kind)
+        assert done.code == 0
+        assert done.out == schema_text(kind)
+    done = run_cli(capsys, "schema", "profiles")
+    assert done.code == 2
+    assert "'profiles' is not one of 'profile', 'inventory'" in done.err
 
 
 def test_every_key_and_knob_kind_has_its_hover_text() -> None:

@@ -10,11 +10,10 @@ import os
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from napilab.harness.cli import main as cli
 from napilab.harness.errors import NapilabError
 from napilab.harness.lab import debian, kernels, tools
+from tests.cli import run_cli
 
 VERSION = "2.7.0+git20210121.3bc455b+ds-5"
 OK = "#!/bin/sh\necho 'Netperf version 2.7.1'\n"
@@ -216,11 +215,12 @@ def test_fetch_needs_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_cli_says_how_to_fetch_when_nothing_is_there(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("NAPILAB_TOOLS", str(tmp_path))
-    result = CliRunner().invoke(cli.cli, ["testbed", "tools"])
-    assert result.exit_code == 0, result.output
-    assert result.output == f"no netperf in {tmp_path}; `napilab testbed tools --fetch`\n"
+    code, out, err = run_cli(capsys, "testbed", "tools")
+    assert code == 0, out + err
+    assert out + err == f"no netperf in {tmp_path}; `napilab testbed tools --fetch`\n"
 
 
 # -- the shared apt options ------------------------------------------------------------

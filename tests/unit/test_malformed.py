@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from napilab.harness.cli import main as cli
 from napilab.harness.transport import connect
+from tests.cli import run_cli
 
 BASE = """\
 name: corpus
@@ -232,10 +232,9 @@ def test_malformed(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
         profile.write_text(text)
         inventory.write_text(INVENTORY)
         marked = profile
-    with pytest.raises(SystemExit) as exc:
-        cli.main(["run", str(profile), "-i", str(inventory), "-o", str(tmp_path / "out")])
-    err = capsys.readouterr().err
-    assert exc.value.code == 2, err
+    code, _, err = run_cli(capsys, "run", str(profile), "-i", str(inventory), "-o",
+                           str(tmp_path / "out"))
+    assert code == 2, err
     assert fragment in err, err
     lines = [i for i, line in enumerate(marked.read_text().splitlines(), 1) if "# <-" in line]
     if lines:

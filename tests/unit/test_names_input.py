@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from napilab.harness.inventory.inventory import load_inventory
-from tests.unit.test_cli_input import GOOD, napilab, tripwire  # noqa: F401  (autouse: no transport)
+from tests.cli import run_cli
+from tests.unit.test_cli_input import GOOD, tripwire  # noqa: F401  (autouse: no transport)
 
 PROFILE = GOOD.replace("sender: {host: a}", "sender: {host: HOST}")
 ANSIBLE = """\
@@ -41,7 +42,7 @@ def test_ansible_host_name_with_a_path_is_refused_everywhere(
     assert not escaped.exists()
     for args in (["validate", profile, "-i", inventory], ["plan", profile, "-i", inventory],
                  ["run", profile, "-i", inventory, "-o", str(results)]):
-        code, err = napilab(args, capsys)
+        code, _, err = run_cli(capsys, *args)
         assert code == 2, err
         assert (f"inv.yaml:4:39: all.hosts.{ESCAPE}: '{ESCAPE}': host names are letters, "
                 "digits, '.', '_' and '-'") in err, err
@@ -63,7 +64,7 @@ def test_a_name_followed_by_a_newline_is_refused(tmp_path: Path,
     inventory = ANSIBLE.replace("HOST", "a").replace(
         "b: {ansible_host: 127.0.0.1,", 'b: {ansible_host: 127.0.0.1, napilab_iface: "eth0\\n",')
     profile, inv = files(tmp_path, PROFILE.replace("HOST", "a"), inventory)
-    code, err = napilab(["plan", profile, "-i", inv], capsys)
+    code, _, err = run_cli(capsys, "plan", profile, "-i", inv)
     assert code == 2, err
     assert "inv.yaml:5:" in err and "all.hosts.b.napilab_iface: 'eth0\\n' contains a " \
         "control character" in err, err
@@ -75,7 +76,7 @@ def test_control_characters_in_any_value_are_refused(
     profile = PROFILE.replace("HOST", "a") + f'setup:\n  receiver:\n    sysctl: ' \
         f'{{net.core.busy_read: "{value}"}}\n'
     profile_path, inventory = files(tmp_path, profile, ANSIBLE.replace("HOST", "a"))
-    code, err = napilab(["validate", profile_path, "-i", inventory], capsys)
+    code, _, err = run_cli(capsys, "validate", profile_path, "-i", inventory)
     assert code == 2, err
     assert "p.yaml:14:" in err and "setup.receiver.sysctl.net.core.busy_read:" in err
     assert "contains a control character" in err and "Traceback" not in err
@@ -85,5 +86,5 @@ def test_a_description_may_hold_tabs_and_newlines(tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     profile = PROFILE.replace("HOST", "a") + 'description: "two\\tcolumns\\nand lines"\n'
     profile_path, inventory = files(tmp_path, profile, ANSIBLE.replace("HOST", "a"))
-    code, err = napilab(["validate", profile_path, "-i", inventory], capsys)
+    code, _, err = run_cli(capsys, "validate", profile_path, "-i", inventory)
     assert code == 0, err

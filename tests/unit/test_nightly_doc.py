@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -23,11 +22,11 @@ import yaml
 from napilab.harness.engine.progress import JsonProgress
 from napilab.reports.ab.compare import load_run
 from napilab.reports.formats.render import html
+from tests.cli import NAPILAB
 from tests.synthetic_runs import lognormal, store_run
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "nightly.md"
-NAPILAB = str(Path(sys.executable).parent / "napilab")
 POLICY = {"rtt_avg": {"direction": "lower", "max_regression": "10%"}}
 DAY = 86400.0
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from napilab.harness.cli.main import main
 from napilab.harness.engine.plan_summary import Change, summarize
 from napilab.harness.inventory.inventory import load_inventory
 from napilab.harness.profile.plan import bind
 from napilab.harness.profile.profile import load_profile
+from tests.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED_000 = ROOT / "profiles" / "seed-000-threaded-busypoll.yaml"
@@ -26,10 +26,9 @@ def _no_ssh_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 def _plan(capsys: pytest.CaptureFixture[str], *args: str) -> str:
-    with pytest.raises(SystemExit) as done:
-        main(["plan", *args])
-    assert done.value.code == 0
-    return capsys.readouterr().out
+    code, out, _ = run_cli(capsys, "plan", *args)
+    assert code == 0
+    return out
 
 
 def test_seed_000_summary(capsys: pytest.CaptureFixture[str]) -> None:

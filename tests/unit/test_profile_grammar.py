@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from napilab.harness.cli.main import main
 from napilab.harness.profile.profile import Profile, load_profile
+from tests.cli import run_cli
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -24,10 +24,8 @@ def _refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> l
     """The problems `napilab validate` prints for TEXT (exit 2, no traceback), each
     `file:line:col: ...` with the file's name taken out."""
     path = _write(tmp_path, text)
-    with pytest.raises(SystemExit) as done:
-        main(["validate", str(path)])
-    err = capsys.readouterr().err
-    assert done.value.code == 2, err
+    code, _, err = run_cli(capsys, "validate", str(path))
+    assert code == 2, err
     assert "Traceback" not in err
     lines = [line.removeprefix("napilab: error: ").strip() for line in err.splitlines()]
     return [line.replace(f"{path}:", "") for line in lines
@@ -273,10 +271,8 @@ def test_a_tool_error_names_the_tool_once(tmp_path: Path,
             "  tool: command\n  client:\n    role: sender\n    args: {exit_codes: [0]}\n")
     path = _write(tmp_path, text)
     inventory = Path(__file__).parents[2] / "profiles" / "inventory.example.yaml"
-    with pytest.raises(SystemExit) as done:
-        main(["validate", str(path), "-i", str(inventory)])
-    err = capsys.readouterr().err
-    assert done.value.code == 2 and "Traceback" not in err
+    code, _, err = run_cli(capsys, "validate", str(path), "-i", str(inventory))
+    assert code == 2 and "Traceback" not in err
     line = _line(text, "args:")
     assert f"{path}:{line}:11: workload.client.args: command: client `argv` is required" \
         in err, err

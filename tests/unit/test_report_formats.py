@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from napilab.harness.cli.main import main
 from napilab.reports.ab.compare import load_run, table
 from napilab.reports.formats.render import FILES, render, report_files
+from tests.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "reports"
@@ -117,19 +117,16 @@ def test_report_command_writes_each_format_and_prints_text(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run_dir = tmp_path / "run"
     shutil.copytree(GOLDEN / "runs" / "demo-20261130T163215Z-7a9ae54f", run_dir)
-    with pytest.raises(SystemExit) as code:
-        main(["report", str(run_dir), "--format", "html,text,md,json,junit"])
-    assert code.value.code == 0
-    out = capsys.readouterr().out
+    code, out, _ = run_cli(capsys, "report", str(run_dir), "--format", "html,text,md,json,junit")
+    assert code == 0
     for fmt in ("html", "md", "json", "junit"):
         assert str(run_dir / FILES[fmt]) in out
         assert (run_dir / FILES[fmt]).stat().st_size > 0
     assert not (run_dir / "report.txt").exists()  # text goes to stdout, as always
     assert out.endswith(expected(GOLDEN / "runs" / "demo-20261130T163215Z-7a9ae54f",
                                  "text").read_text())
-    with pytest.raises(SystemExit) as bad:
-        main(["report", str(run_dir), "--format", "html,pdf"])
-    assert bad.value.code == 2
+    bad = run_cli(capsys, "report", str(run_dir), "--format", "html,pdf")
+    assert bad.code == 2
     written = report_files(run_dir, ["text"], print_text=False)[0]
     assert written == [run_dir / "report.txt"]
 

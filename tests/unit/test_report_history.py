@@ -14,7 +14,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from napilab.harness.cli.main import main
 from napilab.harness.errors import InputError
 from napilab.reports.ab.compare import load_run, table
 from napilab.reports.nightly.history import (
@@ -24,6 +23,7 @@ from napilab.reports.nightly.history import (
     history_doc,
     history_text,
 )
+from tests.cli import run_cli
 from tests.report_runs import NAME, STARTED, neper_run
 
 DAY = 86400.0
@@ -118,16 +118,14 @@ def test_default_metrics_without_a_report_table(tmp_path: Path) -> None:
 
 
 def test_history_command(results: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as code:
-        main(["history", str(results), "--profile", NAME, "--metric", "latency_p99",
-              "--format", "json"])
-    assert code.value.code == 0
-    doc = json.loads(capsys.readouterr().out)
+    code, out, _ = run_cli(capsys, "history", str(results), "--profile", NAME, "--metric",
+                           "latency_p99", "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
     assert doc["profile"] == NAME and len(doc["runs"]) == 3
-    with pytest.raises(SystemExit) as bad:
-        main(["history", str(results), "--profile", NAME, "--metric", "nope"])
-    assert bad.value.code == 2
-    assert "--metric nope" in capsys.readouterr().err
+    bad = run_cli(capsys, "history", str(results), "--profile", NAME, "--metric", "nope")
+    assert bad.code == 2
+    assert "--metric nope" in bad.err
 
 
 def test_change_points_mark_a_level_shift_in_text_json_and_trend(tmp_path: Path,
@@ -149,11 +147,10 @@ def test_change_points_mark_a_level_shift_in_text_json_and_trend(tmp_path: Path,
     assert "change point: x from run" in history_text(found)
     doc = history_doc(found)
     assert [c["run_id"] for c in doc["change_points"]] == [run.run_id]
-    with pytest.raises(SystemExit) as exc:
-        main(["history", str(results), "--profile", "nightly", "--metric", "ping.rtt_avg",
-              "--format", "json"])
-    assert exc.value.code in (0, None)
-    listed = json.loads(capsys.readouterr().out)["change_points"]
+    code, out, _ = run_cli(capsys, "history", str(results), "--profile", "nightly", "--metric",
+                           "ping.rtt_avg", "--format", "json")
+    assert code in (0, None)
+    listed = json.loads(out)["change_points"]
     assert [(c["metric"], c["variant"]) for c in listed] == [("ping.rtt_avg", "x")]
     plot = trend("nightly", "a", found.runs, ["ping.rtt_avg"])
     assert "change point" in plot.note  # type: ignore[union-attr]
@@ -194,10 +191,8 @@ def test_many_variants_split_into_equal_blocks(tmp_path: Path) -> None:
 
 def test_unknown_profile_lists_the_known_ones(results: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as code:
-        main(["history", str(results), "--profile", "dem"])
-    assert code.value.code == 2
-    err = capsys.readouterr().err
+    code, _, err = run_cli(capsys, "history", str(results), "--profile", "dem")
+    assert code == 2
     assert f"no run of profile 'dem' under {results}; known profiles: {NAME}" in err
 
 

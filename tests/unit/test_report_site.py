@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from napilab.harness.cli.main import main
 from napilab.reports.nightly.site import publish
+from tests.cli import run_cli
 from tests.report_runs import NAME, STARTED, neper_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,9 +36,9 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if i < 2:  # reports `napilab run` wrote: copied as they are
             (run / "report.html").write_text(f"<!DOCTYPE html><p>report of r{i}</p>\n")
     *_, before, newest = sorted((root / NAME).iterdir())
-    with pytest.raises(SystemExit) as code:
-        main(["check", str(newest), "--baseline", str(before)])
-    assert code.value.code == 3
+    # a module-scoped fixture: no capsys, run_cli captures the streams itself
+    code, _, _ = run_cli(None, "check", str(newest), "--baseline", str(before))
+    assert code == 3
     return root
 
 
@@ -101,10 +101,8 @@ def test_publish_command_again_with_raw_copies(results: Path, site_dir: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     copied = site_dir / "runs" / NAME
     reports = {p: p.stat().st_mtime_ns for p in copied.glob("*/report.html")}
-    with pytest.raises(SystemExit) as code:
-        main(["publish", str(results), str(site_dir), "--raw", "copy"])
-    assert code.value.code == 0
-    out = capsys.readouterr().out
+    code, out, _ = run_cli(capsys, "publish", str(results), str(site_dir), "--raw", "copy")
+    assert code == 0
     assert "published 4 run(s) of 2 profile(s)" in out and "(1 regression(s))" in out
     assert {p: p.stat().st_mtime_ns for p in reports} == reports  # nothing copied again
     for report in reports:

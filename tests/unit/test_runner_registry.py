@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from napilab.harness.authoring.json_schema import profile_schema
-from napilab.harness.cli import main as cli
 from napilab.harness.errors import InputError
 from napilab.harness.inventory.inventory import load_inventory
 from napilab.harness.profile.design import primary_lines
@@ -34,6 +33,7 @@ from napilab.runners.workloads.workload import (
     ToolOutput,
     ToolResult,
 )
+from tests.cli import run_cli
 
 
 def toy_values(text: str) -> list[Value]:
@@ -171,11 +171,9 @@ def test_snapshot_script_runs_the_new_section(toys: None) -> None:
 def test_a_run_records_judges_and_shows_them(toys: None, tmp_path: Path,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     profile, inventory = files(tmp_path)
-    with pytest.raises(SystemExit) as done:
-        cli.main(["run", str(profile), "-i", str(inventory), "-o", str(tmp_path / "out"),
-                  "--format", "text,json"])
-    out = capsys.readouterr()
-    assert done.value.code in (0, 3), out.err
+    done = run_cli(capsys, "run", str(profile), "-i", str(inventory), "-o",
+                   str(tmp_path / "out"), "--format", "text,json")
+    assert done.code in (0, 3), done.err
     run_dir = next((tmp_path / "out" / "toys").iterdir())
     manifest = Manifest.from_json(json.loads((run_dir / "manifest.json").read_text()))
     assert manifest.headlines is not None
@@ -193,10 +191,10 @@ def test_a_run_records_judges_and_shows_them(toys: None, tmp_path: Path,
     fast = lines[("toy", "latency_us")]["cells"]["fast"]
     assert fast["value"] == 5
     assert "latency_us" in (run_dir / "report.txt").read_text()
-    with pytest.raises(SystemExit) as parsed:
-        cli.main(["parse", "toy", "--json", str(run_dir / "raw" / "001" / "a" / "client.out")])
-    assert parsed.value.code == 0
-    assert json.loads(capsys.readouterr().out)["metrics"] == {"latency_us": 10.0, "rate": 100.0}
+    parsed = run_cli(capsys, "parse", "toy", "--json",
+                     str(run_dir / "raw" / "001" / "a" / "client.out"))
+    assert parsed.code == 0
+    assert json.loads(parsed.out)["metrics"] == {"latency_us": 10.0, "rate": 100.0}
 
 
 DATA = Path(__file__).parents[1] / "data"

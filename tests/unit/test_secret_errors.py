@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from napilab.harness.cli.main import main
+from tests.cli import run_cli
 
 PROFILE = """\
 name: secret
@@ -24,10 +24,8 @@ def test_a_control_character_in_an_env_value_is_refused_without_the_value(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     profile = tmp_path / "secret.yaml"
     profile.write_text(PROFILE)
-    with pytest.raises(SystemExit) as exc:
-        main(["validate", str(profile)])
-    err = capsys.readouterr().err
-    assert exc.value.code == 2
+    code, _, err = run_cli(capsys, "validate", str(profile))
+    assert code == 2
     assert "hunter2" not in err and "s3cr3t" not in err
     assert "<redacted> contains a control character" in err
     assert f"{profile}:5:" in err and "workload.client.env.API_TOKEN" in err

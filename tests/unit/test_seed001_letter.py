@@ -9,15 +9,13 @@ both experiments and the script in each boot."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 
-from napilab.harness.cli import main as cli
+from tests.cli import run_cli
 from tests.seed001_letter import (
     COLUMNS,
     ROWS,
@@ -40,11 +38,10 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict]
     (stored,) = STORED.iterdir()
     run_dir = tmp_path_factory.mktemp("seed001") / stored.name
     shutil.copytree(stored, run_dir)
-    printed = io.StringIO()
-    with pytest.raises(SystemExit) as exc, contextlib.redirect_stdout(printed):
-        cli.main(["report", str(run_dir), "--format", "text,json"])
-    assert not exc.value.code, printed.getvalue()
-    text = printed.getvalue()
+    # a module-scoped fixture: no capsys, run_cli captures the streams itself
+    done = run_cli(None, "report", str(run_dir), "--format", "text,json")
+    assert not done.code, done.out + done.err
+    text = done.out
     return run_dir, text, json.loads((run_dir / "report.json").read_text())
 
 

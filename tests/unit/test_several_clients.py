@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from napilab.harness.cli.main import main
 from napilab.harness.engine import workload_exec, workload_rows
 from napilab.harness.inventory.inventory import Host, load_inventory
 from napilab.harness.profile import clients
@@ -32,6 +31,7 @@ from napilab.runners.workloads.workload import (
     ToolResult,
     several_clients,
 )
+from tests.cli import run_cli
 
 INVENTORY = """\
 transport: local
@@ -90,10 +90,8 @@ def _plan(tmp_path: Path, profile: str) -> Plan:
 
 def _errors(tmp_path: Path, profile: str, capsys: pytest.CaptureFixture[str]) -> str:
     path, inventory = _files(tmp_path, profile)
-    with pytest.raises(SystemExit) as done:
-        main(["validate", path, "-i", inventory])
-    err = capsys.readouterr().err
-    assert done.value.code == 2, err
+    code, _, err = run_cli(capsys, "validate", path, "-i", inventory)
+    assert code == 2, err
     assert "Traceback" not in err
     return err
 
@@ -236,10 +234,8 @@ def test_each_sockperf_client_writes_its_own_full_log(tmp_path: Path) -> None:
 def test_plan_prints_agents_before_the_master(tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     path, inventory = _files(tmp_path, MUTILATE)
-    with pytest.raises(SystemExit) as done:
-        main(["plan", path, "-i", inventory])
-    out = capsys.readouterr().out
-    assert done.value.code in (0, None)
+    code, out, _ = run_cli(capsys, "plan", path, "-i", inventory)
+    assert code in (0, None)
     lines = [line.split(None, 2)[:2] for line in out.splitlines()
              if "mutilate" in line or "memcached" in line]
     assert lines == [["b", "server"], ["c", "agent"], ["a", "agent-agent2"],

@@ -14,25 +14,18 @@ import pytest
 import yaml
 
 from napilab.harness.authoring import shipped
-from napilab.harness.cli.main import main
 from napilab.harness.inventory.inventory import load_inventory
 from napilab.harness.profile.profile import load_profile
+from tests.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((ROOT / "profiles").glob("*.yaml"), key=lambda p: p.stem)
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 
 
-def napilab(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as done:
-        main(list(argv))
-    out, err = capsys.readouterr()
-    return int(done.value.code or 0), out, err
-
-
 def test_profiles_list_names_each_shipped_file_with_its_description(
         capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = napilab(capsys, "profiles", "list")
+    code, out, err = run_cli(capsys, "profiles", "list")
     assert code == 0, err
     lines = out.splitlines()
     assert [line.split()[0] for line in lines[:-1]] == [p.stem for p in SHIPPED]
@@ -43,11 +36,11 @@ def test_profiles_list_names_each_shipped_file_with_its_description(
         else:
             assert "(inventory) An example lab inventory for the seed profiles" in line
     assert lines[-1].startswith(f"(in {shipped.profiles_dir()}")
-    assert napilab(capsys, "profiles")[1] == out  # no subcommand: the list
+    assert run_cli(capsys, "profiles")[1] == out  # no subcommand: the list
 
 
 def test_profiles_show_prints_the_file(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = napilab(capsys, "profiles", "show", "seed-000-threaded-busypoll.yaml")
+    code, out, _ = run_cli(capsys, "profiles", "show", "seed-000-threaded-busypoll.yaml")
     assert code == 0
     assert out == (ROOT / "profiles" / "seed-000-threaded-busypoll.yaml").read_text()
 
@@ -55,7 +48,7 @@ def test_profiles_show_prints_the_file(capsys: pytest.CaptureFixture[str]) -> No
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
 def test_a_copy_validates_and_names_the_installed_schema(
         path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = napilab(capsys, "profiles", "copy", path.stem, f"{tmp_path}/lab/")
+    code, out, err = run_cli(capsys, "profiles", "copy", path.stem, f"{tmp_path}/lab/")
     assert code == 0, err
     copy = tmp_path / "lab" / path.name
     assert out.splitlines()[0] == f"wrote {copy}"
@@ -75,12 +68,12 @@ def test_a_copy_validates_and_names_the_installed_schema(
 def test_a_copy_never_overwrites_without_force(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "mine.yaml"
-    assert napilab(capsys, "profiles", "copy", "demo", str(target))[0] == 0
+    assert run_cli(capsys, "profiles", "copy", "demo", str(target))[0] == 0
     target.write_text("edited\n")
-    code, _, err = napilab(capsys, "profiles", "copy", "demo", str(target))
+    code, _, err = run_cli(capsys, "profiles", "copy", "demo", str(target))
     assert (code, err) == (2, f"napilab: error: {target} exists; --force overwrites it\n")
     assert target.read_text() == "edited\n"
-    assert napilab(capsys, "profiles", "copy", "demo", str(target), "--force")[0] == 0
+    assert run_cli(capsys, "profiles", "copy", "demo", str(target), "--force")[0] == 0
     assert load_profile(target).name == "demo"
 
 
@@ -107,7 +100,7 @@ def own_profiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_a_copy_takes_the_files_it_extends_along(
         own_profiles: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = napilab(capsys, "profiles", "copy", "child", str(tmp_path / "out" / "x.yaml"))
+    code, out, err = run_cli(capsys, "profiles", "copy", "child", str(tmp_path / "out" / "x.yaml"))
     assert code == 0, err
     out_dir = tmp_path / "out"
     assert out.splitlines() == [
@@ -122,7 +115,7 @@ def test_a_copy_takes_the_files_it_extends_along(
     assert loaded.variants[0].workload.tool == "ping"
     # none of them is written while one of them exists
     (out_dir / "x.yaml").unlink()
-    code, _, err = napilab(capsys, "profiles", "copy", "child", str(out_dir / "x.yaml"))
+    code, _, err = run_cli(capsys, "profiles", "copy", "child", str(out_dir / "x.yaml"))
     assert code == 2 and "parts/base.yaml, " in err and "--force overwrites it" in err
     assert not (out_dir / "x.yaml").exists()
 
@@ -130,7 +123,7 @@ def test_a_copy_takes_the_files_it_extends_along(
 def test_a_copy_never_writes_over_the_shipped_file(
         own_profiles: Path, capsys: pytest.CaptureFixture[str]) -> None:
     before = (own_profiles / "demo.yaml").read_text()
-    code, _, err = napilab(capsys, "profiles", "copy", "demo", str(own_profiles), "--force")
+    code, _, err = run_cli(capsys, "profiles", "copy", "demo", str(own_profiles), "--force")
     assert code == 2
     assert err == (f"napilab: error: {own_profiles / 'demo.yaml'} is the shipped file "
                    "itself: copy it elsewhere\n")
@@ -141,7 +134,7 @@ def test_a_shipped_file_extending_what_is_not_shipped_is_a_packaging_error(
         own_profiles: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "outside.yaml").write_text("repeat: 2\n")
     (own_profiles / "child.yaml").write_text("extends: ../outside.yaml\n")
-    code, _, err = napilab(capsys, "profiles", "copy", "child", str(tmp_path / "out/"))
+    code, _, err = run_cli(capsys, "profiles", "copy", "child", str(tmp_path / "out/"))
     assert code == 1
     assert "shipped child.yaml extends ../outside.yaml, which is not a shipped file" in err
     assert not (tmp_path / "out").exists()
@@ -151,7 +144,7 @@ def test_a_shipped_file_extending_what_is_not_shipped_is_a_packaging_error(
                                   ("docs", "statstics")])
 def test_an_unknown_name_is_one_line_with_the_known_ones(
         argv: tuple[str, ...], capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = napilab(capsys, *argv)
+    code, out, err = run_cli(capsys, *argv)
     assert (code, out) == (2, "")
     assert len(err.splitlines()) == 1
     what = "document" if argv[0] == "docs" else "profile"
@@ -163,7 +156,7 @@ def test_an_unknown_name_is_one_line_with_the_known_ones(
 
 
 def test_docs_lists_the_readme_and_every_document(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = napilab(capsys, "docs")
+    code, out, _ = run_cli(capsys, "docs")
     assert code == 0
     lines = out.splitlines()
     assert lines[0].split()[0] == "README"
@@ -177,10 +170,10 @@ def test_docs_lists_the_readme_and_every_document(capsys: pytest.CaptureFixture[
 @pytest.mark.parametrize("name", ["profiles", "profiles.md", "docs/profiles.md", "README"])
 def test_docs_prints_one_as_its_file_is(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     source = ROOT / ("README.md" if name == "README" else "docs/profiles.md")
-    code, out, _ = napilab(capsys, "docs", name)
+    code, out, _ = run_cli(capsys, "docs", name)
     assert code == 0
     assert out == source.read_text()
-    code, out, _ = napilab(capsys, "docs", name, "--path")
+    code, out, _ = run_cli(capsys, "docs", name, "--path")
     assert Path(out.strip()).read_text() == source.read_text()
 
 

@@ -49,13 +49,15 @@ def running(proc: subprocess.Popen[bytes]) -> bool:
     return proc.poll() is None
 
 
-def wait_named(proc: subprocess.Popen[bytes], needle: str) -> None:
-    """Until exec has replaced bash's command line with the program's."""
+def wait_named(proc: subprocess.Popen[bytes], needle: str, argv0: str | None = None) -> None:
+    """Until the process names `needle` and, with `argv0`, exec has replaced bash's
+    command line (which names `needle` too, as an argument) with the program's."""
     for _ in range(500):
-        if needle.encode() in Path(f"/proc/{proc.pid}/cmdline").read_bytes():
+        argv = Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0")
+        if needle.encode() in b"\0".join(argv) and (argv0 is None or argv[0] == argv0.encode()):
             return
         time.sleep(0.01)
-    raise AssertionError(f"{proc.pid} never named {needle}")
+    raise AssertionError(f"{proc.pid} never named {needle} as {argv0 or 'itself'}")
 
 
 def test_a_pid_that_is_now_another_process_is_not_killed(
@@ -96,8 +98,9 @@ def test_testbed_down_spares_a_controller_that_names_its_inventory(
                            f"path={bed.state / 'a'}"], argv0="/usr/bin/qemu-system-x86_64")
     vng = start(started, [sys.executable, "-c", SLEEP, "--rodir", str(bed.state / "b")],
                 argv0="/usr/bin/vng")
-    for proc in (controller, qemu, vng):
-        wait_named(proc, str(bed.state))
+    for proc, argv0 in ((controller, "/usr/local/bin/napilab"),
+                        (qemu, "/usr/bin/qemu-system-x86_64"), (vng, "/usr/bin/vng")):
+        wait_named(proc, str(bed.state), argv0)
     assert sorted(bed.stray_processes()) == sorted([qemu.pid, vng.pid])
     bed.down()
     assert qemu.wait(timeout=5) == -signal.SIGKILL and vng.wait(timeout=5) == -signal.SIGKILL

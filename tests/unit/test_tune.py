@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ from napilab.harness.tune import space
 from napilab.harness.tune.study import OK, RUNNING, Study
 from napilab.reports.ab.tune import Named, judge
 from napilab.reports.formats import tune_report
+from tests.cli import run_napilab
 from tests.synthetic_runs import lognormal, store_run
 
 PROFILE = """\
@@ -130,9 +129,7 @@ def test_a_value_the_knob_refuses_is_refused_before_any_host(tmp_path: Path) -> 
     error, exit 2, before any inventory is read."""
     path = write(tmp_path, PROFILE.replace("gro: {low: 0, high: 200000, log: true}",
                                            "gro: {choices: [0, -1]}"))
-    done = subprocess.run([sys.executable, "-m", "napilab.harness.cli.main", "tune",
-                           str(path), "-i", str(tmp_path / "missing.yaml")],
-                          capture_output=True, text=True)
+    done = run_napilab("tune", str(path), "-i", str(tmp_path / "missing.yaml"))
     assert done.returncode == 2, done.stderr
     assert "gro_flush_timeout" in done.stderr and "Traceback" not in done.stderr
 
@@ -140,9 +137,7 @@ def test_a_value_the_knob_refuses_is_refused_before_any_host(tmp_path: Path) -> 
 def test_run_refuses_a_tuned_profile(tmp_path: Path) -> None:
     inventory = tmp_path / "inv.yaml"
     inventory.write_text("hosts: {a: {address: 192.0.2.1}, b: {address: 192.0.2.2}}\n")
-    done = subprocess.run([sys.executable, "-m", "napilab.harness.cli.main", "run",
-                           str(write(tmp_path)), "-i", str(inventory)],
-                          capture_output=True, text=True)
+    done = run_napilab("run", str(write(tmp_path)), "-i", str(inventory))
     assert done.returncode == 2 and "`napilab tune` it" in done.stderr, done.stderr
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -33,7 +34,9 @@ def booting(tmp_path: Path) -> Iterator[Guest]:
     spec = GuestSpec(name="b", image=Path("/boot/vmlinuz"), append=(), cpus=1, memory="1G",
                      queues=1, accel="tcg", ssh_port=closed_port(), tap="napilabu-vb",
                      data_address="192.0.2.2/24", mac_index=1, state=tmp_path)
-    proc = subprocess.Popen(["sleep", "60"])
+    # its command line names the guest's directory, as vng's does (Guest.pid checks it)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)",
+                             str(tmp_path)])
     (tmp_path / "vng.pid").write_text(str(proc.pid))
     spec.console.write_text("[    0.000000] Linux version 7.2\n")
     try:

@@ -36,9 +36,9 @@ ROOT = HERE.parents[2]
 sys.path.insert(0, str(ROOT))
 
 from napilab.harness.hosts.testbed import Testbed  # noqa: E402
+from tests.cli import run_napilab  # noqa: E402
 from tests.integration.test_load_ladder import PROFILE as LADDER  # noqa: E402
 
-NAPILAB = str(Path(sys.executable).parent / "napilab")
 DEMO = ROOT / "profiles" / "demo.yaml"
 NIGHTLY = (f"extends: {DEMO}\nworkload: {{duration: 1}}\nwarmup_trials: 2\n"
            "repeat: 10\nmetrics:\n  rtt_avg: {max_regression: 50%}\n"
@@ -50,9 +50,8 @@ KEEP = ("manifest.json", "samples.parquet")
 
 def run(bed: Testbed, profile: Path, results: Path) -> Path:
     before = set(results.glob("*/*"))
-    done = subprocess.run([NAPILAB, "run", str(profile), "-i", str(bed.inventory_path),
-                           "--transport", "ssh", "-o", str(results), "--format", "text"],
-                          capture_output=True, text=True, check=False)
+    done = run_napilab("run", str(profile), "-i", str(bed.inventory_path), "--transport", "ssh",
+                       "-o", str(results), "--format", "text", timeout=None)
     if done.returncode != 0:
         sys.exit(done.stdout + done.stderr)
     (created,) = {p for p in set(results.glob("*/*")) - before if p.is_dir()}

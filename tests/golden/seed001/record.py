@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -29,6 +28,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))
 
 from napilab.harness.lab.vmbed import VmTestbed  # noqa: E402
+from tests.cli import run_napilab  # noqa: E402
 from tests.seed001_letter import (  # noqa: E402
     COLUMNS,
     letter_output,
@@ -36,15 +36,13 @@ from tests.seed001_letter import (  # noqa: E402
     short_profile,
 )
 
-NAPILAB = str(Path(sys.executable).parent / "napilab")
 KEEP = ("manifest.json", "samples.parquet")
 
 
 def record(bed: VmTestbed, work: Path) -> Path:
     results = work / "results"
-    done = subprocess.run([NAPILAB, "run", str(short_profile(work)), "-i",
-                           str(bed.inventory_path), "-o", str(results), "--format", "text"],
-                          capture_output=True, text=True, check=False)
+    done = run_napilab("run", str(short_profile(work)), "-i", str(bed.inventory_path), "-o",
+                       str(results), "--format", "text", timeout=None)
     print(done.stdout + done.stderr, flush=True)
     if done.returncode != 0:
         sys.exit(f"the run failed (exit {done.returncode}); nothing stored")

@@ -15,7 +15,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,9 +28,9 @@ from napilab.harness.lab import kernels
 from napilab.harness.lab.vmbed import VmTestbed
 from napilab.harness.transport.connect import transport_for
 from napilab.harness.transport.transport import CommandResult
+from tests.cli import run_napilab, start_napilab
 from tests.conftest import vm_group, vm_testbed_prefix
 
-NAPILAB = str(Path(sys.executable).parent / "napilab")
 RT_OLD, RT_NEW, GENERIC = "6.1-rt", "7.2-rt", "7.2"
 
 
@@ -133,8 +132,7 @@ def kill_run_when(bed: VmTestbed, args: list[str], script: str, done: Callable[[
     """`napilab ARGS` in its own session, SIGKILLed once `script` on guest `on` prints
     what `done` accepts (the guest may be booting: it does not answer then); what the
     script printed then."""
-    proc = subprocess.Popen([NAPILAB, *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = start_napilab(*args, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.time() + timeout
         while True:
@@ -178,8 +176,7 @@ def vm_clean(vm_bed: VmTestbed) -> Iterator[VmTestbed]:
     if not any(left.values()) and not down:
         return
     consoles = {n: console_tail(vm_bed, n) for n in down}
-    restore = subprocess.run([NAPILAB, "restore", "-i", str(vm_bed.inventory_path)],
-                             capture_output=True, text=True, timeout=900, check=False)
+    restore = run_napilab("restore", "-i", str(vm_bed.inventory_path), timeout=900)
     pytest.fail(f"the test left {left} (guests not running: {down}); `napilab restore` "
                 f"exited {restore.returncode}, leaving {leftovers(vm_bed)}: "
                 f"{restore.stdout.strip()} {restore.stderr.strip()}; consoles: {consoles}")

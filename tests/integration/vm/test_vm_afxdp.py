@@ -19,9 +19,9 @@ import pytest
 import yaml
 
 from napilab.harness.lab.vmbed import VmTestbed
+from tests.cli import run_napilab
 from tests.integration.vm.conftest import guest
 from tests.integration.vm.test_vm_knobs import STATE
-from tests.integration.vm.test_vm_runs import run
 
 ROOT = Path(__file__).parents[3]
 # what an AF_XDP receiver or pktgen could leave behind, beyond the knobs STATE reads
@@ -58,8 +58,8 @@ def trimmed(shipped: str, keep: list[str], matrix: dict[str, list[object]] | Non
 def run_on(bed: VmTestbed, profile: Path, tmp_path: Path
            ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """`napilab run PROFILE` on the guests; its samples and manifest."""
-    done = run(["run", str(profile), "-i", str(bed.inventory_path), "-o", str(tmp_path / "r"),
-                "--format", "text"])
+    done = run_napilab("run", str(profile), "-i", str(bed.inventory_path), "-o",
+                       str(tmp_path / "r"), "--format", "text", timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     return rows_of(tmp_path, yaml.safe_load(profile.read_text())["name"])
 

@@ -9,12 +9,13 @@ import subprocess
 
 from napilab.harness.hosts import check
 from napilab.harness.lab.vmbed import VmTestbed
-from tests.integration.vm.conftest import NAPILAB, guest, link_state
+from tests.cli import run_napilab
+from tests.integration.vm.conftest import guest, link_state
 
 
 def test_hosts_check_shows_each_queue_with_its_irq_and_napi(vm_clean: VmTestbed) -> None:
-    out = subprocess.run([NAPILAB, "hosts", "check", "-i", str(vm_clean.inventory_path),
-                          "--json"], capture_output=True, text=True, timeout=300, check=True)
+    out = run_napilab("hosts", "check", "-i", str(vm_clean.inventory_path), "--json",
+                      check=True)
     reports = {r["host"]: r for r in json.loads(out.stdout)}
     assert set(reports) == {"a", "b"}
     for name, report in reports.items():

@@ -8,13 +8,12 @@ each boot) is a stored run: tests/unit/test_seed001_letter.py."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 from napilab.harness.lab.vmbed import VmTestbed
+from tests.cli import run_napilab
 from tests.conftest import ROOT
 from tests.integration.vm.conftest import (
-    NAPILAB,
     RT_NEW,
     RT_OLD,
     guest,
@@ -27,10 +26,8 @@ IDENTITY = "uname -r; uname -v; cat /proc/cmdline"
 
 
 def test_plan_shows_every_boot(vm_inventory: Path) -> None:
-    out = subprocess.run([NAPILAB, "plan", str(ROOT / "profiles" /
-                                                "seed-001-backlog-napi-vm.yaml"),
-                          "-i", str(vm_inventory)], capture_output=True, text=True,
-                         timeout=120, check=True).stdout
+    out = run_napilab("plan", str(ROOT / "profiles" / "seed-001-backlog-napi-vm.yaml"),
+                      "-i", str(vm_inventory), timeout=120, check=True).stdout
     boots = [ln for ln in out.splitlines() if "napilab testbed boot b" in ln]
     assert len(boots) == 8  # boot: per-trial, 4 variants x 2 repetitions
     assert sum("6.1.0-" in ln for ln in boots) == 4 and sum("7.2." in ln for ln in boots) == 4
@@ -55,9 +52,8 @@ variants:
 repeat: 1
 boot: per-kernel
 """)
-    done = subprocess.run([NAPILAB, "run", str(profile), "-i", str(vm_clean.inventory_path),
-                           "-o", str(tmp_path / "r"), "--format", "text"],
-                          capture_output=True, text=True, timeout=900, check=False)
+    done = run_napilab("run", str(profile), "-i", str(vm_clean.inventory_path),
+                       "-o", str(tmp_path / "r"), "--format", "text", timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr + link_state(vm_clean)
     (run_dir,) = (tmp_path / "r" / "vm-kernel-run").iterdir()
     manifest = json.loads((run_dir / "manifest.json").read_text())
@@ -95,8 +91,7 @@ repeat: 1
     left = leftovers(vm_clean)["b"]
     assert any(n.endswith("-b-kernel.json") for n in left), left
     assert any(n.startswith("lock-") for n in left), left
-    restored = subprocess.run([NAPILAB, "restore", "-i", str(vm_clean.inventory_path)],
-                              capture_output=True, text=True, timeout=900, check=False)
+    restored = run_napilab("restore", "-i", str(vm_clean.inventory_path), timeout=900)
     assert restored.returncode == 0, restored.stdout + restored.stderr
     assert "restored 1 setting(s)" in restored.stdout and "kernel=7.2" in restored.stdout
     assert guest(vm_clean, "b", IDENTITY).stdout == own  # its own kernel and command line

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,8 @@ from napilab.harness.errors import HostError
 from napilab.harness.hosts.settings import HostSettings
 from napilab.harness.knobs.kinds.napi import NETDEV_NL
 from napilab.harness.lab.vmbed import VmTestbed
+from tests.cli import run_napilab
 from tests.integration.vm.conftest import (
-    NAPILAB,
     guest,
     kill_run_when,
     leftovers,
@@ -129,9 +128,8 @@ def steered_run(bed: VmTestbed, profile: Path, out: Path, *, queue: int,
     """Run a profile whose flow reaches guest a's data0; its report says `queue` received
     it (ARP aside, >= 99%), counted by `source` (qstats: "", the driver's `ethtool -S`:
     " (ethtool -S)"). The report, for the test's other checks."""
-    done = subprocess.run([NAPILAB, "run", str(profile), "-i", str(bed.inventory_path),
-                           "-o", str(out), "--format", "json"],
-                          capture_output=True, text=True, timeout=600, check=False)
+    done = run_napilab("run", str(profile), "-i", str(bed.inventory_path),
+                       "-o", str(out), "--format", "json", timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     report: dict[str, Any] = json.loads(next(out.glob("*/*/report.json")).read_text())
     (line,) = report["queues"]
@@ -236,8 +234,7 @@ def test_a_second_driver_per_queue_and_restored_after_sigkill(tmp_path: Path,
     assert "0:      1     1     1     1" in table, during  # every entry on queue 1
     assert "queues/rx-0 rps 0\n" in during and "queues/rx-1 rps 1\n" in during
     assert guest(vm_clean, "a", A_STATE).stdout != before
-    restored = subprocess.run([NAPILAB, "restore", "-i", str(vm_clean.inventory_path)],
-                              capture_output=True, text=True, timeout=300, check=False)
+    restored = run_napilab("restore", "-i", str(vm_clean.inventory_path))
     assert restored.returncode == 0, restored.stdout + restored.stderr
     assert "a: restored" in restored.stdout, restored.stdout
     assert guest(vm_clean, "a", A_STATE).stdout == before

@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -25,8 +24,9 @@ from napilab.harness.lab.vmbed import VmTestbed
 from napilab.harness.profile.plan import bind
 from napilab.harness.profile.profile import load_profile
 from napilab.reports.ab.compare import load_run
+from tests.cli import run_napilab, start_napilab
 from tests.conftest import ROOT
-from tests.integration.vm.conftest import NAPILAB, guest, kill_run_when, leftovers, session_on
+from tests.integration.vm.conftest import guest, kill_run_when, leftovers, session_on
 from tests.integration.vm.test_vm_knobs import STATE
 
 PROFILE = """\
@@ -57,11 +57,6 @@ repeat: 1
 """
 
 
-def run(args: list[str], timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([NAPILAB, *args], capture_output=True, text=True, timeout=timeout,
-                          check=False)
-
-
 def state(bed: VmTestbed) -> str:
     return guest(bed, "b", STATE).stdout
 
@@ -81,8 +76,8 @@ def test_a_run_sets_device_knobs_and_reads_device_lines(tmp_path: Path,
     profile = tmp_path / "p.yaml"
     profile.write_text(PROFILE.replace("variants:\n", COUNTERS + "variants:\n", 1))
     before = state(vm_clean)
-    done = run(["run", str(profile), "-i", str(vm_clean.inventory_path), "-o",
-                str(tmp_path / "r"), "--format", "text"])
+    done = run_napilab("run", str(profile), "-i", str(vm_clean.inventory_path), "-o",
+                       str(tmp_path / "r"), "--format", "text", timeout=900)
     assert done.returncode == 0, done.stderr
     run_dir = next((tmp_path / "r" / "vm-device").iterdir())
     manifest = json.loads((run_dir / "manifest.json").read_text())
@@ -158,7 +153,7 @@ def test_sigkill_mid_run_then_restore(tmp_path: Path, vm_clean: VmTestbed) -> No
     assert any(n.startswith("journal-") for n in left) and any(
         n.startswith("lock-") for n in left), left
     assert state(vm_clean) != before
-    restored = run(["restore", "-i", str(vm_clean.inventory_path)])
+    restored = run_napilab("restore", "-i", str(vm_clean.inventory_path), timeout=900)
     assert restored.returncode == 0, restored.stdout + restored.stderr
     assert "b: restored" in restored.stdout and "removed the stale lock" in restored.stdout
     assert state(vm_clean) == before
@@ -192,7 +187,8 @@ def test_seed_settings_apply_read_back_and_restore(shipped: str, names: dict[str
     inventory = lab_inventory(vm_clean, tmp_path, names)
     plan = bind(load_profile(ROOT / "profiles" / shipped), load_inventory(inventory))
     before = state(vm_clean)
-    check = json.loads(run(["hosts", "check", "-i", str(inventory), "--json"]).stdout)
+    check = json.loads(run_napilab("hosts", "check", "-i", str(inventory), "--json",
+                                   timeout=900).stdout)
     sut = next(r for r in check if r["host"] == "sut")
     assert sut["per_napi_netlink"].startswith("2 NAPI(s)") and sut["queues"]
     kinds: set[str] = set()
@@ -236,8 +232,8 @@ def test_seed_000_runs_with_neper(tmp_path: Path, vm_clean: VmTestbed) -> None:
                      "server": {"wrapper": wrapper}},
         "repeat": 1, "cooldown": 0}))
     before = state(vm_clean)
-    done = run(["run", str(profile), "-i", str(inventory), "-o", str(tmp_path / "r"),
-                "--format", "text"])
+    done = run_napilab("run", str(profile), "-i", str(inventory), "-o", str(tmp_path / "r"),
+                       "--format", "text", timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     run_dir = next((tmp_path / "r" / "seed-000-threaded-busypoll").iterdir())
     rows = pd.read_parquet(run_dir / "samples.parquet")
@@ -270,9 +266,8 @@ def test_a_guest_that_drops_mid_trial_is_booted_again_and_the_trial_run_again(
     profile.write_text(PROFILE.replace("duration: 3", "duration: 5"))
     before = state(vm_clean)
     out = tmp_path / "r"
-    proc = subprocess.Popen([NAPILAB, "run", str(profile), "-i", str(vm_clean.inventory_path),
-                             "-o", str(out), "--format", ""], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = start_napilab("run", str(profile), "-i", str(vm_clean.inventory_path), "-o",
+                         str(out), "--format", "", start_new_session=True)
     try:
         deadline = time.time() + 300
         while not guest(vm_clean, "a", "pgrep -x ping || true").stdout.strip():

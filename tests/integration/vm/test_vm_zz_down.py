@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from napilab.harness.lab.vmbed import VmTestbed
-from tests.integration.vm.conftest import NAPILAB
+from tests.cli import run_napilab
 
 
 def test_down_leaves_nothing(vm_bed: VmTestbed) -> None:
@@ -18,8 +18,8 @@ def test_down_leaves_nothing(vm_bed: VmTestbed) -> None:
                                   check=True).stdout
     prefix = vm_bed.prefix  # this worker's (tests/conftest.py)
     assert f"{prefix}-va" in links_before and f"{prefix}-vb" in links_before
-    subprocess.run([NAPILAB, "testbed", "down"], check=True, timeout=120,
-                   capture_output=True)  # the user's testbed (none here): a no-op
+    # the user's testbed (none here): a no-op
+    run_napilab("testbed", "down", timeout=120, check=True)
     vm_bed.down()
     assert not vm_bed.state.exists() and not Path(f"/run/{prefix}-vm").exists()
     assert vm_bed.stray_processes() == []
