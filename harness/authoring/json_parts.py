@@ -11,8 +11,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from napilab.harness.grammar import cpus
 from napilab.harness.knobs import values
-from napilab.harness.profile import cpus
 
 Schema = dict[str, Any]
 PLACEHOLDER: Schema = {"type": "string", "pattern": r"\$\{[A-Za-z_][A-Za-z0-9_]*\}"}

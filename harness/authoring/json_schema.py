@@ -10,7 +10,7 @@ compile, placeholders that resolve); the schema is what an editor can check as y
 Any string value may hold a matrix placeholder `${name}`, so every leaf also accepts one.
 
 Every top-level key, variant key and knob kind carries its hover text (`description`)
-from the same definitions: harness.profile.keys (PROFILE_KEY_HELP, VARIANT_KEY_HELP) and
+from the same definitions: harness.grammar.keys (PROFILE_KEY_HELP, VARIANT_KEY_HELP) and
 each knob kind's docstring; each tool argument its ArgSpec help. A block used in several
 places (a tool's arguments, a typed value) is one `$defs` entry and `$ref`s to it.
 """
@@ -36,12 +36,13 @@ from napilab.harness.authoring.json_parts import (
     summary,
 )
 from napilab.harness.authoring.json_parts import regex as _regex
+from napilab.harness.grammar import keys
+from napilab.harness.grammar.schema import Number
 from napilab.harness.inventory import ansible as inventory_ansible
 from napilab.harness.inventory import inventory
 from napilab.harness.knobs import registry, values
 from napilab.harness.knobs.kind import Kind
-from napilab.harness.profile import kernel, keys, load, matrix, names, profile, sections, tune
-from napilab.harness.profile.schema import Number
+from napilab.harness.profile import kernel, load, matrix, names, profile, sections, tune
 from napilab.runners.collectors import netstat
 from napilab.runners.registry import COLLECTORS, TOOLS
 from napilab.runners.workloads.workload import ArgSpec

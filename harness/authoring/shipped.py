@@ -87,7 +87,7 @@ def profile_names() -> list[str]:
 
 
 def _unknown(what: str, name: str, known: list[str]) -> InputError:
-    from napilab.harness.profile.schema import suggest
+    from napilab.harness.grammar.schema import suggest
 
     return InputError(f"{name!r} is not a shipped {what}: napilab has {', '.join(known)}"
                       + suggest(name, known))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from napilab.harness.authoring import shipped
-from napilab.harness.profile import cpus
+from napilab.harness.grammar import cpus
 
 # (tool, what the client needs, what the server needs): the first both hosts have wins.
 TOOL_PREFERENCE = (

@@ -13,8 +13,8 @@ TRANSPORTS = ("ssh", "local")
 
 
 def _suggest(word: str, choices: Iterable[str]) -> str:
-    # harness.profile.schema imports the YAML loader: only a wrong value needs it
-    from napilab.harness.profile.schema import suggest
+    # harness.grammar.schema imports the YAML loader: only a wrong value needs it
+    from napilab.harness.grammar.schema import suggest
 
     return suggest(word, choices)
 

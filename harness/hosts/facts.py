@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from napilab.harness.grammar import cpus
 from napilab.harness.knobs.backend import read_present
-from napilab.harness.profile import cpus
 from napilab.harness.store.manifest import TCG
 from napilab.harness.transport.transport import Transport
 from napilab.runners import registry

@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from napilab.harness.errors import InputError, Location, Problem
+from napilab.harness.grammar.schema import Checker, join, suggest
+from napilab.harness.grammar.yamlsrc import Node, load_file
 from napilab.harness.inventory.formats import Entities, expand_range, host_pattern
-from napilab.harness.profile.schema import Checker, join, suggest
-from napilab.harness.profile.yamlsrc import Node, load_file
 
 # Each napilab host key from the last of its Ansible names that is set, as Ansible's ssh
 # connection plugin reads its options (ansible_ssh_host over ansible_host).

@@ -26,25 +26,12 @@ import warnings
 from dataclasses import dataclass, field
 
 from napilab.harness.errors import Location
-from napilab.harness.profile.schema import Checker
-from napilab.harness.profile.yamlsrc import Node, Seq
+from napilab.harness.grammar.keys import INI_SECTION
+from napilab.harness.grammar.schema import Checker
+from napilab.harness.grammar.yamlsrc import Node, Seq
 
-_SECTION = re.compile(r"^\[([^:\]\s]+)(?::(\w+))?\]\s*(?:#.*)?$")
 _GROUP_NAME = re.compile(r"^([^:\]\s]+)\s*(?:#.*)?$")
-_PATTERN = r"(?:[A-Za-z0-9_.-]|\[[^\]\s]*\])+"  # a host name with its [x:y] ranges
-_HOST_LINE = re.compile(rf"^{_PATTERN}(?::\d+)?(?:\s+[A-Za-z_]\w*=\S*)*\s*(?:#.*)?$")
 _WITH_PORT = re.compile(r"((?:[^:\[\]]|\[[^\]]*\])+):(\d+)")
-
-
-def looks_like_ini(text: str) -> bool:
-    """The first line that is not blank or a comment is an INI section or host line."""
-    for line in text.splitlines():
-        stripped = line.strip()
-        if not stripped or stripped.startswith(("#", ";")):
-            continue
-        return bool((_SECTION.match(stripped) and "," not in stripped)
-                    or (_HOST_LINE.match(stripped) and not stripped.startswith("[")))
-    return False
 
 
 @dataclass
@@ -266,7 +253,7 @@ class _IniReader:
 
     def line(self, stripped: str, line: str, where: Location) -> None:
         check, inventory, current = self.check, self.inventory, self.current
-        section = _SECTION.match(stripped)
+        section = INI_SECTION.match(stripped)
         if section:
             self.section(section[1], section[2] or "hosts", where)
         elif stripped.startswith("[") and stripped.endswith("]"):

@@ -30,17 +30,17 @@ from pathlib import Path
 from typing import Any
 
 from napilab.harness.errors import InputError
+from napilab.harness.grammar import keys
+from napilab.harness.grammar.keys import looks_like_ini
+from napilab.harness.grammar.schema import Checker, Number, join
+from napilab.harness.grammar.yamlsrc import Node, load_text, read_file
 from napilab.harness.inventory.ansible import GroupVars, ansible_hosts, read_yaml, relocate, resolve
 from napilab.harness.inventory.formats import (
     Entities,
     from_list_json,
     is_list_json,
-    looks_like_ini,
     parse_ini,
 )
-from napilab.harness.profile import keys
-from napilab.harness.profile.schema import Checker, Number, join
-from napilab.harness.profile.yamlsrc import Node, load_text, read_file
 
 TRANSPORTS = ("ssh", "local")
 HOST_KEY_POLICIES = ("reject", "accept-new")

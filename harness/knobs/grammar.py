@@ -8,10 +8,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from napilab.harness.errors import Written
+from napilab.harness.grammar.schema import Checker, join
+from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs import values
 from napilab.harness.profile.matrix import unresolved
-from napilab.harness.profile.schema import Checker, join
-from napilab.harness.profile.yamlsrc import Node
 from napilab.runners.base import PLACEHOLDER
 
 

@@ -28,8 +28,8 @@ from napilab.harness.knobs.backend import Backend, FileBackend
 from napilab.harness.knobs.values import spaces
 
 if TYPE_CHECKING:
-    from napilab.harness.profile.schema import Checker
-    from napilab.harness.profile.yamlsrc import Node
+    from napilab.harness.grammar.schema import Checker
+    from napilab.harness.grammar.yamlsrc import Node
     from napilab.harness.transport.transport import Transport
 
 T = TypeVar("T")

@@ -29,11 +29,11 @@ from dataclasses import dataclass
 
 from napilab.harness.authoring import json_parts as js
 from napilab.harness.errors import Written
+from napilab.harness.grammar import cpus
+from napilab.harness.grammar.schema import Checker, join
+from napilab.harness.grammar.yamlsrc import Node, Seq
 from napilab.harness.knobs import grammar, values
-from napilab.harness.profile import cpus
 from napilab.harness.profile.matrix import unresolved
-from napilab.harness.profile.schema import Checker, join
-from napilab.harness.profile.yamlsrc import Node, Seq
 
 SPREAD_WORDS = ("local", "all")
 PLACEMENTS = ("cpus", "spread", "map")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from napilab.harness.profile import cpus
+from napilab.harness.grammar import cpus
 
 IFACE = re.compile(r"[A-Za-z0-9_.:@-]{1,15}")
 SYSCTL = re.compile(r"[a-z0-9_]+(\.[A-Za-z0-9_-]+)+")

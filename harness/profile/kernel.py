@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from napilab.harness.errors import Written
-from napilab.harness.profile.schema import Checker, join
+from napilab.harness.grammar.schema import Checker, join
+from napilab.harness.grammar.yamlsrc import Node, Seq
 from napilab.harness.profile.setup import known_roles
-from napilab.harness.profile.yamlsrc import Node, Seq
 
 KERNEL_KEYS = ("image", "append")
 BOOT_MODES = ("per-kernel", "per-trial")

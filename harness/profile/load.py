@@ -28,8 +28,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from napilab.harness.profile.schema import Checker, join, type_name
-from napilab.harness.profile.yamlsrc import Node, Seq
+from napilab.harness.grammar.schema import Checker, join, type_name
+from napilab.harness.grammar.yamlsrc import Node, Seq
 from napilab.runners.workloads.workload import ArgValue, LoadAxis
 
 LOAD_KEYS = ("rates", "tolerance", "knee", "slo", "metric", "max_regression", "unit",

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from napilab.harness.errors import InputError, Location, Problem
-from napilab.harness.profile import keys
-from napilab.harness.profile.yamlsrc import Node, Seq
+from napilab.harness.grammar import keys
+from napilab.harness.grammar.yamlsrc import Node, Seq
 
 LIST_EDITS = ("after", "at")  # a variant's edit of a list it inherits (docs/profiles.md)
 

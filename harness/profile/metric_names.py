@@ -17,8 +17,8 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from napilab.harness.errors import Location
-from napilab.harness.profile.schema import Checker, join, suggest
-from napilab.harness.profile.yamlsrc import Node, Seq
+from napilab.harness.grammar.schema import Checker, join, suggest
+from napilab.harness.grammar.yamlsrc import Node, Seq
 from napilab.runners.registry import headline, metric_patterns
 
 UNCHECKED = ("cpu", "pooled")  # derived from proc_stat by the report; pooled rows

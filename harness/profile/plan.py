@@ -9,13 +9,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from napilab.harness.errors import InputError, NapilabError, Problem, Written
+from napilab.harness.grammar import cpus
+from napilab.harness.grammar.schema import suggest
 from napilab.harness.inventory.inventory import Host, Inventory
 from napilab.harness.knobs import registry
 from napilab.harness.knobs.kind import Setting
-from napilab.harness.profile import cpus
 from napilab.harness.profile.kernel import KernelSpec
 from napilab.harness.profile.profile import Profile, Trial, Variant
-from napilab.harness.profile.schema import suggest
 from napilab.harness.profile.sections import CollectSpec, ProcessSpec, WorkloadSpec
 from napilab.runners.base import PLACEHOLDER, fill
 

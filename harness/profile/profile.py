@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from napilab.harness.errors import Location
+from napilab.harness.grammar import keys
+from napilab.harness.grammar.schema import Checker, Number, join, suggest, type_name
+from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs.kind import Setting
 from napilab.harness.knobs.values import KnobValueError, check_iface
-from napilab.harness.profile import keys
 from napilab.harness.profile.kernel import BOOT_MODES, KernelSpec, parse_kernel
 from napilab.harness.profile.load import (
     RATE_PARAMETER,
@@ -54,7 +56,6 @@ from napilab.harness.profile.merge import (
 )
 from napilab.harness.profile.metric_names import check_metric_names, sources_of
 from napilab.harness.profile.names import unsafe
-from napilab.harness.profile.schema import Checker, Number, join, suggest, type_name
 from napilab.harness.profile.scope import Scope
 from napilab.harness.profile.sections import (
     CollectSpec,
@@ -67,7 +68,6 @@ from napilab.harness.profile.sections import (
 )
 from napilab.harness.profile.setup import parse_setup
 from napilab.harness.profile.tune import Tune, Tuning, parse_tune
-from napilab.harness.profile.yamlsrc import Node
 from napilab.runners.base import PLACEHOLDER
 from napilab.runners.registry import TOOLS
 from napilab.runners.workloads.workload import MASTER, several_clients

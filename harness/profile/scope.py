@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from napilab.harness.errors import Location, Problem, Written
-from napilab.harness.profile.yamlsrc import Node, Seq
+from napilab.harness.grammar.yamlsrc import Node, Seq
 
 V = TypeVar("V")  # a harness.profile.profile.Variant (which imports this module)
 

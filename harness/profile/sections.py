@@ -13,11 +13,11 @@ from typing import Any
 
 from napilab.harness import redact
 from napilab.harness.errors import Written
+from napilab.harness.grammar import cpus
+from napilab.harness.grammar.schema import Checker, Number, join, suggest, type_name
+from napilab.harness.grammar.yamlsrc import Node, Seq
 from napilab.harness.knobs import values
-from napilab.harness.profile import cpus
 from napilab.harness.profile.matrix import unresolved
-from napilab.harness.profile.schema import Checker, Number, join, suggest, type_name
-from napilab.harness.profile.yamlsrc import Node, Seq
 from napilab.runners.base import PLACEHOLDER
 from napilab.runners.collectors import netstat
 from napilab.runners.registry import COLLECTORS, TOOLS

@@ -13,10 +13,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from napilab.harness.errors import Problem
+from napilab.harness.grammar.schema import Checker, join, suggest
+from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs import registry
 from napilab.harness.knobs.kind import Kind, Setting
-from napilab.harness.profile.schema import Checker, join, suggest
-from napilab.harness.profile.yamlsrc import Node
 
 
 def known_roles(check: Checker, node: Node, path: str, roles: Mapping[str, Any]

@@ -36,9 +36,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from napilab.harness.grammar.schema import Checker, join, suggest, type_name
+from napilab.harness.grammar.yamlsrc import Node, Seq
 from napilab.harness.profile.matrix import RESERVED, substitute_string, substitute_text
-from napilab.harness.profile.schema import Checker, join, suggest, type_name
-from napilab.harness.profile.yamlsrc import Node, Seq
 
 TUNE_KEYS = ("variant", "parameters", "goal", "budget", "duration", "confirm", "sampler",
              "seed", "guard")

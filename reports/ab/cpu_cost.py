@@ -40,7 +40,7 @@ from typing import Any
 
 import pandas as pd
 
-from napilab.harness.profile.cpus import CpuListError, parse_list
+from napilab.harness.grammar.cpus import CpuListError, parse_list
 from napilab.harness.store.manifest import Manifest
 
 SOURCE = "cpu"

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from napilab.harness import redact
 from napilab.harness.errors import HostError
+from napilab.harness.grammar import cpus
 from napilab.harness.knobs import registry
 from napilab.harness.knobs.change import Change
-from napilab.harness.profile import cpus
 from napilab.harness.store.manifest import TCG, Manifest
 from napilab.reports.ab import queue_traffic
 from napilab.reports.ab.compare import RunData, column_of

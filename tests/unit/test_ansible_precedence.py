@@ -25,9 +25,9 @@ from typing import Any
 import pytest
 
 from napilab.harness.errors import InputError
+from napilab.harness.grammar.yamlsrc import Node, Seq
 from napilab.harness.inventory.formats import expand_range
 from napilab.harness.inventory.inventory import Host, load_inventory
-from napilab.harness.profile.yamlsrc import Node, Seq
 from tests.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]

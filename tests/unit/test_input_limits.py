@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from napilab.harness.errors import InputError, StorageError
+from napilab.harness.grammar import yamlsrc
 from napilab.harness.profile import profile as profile_mod
-from napilab.harness.profile import yamlsrc
 from napilab.harness.profile.profile import load_profile
 from napilab.harness.store.store import RunStore
 from tests.cli import run_cli

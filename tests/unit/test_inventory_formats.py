@@ -13,7 +13,8 @@ import paramiko
 import pytest
 
 from napilab.harness.errors import InputError
-from napilab.harness.inventory.formats import expand_range, looks_like_ini
+from napilab.harness.grammar.keys import looks_like_ini
+from napilab.harness.inventory.formats import expand_range
 from napilab.harness.inventory.inventory import Host, load_inventory
 from napilab.harness.transport import ssh_config as sshconfig
 from tests.cli import run_cli

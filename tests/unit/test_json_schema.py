@@ -27,8 +27,8 @@ from napilab.harness.authoring.json_schema import (
     schema_text,
 )
 from napilab.harness.errors import InputError
+from napilab.harness.grammar import keys
 from napilab.harness.knobs import registry
-from napilab.harness.profile import keys
 from napilab.harness.profile.profile import load_profile
 from napilab.runners.registry import TOOLS
 from tests.cli import run_cli
@@ -161,7 +161,7 @@ def test_napilab_schema_prints_it(capsys: pytest.CaptureFixture[str], tmp_path: 
 
 def test_every_key_and_knob_kind_has_its_hover_text() -> None:
     """Editors show `description`: each top-level and variant key's is its line in
-    harness.profile.keys, each `setup` knob kind's the first paragraph of its
+    harness.grammar.keys, each `setup` knob kind's the first paragraph of its
     docstring, which opens with the key's grammar."""
     schema = profile_schema()
     top = schema["properties"]

@@ -12,6 +12,8 @@ import pytest
 from napilab.harness.authoring.json_schema import profile_schema
 from napilab.harness.engine.plan_render import plan_json, plan_text
 from napilab.harness.errors import InputError, SettingMismatch
+from napilab.harness.grammar.schema import Checker
+from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.hosts.session import HostSession
 from napilab.harness.hosts.settings import HostSettings
 from napilab.harness.inventory.inventory import load_inventory
@@ -19,8 +21,6 @@ from napilab.harness.knobs import grammar, registry, values
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Setting
 from napilab.harness.profile.plan import Plan, bind
 from napilab.harness.profile.profile import load_profile
-from napilab.harness.profile.schema import Checker
-from napilab.harness.profile.yamlsrc import Node
 from tests.fakes import FakeHost, FakeTransport
 
 PROFILE = """\

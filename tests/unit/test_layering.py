@@ -29,7 +29,8 @@ def test_every_module_is_found() -> None:
     assert counts["harness"] >= 50 and counts["runners"] >= 20 and counts["reports"] >= 29, counts
     for path in modules().values():
         assert (path.parent / "__init__.py").exists(), f"{path.parent} is not a package"
-    for package in ("harness.cli", "harness.profile", "harness.inventory", "harness.authoring",
+    for package in ("harness.cli", "harness.grammar", "harness.profile", "harness.inventory",
+                    "harness.authoring",
                     "harness.knobs", "harness.knobs.kinds",
                     "harness.transport", "harness.hosts",
                     "harness.engine", "harness.store", "harness.stats", "runners.collectors",
@@ -59,6 +60,18 @@ def test_knob_kinds_never_import_hosts_or_transport() -> None:
     assert len(kinds) >= 10
     for name, path in kinds.items():
         bad = {n for n in imports(path, runtime=True) if within(n, *HOST_SIDE)}
+        assert not bad, f"{name} imports {bad}"
+
+
+def test_the_grammar_imports_only_errors_and_redact() -> None:
+    """harness.grammar sits below profile, inventory, knobs and authoring: nothing of
+    napilab but harness.errors, harness.redact and itself."""
+    found = modules("harness.grammar")
+    assert len(found) == 5  # the package and its four modules
+    allowed = ("harness.errors", "harness.redact", "harness.grammar")
+    for name, path in found.items():
+        bad = {n for n in imports(path) if within(n, "harness", "runners", "reports")
+               and not within(n, *allowed)}
         assert not bad, f"{name} imports {bad}"
 
 

@@ -7,12 +7,12 @@ import json
 import pytest
 
 from napilab.harness.errors import HostError, SettingMismatch
+from napilab.harness.grammar import cpus
 from napilab.harness.hosts.session import HostSession
 from napilab.harness.hosts.settings import HostSettings
 from napilab.harness.knobs import values
 from napilab.harness.knobs.kind import Setting
 from napilab.harness.knobs.kinds import netdev
-from napilab.harness.profile import cpus
 from tests.fakes import FakeHost, FakeTransport
 
 NET = "/sys/class/net/eth0"

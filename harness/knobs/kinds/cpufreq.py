@@ -23,12 +23,12 @@ from dataclasses import dataclass
 
 from napilab.harness.authoring import json_parts as js
 from napilab.harness.errors import HostError
+from napilab.harness.grammar import cpus
+from napilab.harness.grammar.schema import Checker, join
+from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs import grammar, values
 from napilab.harness.knobs.backend import read_files
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Session, Setting
-from napilab.harness.profile import cpus
-from napilab.harness.profile.schema import Checker, join
-from napilab.harness.profile.yamlsrc import Node
 
 CPU = "/sys/devices/system/cpu"
 CPUFREQ = f"{CPU}/cpufreq"

@@ -13,11 +13,11 @@ offline) lacks the file and the apply fails before any write, naming it.
 from __future__ import annotations
 
 from napilab.harness.authoring import json_parts as js
+from napilab.harness.grammar import cpus
+from napilab.harness.grammar.schema import Checker
+from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs import grammar, values
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Setting
-from napilab.harness.profile import cpus
-from napilab.harness.profile.schema import Checker
-from napilab.harness.profile.yamlsrc import Node
 
 CPU = "/sys/devices/system/cpu"
 NAMES = {"performance": 0, "balance-performance": 4, "normal": 6, "balance-power": 8,

@@ -13,14 +13,14 @@ from collections.abc import Callable, Sequence
 
 from napilab.harness.authoring import json_parts as js
 from napilab.harness.errors import HostError
+from napilab.harness.grammar.schema import Checker, join
+from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs import grammar
 from napilab.harness.knobs.backend import Backend, Command
 from napilab.harness.knobs.kind import ORIGINAL, Item, Kind, Lookup, Setting, Verdict
 from napilab.harness.knobs.kinds import ethtool_grammar as eg
 from napilab.harness.knobs.kinds import ethtool_show as show
 from napilab.harness.knobs.kinds.ethtool_ntuple import NtupleRules, rules_of, same_rules
-from napilab.harness.profile.schema import Checker, join
-from napilab.harness.profile.yamlsrc import Node
 from napilab.runners.base import ParseError
 
 GROUPS = ("coalesce", "channels", "features", "rings", "rss", "ntuple", "priv-flags")

@@ -10,9 +10,9 @@ import re
 from typing import Any
 
 from napilab.harness.authoring import json_parts as js
+from napilab.harness.grammar.schema import Checker, join
+from napilab.harness.grammar.yamlsrc import Node, Seq
 from napilab.harness.knobs.kinds import ethtool_show as show
-from napilab.harness.profile.schema import Checker, join
-from napilab.harness.profile.yamlsrc import Node, Seq
 
 SWITCH = {True: "on", False: "off", "on": "on", "off": "off"}
 # -G's settings: a ring size (an integer) or a switch

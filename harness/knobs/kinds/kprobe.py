@@ -9,10 +9,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Self
 
 from napilab.harness.errors import HostError
+from napilab.harness.grammar.schema import Checker
+from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs.backend import Backend, Command, Unavailable
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Setting, two_state_original
-from napilab.harness.profile.schema import Checker
-from napilab.harness.profile.yamlsrc import Node
 from napilab.runners.collectors.kprobes import event_name
 
 STATES = ("present", "absent")

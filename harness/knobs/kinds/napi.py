@@ -15,11 +15,11 @@ from typing import Any, Self
 
 from napilab.harness.authoring import json_parts as js
 from napilab.harness.errors import HostError, NapilabError
+from napilab.harness.grammar.schema import Checker, join, suggest
+from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs import grammar, per_queue, values
 from napilab.harness.knobs.backend import Backend, Command, Gone, read_files
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Session, Setting
-from napilab.harness.profile.schema import Checker, join, suggest
-from napilab.harness.profile.yamlsrc import Node
 
 NETDEV_NL = resources.files("napilab.harness.knobs.kinds").joinpath("hostscripts/netdev_nl.py")
 

@@ -10,11 +10,11 @@ from typing import ClassVar
 
 from napilab.harness.authoring import json_parts as js
 from napilab.harness.errors import CommandError, HostError
+from napilab.harness.grammar.schema import Checker, join
+from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs import grammar, per_queue, values
 from napilab.harness.knobs.backend import Backend, Command, Gone, reason
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Session, Setting
-from napilab.harness.profile.schema import Checker, join
-from napilab.harness.profile.yamlsrc import Node
 
 POLICIES = ("fifo", "rr", "other", "batch", "idle")
 KEYS = ("cpus", "policy", "priority")

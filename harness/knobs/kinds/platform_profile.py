@@ -14,10 +14,10 @@ import re
 
 from napilab.harness.authoring import json_parts as js
 from napilab.harness.errors import HostError
+from napilab.harness.grammar.schema import Checker
+from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs.backend import read_files
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Session, Setting
-from napilab.harness.profile.schema import Checker
-from napilab.harness.profile.yamlsrc import Node
 
 PROFILE = "/sys/firmware/acpi/platform_profile"
 CHOICES = "/sys/firmware/acpi/platform_profile_choices"

@@ -13,11 +13,11 @@ from __future__ import annotations
 import re
 
 from napilab.harness.errors import HostError, NapilabError
+from napilab.harness.grammar import cpus
 from napilab.harness.knobs import per_queue
 from napilab.harness.knobs.backend import read_files
 from napilab.harness.knobs.kind import Lookup, Session
 from napilab.harness.knobs.kinds.napi import NapiBackend, ifindex, queue_napis
-from napilab.harness.profile import cpus
 
 # the queue index at the end of an IRQ's name, after a word that says it is a queue's
 QUEUE_IRQ = re.compile(r"(?:input|output|rx|tx|txrx|rxtx|combined|comp|queue|q)"

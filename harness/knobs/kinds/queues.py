@@ -13,11 +13,11 @@ from typing import ClassVar
 
 from napilab.harness.authoring import json_parts as js
 from napilab.harness.errors import HostError
+from napilab.harness.grammar import cpus
+from napilab.harness.grammar.schema import Checker, join
+from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs import grammar, per_queue, values
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Session, Setting
-from napilab.harness.profile import cpus
-from napilab.harness.profile.schema import Checker, join
-from napilab.harness.profile.yamlsrc import Node
 
 PLAN_QUEUES = ["rx-*", "tx-*"]  # `napilab plan`: every queue of a direction
 QUEUE_KEYS = {"rps": ("cpus", "queues", "flow_cnt", "spread", "map"),

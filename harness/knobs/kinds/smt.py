@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from napilab.harness.authoring import json_parts as js
 from napilab.harness.errors import HostError
+from napilab.harness.grammar.schema import Checker
+from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs.backend import read_files
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Session, Setting, two_state_original
-from napilab.harness.profile.schema import Checker
-from napilab.harness.profile.yamlsrc import Node
 
 CONTROL = "/sys/devices/system/cpu/smt/control"
 STATES = ("on", "off")

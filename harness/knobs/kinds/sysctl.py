@@ -16,10 +16,10 @@ from __future__ import annotations
 import re
 
 from napilab.harness.authoring import json_parts as js
+from napilab.harness.grammar.schema import Checker, join
+from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs import grammar, values
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Setting
-from napilab.harness.profile.schema import Checker, join
-from napilab.harness.profile.yamlsrc import Node
 
 # What `napilab hosts check` shows for every host.
 PROBED = ("net.core.busy_poll", "net.core.busy_read", "net.core.skb_defer_max",

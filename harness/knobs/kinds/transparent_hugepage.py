@@ -15,12 +15,12 @@ import re
 from collections.abc import Sequence
 
 from napilab.harness.authoring import json_parts as js
+from napilab.harness.grammar.schema import Checker
+from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs import grammar
 from napilab.harness.knobs.backend import FileBackend
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Setting
 from napilab.harness.knobs.values import spaces
-from napilab.harness.profile.schema import Checker
-from napilab.harness.profile.yamlsrc import Node
 
 DIRECTORY = "/sys/kernel/mm/transparent_hugepage"
 MODES = {

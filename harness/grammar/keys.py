@@ -4,11 +4,12 @@ wrong kind gets one sentence, not an error for every key."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 from napilab.harness.errors import InputError, Location, Problem
-from napilab.harness.profile.yamlsrc import load_file, read_file
+from napilab.harness.grammar.yamlsrc import load_file, read_file
 
 # A profile's keys, each with the line an editor shows for it (the JSON Schema's
 # description, harness.authoring.json_schema); docs/profiles.md has each with an example.
@@ -84,6 +85,22 @@ _HOST_ONLY = tuple(k for k in HOST_KEYS if k not in ROLE_KEYS)
 _ANSIBLE = ("all", "_meta", "ungrouped")  # Ansible YAML inventories, --list JSON
 
 
+INI_SECTION = re.compile(r"^\[([^:\]\s]+)(?::(\w+))?\]\s*(?:#.*)?$")
+_PATTERN = r"(?:[A-Za-z0-9_.-]|\[[^\]\s]*\])+"  # a host name with its [x:y] ranges
+_HOST_LINE = re.compile(rf"^{_PATTERN}(?::\d+)?(?:\s+[A-Za-z_]\w*=\S*)*\s*(?:#.*)?$")
+
+
+def looks_like_ini(text: str) -> bool:
+    """The first line that is not blank or a comment is an INI section or host line."""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith(("#", ";")):
+            continue
+        return bool((INI_SECTION.match(stripped) and "," not in stripped)
+                    or (_HOST_LINE.match(stripped) and not stripped.startswith("[")))
+    return False
+
+
 def _inventory_signs(data: dict[str, Any]) -> list[str]:
     """The keys that make DATA an inventory: `transport:`, `all:`, `hosts.X.address`."""
     signs = [f"{k}:" for k in (*_INVENTORY_ONLY, *_ANSIBLE) if k in data]
@@ -126,7 +143,6 @@ def _refuse(path: str, where: Location | None, sentence: str) -> None:
 def load_profile_document(path: Path) -> Any:
     """The file's YAML; an inventory (napilab's, Ansible's YAML, INI or --list JSON)
     given as a profile is one sentence."""
-    from napilab.harness.inventory.formats import looks_like_ini
 
     try:
         document = load_file(path)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from napilab.harness.errors import InputError, Location, Problem
-from napilab.harness.profile.yamlsrc import Node, Seq
+from napilab.harness.grammar.yamlsrc import Node, Seq
 
 T = TypeVar("T")
 
