@@ -193,6 +193,8 @@ def check(run_dir: str, baseline: str, limits: tuple[str, ...], intended: tuple[
         if run.manifest.status != "complete":
             _warn(f"{label} {run.directory} is {run.manifest.status}: judged on its "
                   "completed trials only")
+    for _, why in reference.damaged:
+        _warn(f"left out of the reference, damaged: {why}")
     for difference in report.confounders.confounders:
         _warn(f"runs differ: {difference}")
     if report.status == "inconclusive":

@@ -39,6 +39,8 @@ _TRIAL_STRIDE = 1_000_000  # pooled trial numbers: run k's trial t becomes k*str
 class Reference:
     kind: str  # run | pinned | series
     runs: tuple[RunData, ...]  # newest first
+    # runs of the series left out because a file of theirs cannot be read: (dir, why)
+    damaged: tuple[tuple[str, str], ...] = ()
 
     @property
     def newest(self) -> RunData:
@@ -118,12 +120,16 @@ def find_reference(path: Path, candidate: RunData, *, intended: bool = False,
         pinned_run = load_run(pin)
         _same_digest(pinned_run, candidate, intended, "pinned baseline")
     found: list[RunData] = []
+    damaged: list[tuple[str, str]] = []
     other_digest = 0
     for manifest in sorted(profile_dir(path, name).glob("*/manifest.json")):
         try:
             run = load_run(manifest.parent)
-        except (InputError, StorageError):
-            continue  # not a run of this napilab, half written or damaged: no reference
+        except InputError:
+            continue  # not a run of this napilab, or half written: no reference
+        except StorageError as exc:  # damaged: no reference either, and said
+            damaged.append((str(manifest.parent), exc.message))
+            continue
         if (run.directory.resolve() == mine or run.manifest.status != "complete"
                 or run.manifest.profile.name != name
                 or run.manifest.run_id == candidate.manifest.run_id
@@ -137,14 +143,16 @@ def find_reference(path: Path, candidate: RunData, *, intended: bool = False,
     found.sort(key=lambda r: (_started(r), r.directory.name), reverse=True)
     found = found[:series_max - (pinned_run is not None)]
     if pinned_run is not None:
-        return Reference("pinned", (*found, pinned_run))
+        return Reference("pinned", (*found, pinned_run), tuple(damaged))
     if not found:
         why = (f"; {other_digest} ran a different profile digest (--intended profile uses "
                "them)" if other_digest else "")
+        if damaged:
+            why += f"; {len(damaged)} left out, damaged: {damaged[0][1]}"
         raise InputError(f"--baseline {path}: no complete run of profile {name!r} started "
                          f"before {candidate.directory}{why}",
                          hint="pass a run directory, or the results directory of earlier runs")
-    return Reference("series", tuple(found))
+    return Reference("series", tuple(found), tuple(damaged))
 
 
 def reference_column(ref: Reference, variant: str, name: str) -> Column:

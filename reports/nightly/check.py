@@ -369,7 +369,8 @@ def gate_doc(report: GateReport) -> dict[str, Any]:
         "baseline": {"dir": str(ref.newest.directory),
                      "run_id": ref.newest.manifest.run_id, "kind": ref.kind,
                      "runs": [{"dir": str(r.directory), "run_id": r.manifest.run_id}
-                              for r in ref.runs]},
+                              for r in ref.runs],
+                     "damaged": [{"dir": d, "error": why} for d, why in ref.damaged]},
         "counts": report.counts(), "family": report.family, "adjust": "holm",
         "repeat_needed": report.repeat_needed() if report.status == "inconclusive" else None,
         "confounders": [d.as_dict() for d in report.confounders.confounders],

@@ -103,3 +103,25 @@ def test_damage_inside_a_samples_file_is_one_line_naming_it(
                            first.parent.name)
     assert code == 1 and str(samples) in err and "cannot read" in err, err
     assert "Traceback" not in err and len(err.strip().splitlines()) <= 2
+
+
+def test_check_names_a_damaged_run_it_leaves_out_of_the_series(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`check --baseline RESULTS` left a night whose samples cannot be read out of the
+    series without a word; it still leaves it out, and says so (stderr and the JSON)."""
+    results = tmp_path / "results"
+    nights = [store_run(results, {"ping.rtt_avg": {"x": lognormal(20 + k, 5, 100, 0.01)}},
+                        profile="nightly", started=1000.0 + k, policies={"rtt_avg": {}})
+              for k in range(3)]
+    samples = nights[1] / "samples.parquet"
+    samples.write_bytes(samples.read_bytes()[:100])
+    candidate = store_run(results, {"ping.rtt_avg": {"x": lognormal(30, 5, 100, 0.01)}},
+                          profile="nightly", started=1010.0, policies={"rtt_avg": {}})
+    summary = tmp_path / "check.json"
+    done = run_cli(capsys, "check", str(candidate), "--baseline", str(results), "--json",
+                   str(summary))
+    assert done.code in (0, 5), done.err
+    assert f"left out of the reference, damaged: {samples}: cannot read" in done.err
+    baseline = json.loads(summary.read_text())["baseline"]
+    assert [d["dir"] for d in baseline["damaged"]] == [str(nights[1])]
+    assert len(baseline["runs"]) == 2
