@@ -13,8 +13,6 @@ the trial as before."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from napilab.harness.errors import NapilabError
 from napilab.harness.hosts.session import HostSession
 
@@ -48,9 +46,11 @@ def dropped(exc: NapilabError, sessions: dict[str, HostSession]) -> list[str]:
 
 def console(session: HostSession) -> str:
     """The last CONSOLE_TAIL bytes of the guest's console (every boot of it)."""
+    from napilab.harness.lab.vmbed import VmTestbed
+
     found = guest(session)
     assert found is not None
-    path = Path(found[0]) / found[1] / "console.log"
+    path = VmTestbed(state_dir=found[0]).console(found[1])
     try:
         with path.open("rb") as f:
             size = f.seek(0, 2)

@@ -218,6 +218,10 @@ class VmTestbed:
         self.boot(name, None, (), timeout)
         return True
 
+    def console(self, name: str) -> Path:
+        """Guest `name`'s console log (GuestSpec.console: every boot of it, appended)."""
+        return self.state / name / "console.log"
+
     def guest_kernel(self, name: str) -> dict[str, Any]:
         """The image and additions guest `name` was last started with, and its original."""
         entry = self._load()["guests"][name]

@@ -23,7 +23,8 @@ outcome, so it cannot be tuned into significance):
   arms are so small that Mann-Whitney cannot reach RANK_INTERVAL_ALPHA two-sided (3 vs 3,
   2 vs 5): its Moses interval would be -inf..+inf, and a counter that fell to 0 at
   repeat 2 would print "-100% (-inf..+inf%)", an interval that says nothing. The change
-  is the shift relative to the baseline median (scale "relative"), its interval Welch's.
+  is the difference of means relative to the baseline mean (scale "relative"), its
+  interval Welch's.
 - **Mann-Whitney U** ("mann-whitney") from RANK_TEST_MIN_N repetitions per arm, and
   below that when a value is <= 0 with a positive baseline median and the arms can reach
   RANK_INTERVAL_ALPHA (4 vs 4 and more). From

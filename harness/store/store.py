@@ -168,17 +168,14 @@ class RunStore:
             store.save_manifest()
             store.reserve(required=True)
             os.rename(hidden, directory)
-        except OSError as exc:
+        except (OSError, StorageError) as exc:
             _remove_tree(hidden)
             with contextlib.suppress(OSError):  # the profile's directory, if it is new
                 hidden.parent.rmdir()
+            if isinstance(exc, StorageError):
+                raise
             raise StorageError(f"cannot create {directory}: {exc.strerror or exc}",
                                hint=_storage_hint(exc)) from None
-        except StorageError:
-            _remove_tree(hidden)
-            with contextlib.suppress(OSError):
-                hidden.parent.rmdir()
-            raise
         store.dir = directory
         return store
 

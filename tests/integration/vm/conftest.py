@@ -183,7 +183,7 @@ def vm_clean(vm_bed: VmTestbed) -> Iterator[VmTestbed]:
 
 
 def console_tail(bed: VmTestbed, name: str, lines: int = 40) -> str:
-    path = bed.state / name / "console.log"
+    path = bed.console(name)
     text = path.read_text(errors="replace") if path.exists() else ""
     return "\n".join(text.splitlines()[-lines:])
 
