@@ -222,16 +222,17 @@ def pin(run_dir: str) -> None:
     Example:
       napilab baseline pin results/nightly/20261129T204634Z-bbc627aa
     """
+    from napilab.harness.records import codec
     from napilab.harness.store.store import atomic_write
     from napilab.reports.ab.compare import load_run
-    from napilab.reports.nightly.baselines import PIN_FILE
+    from napilab.reports.nightly.check_record import PIN_FILE, PinRecord
 
     run = load_run(run_dir)
     if run.manifest.status != "complete":
         raise InputError(f"{run_dir} is {run.manifest.status}: pin a complete run")
     where = run.directory.resolve().parent / PIN_FILE
-    atomic_write(where, json.dumps({"run": run.directory.name,
-                                    "run_id": run.manifest.run_id}) + "\n")
+    atomic_write(where, codec.encode(PinRecord(run=run.directory.name,
+                                               run_id=run.manifest.run_id)) + b"\n")
     click.echo(f"pinned {run.directory.name} as the baseline of "
                f"{run.manifest.profile.name} ({where})")
 
@@ -245,7 +246,7 @@ def unpin(path: str) -> None:
     Example:
       napilab baseline unpin results/nightly
     """
-    from napilab.reports.nightly.baselines import PIN_FILE
+    from napilab.reports.nightly.check_record import PIN_FILE
 
     where = Path(path) / PIN_FILE
     if not where.exists() and (Path(path) / "manifest.json").exists():

@@ -111,23 +111,46 @@ def init(directory: str, inventory: str | None, server: str | None, client: str 
     click.echo(f"next: napilab plan {profile_path} -i {inventory_path}")
 
 
+# the documents napilab writes, as typed records (harness.records): kind -> module:class;
+# docs/records/KIND.schema.json is each one's published schema (tests/unit/test_records.py)
+RECORDS = {"manifest": "napilab.harness.store.manifest:Manifest",
+           "command": "napilab.harness.store.command_record:CommandRecord",
+           "check": "napilab.reports.nightly.check_record:CheckRecord",
+           "pin": "napilab.reports.nightly.check_record:PinRecord"}
+
+
+def record_schema_text(kind: str) -> str:
+    """The JSON Schema of one of napilab's records (RECORDS), as published."""
+    import importlib
+    import json
+
+    from napilab.harness.records import codec
+
+    module, name = RECORDS[kind].split(":")
+    cls = getattr(importlib.import_module(module), name)
+    return json.dumps(codec.schema(cls), indent=1) + "\n"
+
+
 @click.command()
-@click.argument("kind", type=click.Choice(["profile", "inventory"]))
+@click.argument("kind", type=click.Choice(["profile", "inventory", *RECORDS]))
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write the schema to this file instead of stdout.")
 def schema(kind: str, output: str | None) -> None:
     """Print the JSON Schema of a profile or an inventory, built from the definitions
-    the validator uses. Editors with the YAML language server read it from a first line
-    `# yaml-language-server: $schema=PATH` (the shipped profiles carry one).
+    the validator uses, or of a document napilab writes (a run's manifest.json, the
+    check.json `napilab check` leaves in it). Editors with the YAML language server
+    read a profile's from a first line `# yaml-language-server: $schema=PATH` (the
+    shipped profiles carry one).
 
     \b
     Examples:
       napilab schema profile > ~/.config/napilab/profile.schema.json
       napilab schema inventory -o inventory.schema.json
+      napilab schema manifest -o manifest.schema.json
     """
     from napilab.harness.authoring.json_schema import schema_text
 
-    text = schema_text(kind)
+    text = record_schema_text(kind) if kind in RECORDS else schema_text(kind)
     if output is None:
         click.echo(text, nl=False)
     else:

@@ -48,6 +48,7 @@ from napilab.harness.profile import clients
 from napilab.harness.profile.plan import Plan, check_online
 from napilab.harness.profile.profile import Trial, Variant
 from napilab.harness.profile.sections import ProcessSpec
+from napilab.harness.store.command_record import CommandRecord
 from napilab.harness.store.manifest import HostFacts, TrialRecord
 from napilab.harness.store.store import Row, RunStore
 from napilab.runners.registry import TOOLS
@@ -193,7 +194,7 @@ class Engine:
         if resume:
             return [Trial(t.index, t.variant, t.rep) for t in manifest.trials]
         trials = self.plan.trials()
-        manifest.trials = [TrialRecord(t.index, t.id, t.variant, t.rep) for t in trials]
+        manifest.trials = [TrialRecord(t.index, t.id, t.variant, t.rep, "pending") for t in trials]
         return trials
 
     def _run_trials(self, trials: list[Trial], total: int) -> int:
@@ -403,9 +404,9 @@ class Engine:
                 continue
             self.store.write_raw(trial.id, result.host, f"{name}.out", result.stdout)
             self.store.write_raw(trial.id, result.host, f"{name}.err", result.stderr)
-            self.store.write_raw_json(trial.id, result.host, f"{name}.json", {
-                "argv": list(result.argv), "exit_code": result.exit_code,
-                "start": result.start, "duration": result.duration})
+            self.store.write_raw_record(trial.id, result.host, f"{name}.json", CommandRecord(
+                argv=list(result.argv), exit_code=result.exit_code, start=result.start,
+                duration=result.duration))
 
     def _tool_rows(self, trial: Trial, variant: Variant,
                    results: list[tuple[ProcessSpec, ToolResult]]) -> list[Row]:

@@ -21,6 +21,7 @@ from typing import Any
 
 from napilab.harness.engine.progress import Progress
 from napilab.harness.errors import InputError
+from napilab.harness.records import codec
 from napilab.harness.store.manifest import HostFacts, Manifest
 
 COMPARED = ("kernel_release", "kernel_version", "cmdline", "cpu_model", "nics",
@@ -29,9 +30,9 @@ COMPARED = ("kernel_release", "kernel_version", "cmdline", "cpu_model", "nics",
 
 def differences(before: HostFacts, now: HostFacts) -> dict[str, list[Any]]:
     """Facts of one host that differ (only those the first part recorded)."""
-    recorded, current = before.to_json(), now.to_json()
+    recorded, current = codec.full(before), codec.full(now)
     return {key: [recorded.get(key), current.get(key)] for key in COMPARED
-            if key in recorded and recorded.get(key) != current.get(key)}
+            if recorded.get(key) is not None and recorded.get(key) != current.get(key)}
 
 
 def compare(manifest: Manifest, facts: dict[str, HostFacts], allow: bool,

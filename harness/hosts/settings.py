@@ -16,8 +16,9 @@ import contextlib
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
+
+import msgspec
 
 from napilab.harness.errors import HostError, NapilabError, RestoreIncomplete, SettingMismatch
 from napilab.harness.hosts import identity
@@ -147,8 +148,8 @@ class HostSettings:
             for item in items:
                 index = next(i for i, c in enumerate(self.changes)
                              if (c.backend, c.path) == (item.backend, item.key))
-                change = replace(self.changes[index], requested=item.value, effective=None,
-                                 verdict=None)
+                change = msgspec.structs.replace(self.changes[index], requested=item.value,
+                                                 effective=None, verdict=None)
                 self.changes[index] = change
                 self._write_journal()
                 if force or change.differs(self._current(change), item.value):

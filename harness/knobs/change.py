@@ -5,19 +5,22 @@ The one record of a change: settings apply returns it, the on-host journal keeps
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
 from typing import Any
+
+import msgspec
 
 from napilab.harness.errors import HostError
 from napilab.harness.knobs import registry
 from napilab.harness.knobs.kind import Verdict
 from napilab.harness.knobs.values import spaces
+from napilab.harness.records import codec
+from napilab.harness.records.codec import FrozenRecord
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(FrozenRecord, frozen=True):
     """`path` is the item's address in its backend (a file path for files)."""
+
+    WHAT = "a change"
 
     host: str
     role: str
@@ -29,7 +32,6 @@ class Change:
     effective: str | None = None
     backend: str = "file"
     verdict: Verdict | None = None
-    extra: dict[str, Any] = field(default_factory=dict)  # keys of a newer napilab
 
     @property
     def state(self) -> str:
@@ -50,35 +52,19 @@ class Change:
         except HostError:  # a kind this napilab no longer knows (an old run): as text
             want, got = spaces(self.requested), spaces(effective)
             verdict = Verdict("taken" if want == got else "mismatch", want, got)
-        return replace(self, effective=effective, verdict=verdict)
+        return msgspec.structs.replace(self, effective=effective, verdict=verdict)
+
+    @classmethod
+    def from_json(cls, doc: Any, where: str = "") -> Change:
+        """A stored change; one without a verdict (napilab 0.1) gets it now, once."""
+        change = codec.convert(doc, cls, where or cls.WHAT)
+        if change.verdict is None and change.effective is not None:
+            return change.read_back(change.effective)
+        return change
 
     def journalled(self) -> dict[str, Any]:
         """The change as the on-host journal keeps it: what restore needs."""
         return {name: getattr(self, name) for name in _TEXTS}
 
-    def to_json(self) -> dict[str, Any]:
-        # by hand, not dataclasses.asdict: the manifest is rewritten after every trial
-        # with every change of the run in it (benchmarks/store.py)
-        verdict = self.verdict
-        return {**{name: getattr(self, name) for name in _TEXTS},
-                "verdict": None if verdict is None else {
-                    "state": verdict.state, "requested": verdict.requested,
-                    "effective": verdict.effective},
-                **self.extra}
 
-    @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> Change:
-        """A stored change; one without a verdict (napilab 0.1) gets it now, once."""
-        names = _NAMES
-        known = {k: v for k, v in doc.items() if k in names}
-        raw = known.pop("verdict", None)
-        texts: dict[str, Any] = {k: v if v is None else str(v) for k, v in known.items()}
-        change = cls(**texts, verdict=Verdict(**raw) if isinstance(raw, Mapping) else None,
-                     extra={k: v for k, v in doc.items() if k not in names})
-        if change.verdict is None and change.effective is not None:
-            return change.read_back(change.effective)
-        return change
-
-
-_NAMES = frozenset(f.name for f in fields(Change)) - {"extra"}
-_TEXTS = tuple(f.name for f in fields(Change) if f.name not in ("verdict", "extra"))
+_TEXTS = tuple(f for f in Change.__struct_fields__ if f not in ("verdict", "extra"))

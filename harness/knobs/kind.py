@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
+import msgspec
+
 from napilab.harness.errors import Written
 from napilab.harness.knobs.backend import Backend, FileBackend
 from napilab.harness.knobs.values import spaces
@@ -68,12 +70,12 @@ class Item:
     value: str
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(msgspec.Struct, frozen=True):
     """Did the kernel take the value? Decided once, when the value is read back after
     the write, and stored with the change: `taken`, `mismatch`, or `absent` (a kind
     whose refusal is a result, such as a kprobe on a function this kernel lacks).
-    `requested` and `effective` are both values in the kind's canonical form."""
+    `requested` and `effective` are both values in the kind's canonical form. A
+    value (hashable), not a Record: no `extra`."""
 
     state: str
     requested: str

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from napilab.harness.errors import InputError, StorageError
 from napilab.harness.profile.names import unsafe
+from napilab.harness.records import codec
 from napilab.harness.store.manifest import Manifest
 
 if TYPE_CHECKING:  # pandas is imported by the readers only: a run never loads it
@@ -186,17 +187,16 @@ class RunStore:
 
     def save_manifest(self, *, final: bool = True) -> None:
         """Write the manifest. `final=False` (the saves during a run, after each trial)
-        writes it compact: json's C encoder, about 4x faster than the indented form a
-        run ends with, which matters once a run has hundreds of trials; each such save
+        writes it compact (the indented form a run ends with costs another pass, which
+        matters once a run has hundreds of trials: benchmarks/store.py); each such save
         tops up the reserve. The final save, when the file system refuses it (full),
         is written into the reserve's own blocks and renamed into place: the run's last
         status lands even while something else keeps filling the disk."""
-        data = json.dumps(self.manifest.to_json(), default=str,
-                          indent=1 if final else None) + "\n"
+        data = codec.encode(self.manifest, indent=1 if final else None) + b"\n"
         try:
             atomic_write(self.dir / "manifest.json", data)
         except StorageError:
-            if not final or not self._into_reserve(data.encode()):
+            if not final or not self._into_reserve(data):
                 raise
             return
         if not final:
@@ -210,7 +210,7 @@ class RunStore:
         cannot hold its reserve may end without a final status; else best effort (the
         top-up after a trial), a disk too full for it being found by the next write."""
         if compact is None:
-            compact = len(json.dumps(self.manifest.to_json(), default=str))
+            compact = len(codec.encode(self.manifest))
         size = max(RESERVE_MIN, 3 * compact)
         path = self.dir / RESERVE
         try:
@@ -279,6 +279,10 @@ class RunStore:
 
     def write_raw(self, trial: str, host: str, name: str, data: str) -> None:
         atomic_write(self.raw_path(trial, host, name), data)
+
+    def write_raw_record(self, trial: str, host: str, name: str,
+                         record: codec.AnyRecord) -> None:
+        self.write_raw(trial, host, name, codec.encode(record, indent=1).decode() + "\n")
 
     def write_raw_json(self, trial: str, host: str, name: str, doc: Any) -> None:
         self.write_raw(trial, host, name, json.dumps(doc, indent=1, default=str) + "\n")
@@ -403,10 +407,12 @@ def load_manifest(directory: Path) -> Manifest:
     """A run's manifest, typed; one written by an older napilab is migrated."""
     path = directory / "manifest.json"
     try:
-        doc = json.loads(path.read_text())
+        data = path.read_bytes()
     except FileNotFoundError:
         raise InputError(f"{directory}: not a napilab run directory (no manifest.json)") from None
-    except json.JSONDecodeError as exc:
+    try:
+        doc = codec.parse_json(data, str(path))
+    except InputError as exc:
         raise InputError(f"{path}: corrupt manifest: {exc}") from None
     if not isinstance(doc, dict) or "schema_version" not in doc:
         raise InputError(f"{path}: not a napilab manifest (no schema_version)")

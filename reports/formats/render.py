@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 import jinja2
 
+from napilab.harness.records import codec
 from napilab.harness.store.manifest import TCG, Manifest
 from napilab.harness.store.store import atomic_write
 from napilab.reports.ab.compare import RunData, Table, load_run, table
@@ -84,7 +85,7 @@ def html(run: RunData, tab: Table | None = None) -> str:
 def _manifest_view(manifest: Manifest) -> dict[str, Any]:
     """The manifest with the keys the page header reads, defaulted: a run that failed
     before its first trial still renders."""
-    doc = manifest.to_json()
+    doc = codec.full(manifest)
     profile = {**doc["profile"], "name": manifest.profile.name or "?",
                "repeat": manifest.profile.repeat or "?", "order": manifest.profile.order or "?"}
     return {"started": None, "ended": None, "status": "unknown", **doc,

@@ -9,7 +9,6 @@ through Jinja2's autoescape, Markdown through reports.formats.markdown.escape).
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,10 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from napilab.harness import redact
-from napilab.harness.errors import HostError
+from napilab.harness.errors import HostError, InputError
 from napilab.harness.grammar import cpus
 from napilab.harness.knobs import registry
 from napilab.harness.knobs.change import Change
+from napilab.harness.store.command_record import read_command
 from napilab.harness.store.manifest import TCG, Manifest
 from napilab.reports.ab import queue_traffic
 from napilab.reports.ab.compare import RunData, column_of
@@ -190,17 +190,16 @@ def commands(run: RunData) -> list[Command]:
             if path.stem not in WORKLOAD_SIDES:
                 continue
             try:
-                doc = json.loads(path.read_text())
-            except (OSError, ValueError):
+                record = read_command(path)
+            except (OSError, InputError):
                 continue
-            code = doc.get("exit_code")
+            code = record.exit_code
             rel = {s: path.with_suffix(s) for s in (".out", ".err")}
             links = {s: p.relative_to(run.directory).as_posix() if p.exists() else None
                      for s, p in rel.items()}
             out.append(Command(variant, trial_id, path.parent.name, path.stem,
-                               tuple(redact.stored_argv([str(a) for a in
-                                                         doc.get("argv") or []], shown)),
-                               code if isinstance(code, int) else None, links[".out"],
+                               tuple(redact.stored_argv(record.argv, shown)),
+                               code, links[".out"],
                                links[".err"], tail(rel[".err"]) if code not in (0, None) else ""))
     return out
 

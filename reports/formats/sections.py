@@ -8,7 +8,6 @@ first: it is what a reader of a published report looks for.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import yaml
 
 from napilab.harness import redact
+from napilab.harness.records import codec
 from napilab.reports.ab import queue_traffic, verdicts
 from napilab.reports.ab.compare import RunData
 from napilab.reports.ab.load import load_report
@@ -113,7 +113,7 @@ def profile(ctx: Context) -> dict[str, Any]:
     meta = ctx.run.manifest.profile
     document = meta.document
     shown = redact.document(document) if isinstance(document, dict) else document
-    text = yaml.safe_dump(json.loads(json.dumps(shown, default=str)), sort_keys=False,
+    text = yaml.safe_dump(codec.plain(shown), sort_keys=False,
                           allow_unicode=True, width=100)
     return {"text": text, "lines": text.count("\n"), "path": meta.path,
             "digest": str(meta.digest or "")[:12]}

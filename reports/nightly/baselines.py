@@ -20,7 +20,6 @@ unless the difference is declared intended (`--intended profile`).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,10 +27,9 @@ import pandas as pd
 
 from napilab.harness.errors import InputError, StorageError
 from napilab.reports.ab.compare import Column, RunData, column, load_run
+from napilab.reports.nightly.check_record import PIN_FILE, read_pin
 
 SERIES_MAX = 60  # nights of a series read for the anchor and the noise
-PIN_FILE = "baseline-pin.json"
-CHECK_FILE = "check.json"  # gate_json of the last check, kept in the candidate's RUN_DIR
 _TRIAL_STRIDE = 1_000_000  # pooled trial numbers: run k's trial t becomes k*stride + t
 
 
@@ -93,12 +91,14 @@ def profile_dir(path: Path, name: str) -> Path:
 def pinned(path: Path, name: str) -> Path | None:
     pin = profile_dir(path, name) / PIN_FILE
     try:
-        doc = json.loads(pin.read_text())
-    except (OSError, ValueError):
+        found = read_pin(pin)
+    except InputError as exc:
+        raise InputError(exc.message, hint="napilab baseline unpin, or pin again") from None
+    if found is None:
         return None
-    run = pin.parent / str(doc.get("run", "")) if isinstance(doc, dict) else None
-    if run is None or not (run / "manifest.json").exists():
-        raise InputError(f"{pin}: pinned run {doc!r} is not there",
+    run = pin.parent / found.run
+    if not found.run or not (run / "manifest.json").exists():
+        raise InputError(f"{pin}: pinned run {found.run!r} is not there",
                          hint="napilab baseline unpin, or pin an existing run")
     return run
 

@@ -23,7 +23,6 @@ kernel builds.
 
 from __future__ import annotations
 
-import json
 import math
 import textwrap
 from collections.abc import Mapping, Sequence
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from napilab.harness.errors import InputError
+from napilab.harness.records import codec
 from napilab.harness.stats.compare import RATIO, Comparison, Nights
 from napilab.harness.stats.curves import crossing_change
 from napilab.harness.stats.family import Workload, is_primary
@@ -50,7 +50,8 @@ from napilab.reports.ab.line_stats import not_comparable
 from napilab.reports.ab.load import crossing_text, load_report
 from napilab.reports.ab.model import Line, format_ci, format_p, format_pct, p_text
 from napilab.reports.ab.table_json import comparison_doc
-from napilab.reports.nightly.baselines import CHECK_FILE, Reference, reference_column
+from napilab.reports.nightly.baselines import Reference, reference_column
+from napilab.reports.nightly.check_record import CHECK_FILE, CheckRecord
 from napilab.reports.nightly.thresholds import Threshold, parse_thresholds
 
 __all__ = ["CHECK_FILE", "DEFAULT_MAX_REGRESSION_PCT", "GateCase", "GateReport", "gate",
@@ -386,8 +387,15 @@ def gate_doc(report: GateReport) -> dict[str, Any]:
     }
 
 
+def gate_record(report: GateReport) -> CheckRecord:
+    """The summary as check.json's record: gate_doc's data, checked against the type
+    (the file written is one `read_check` reads)."""
+    return codec.convert(codec.parse_json(codec.plain_json(gate_doc(report)), "check"),
+                         CheckRecord, "check summary")
+
+
 def gate_json(report: GateReport) -> str:
-    return json.dumps(gate_doc(report), indent=1, default=str) + "\n"
+    return codec.encode(gate_record(report), indent=1).decode() + "\n"
 
 
 def gate_text(report: GateReport) -> str:

@@ -9,12 +9,12 @@ from __future__ import annotations
 import datetime as dt
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from napilab.harness.stats.compare import RATIO
 from napilab.reports.ab.model import format_ci, format_pct, p_text
+from napilab.reports.nightly.check_record import CaseRecord, CheckRecord, ComparisonRecord
 
 ATOM = "http://www.w3.org/2005/Atom"
 MAX_ENTRIES = 100
@@ -34,30 +34,29 @@ def rfc3339(moment: dt.datetime) -> str:
     return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _case_line(case: Mapping[str, Any]) -> str:
-    found = case.get("comparison") or {}
-    ci = found.get("change_ci") or [None, None]
-    bounds = tuple(float("inf") if v is None else float(v) for v in ci)
-    change = found.get("change")
-    scale, unit = str(found.get("scale") or RATIO), str(case.get("unit") or "")
-    level = found.get("confidence")
-    shown = f"{float(level):.0%}" if isinstance(level, int | float) else "95%"
-    return (f"{case.get('label')} ({case.get('variant')}): "
-            f"{format_pct(change, (bounds[0], bounds[1]), scale, unit)} ({shown} CI "
-            f"{format_ci((bounds[0], bounds[1]), change, scale, unit)}), "
-            f"{p_text(found.get('p_adjusted'))} (Holm), threshold "
-            f"{case.get('threshold') or str(case.get('max_regression_pct')) + '%'}")
+def _case_line(case: CaseRecord) -> str:
+    found = case.comparison or ComparisonRecord(verdict="")
+    ci = [*found.change_ci, None, None][:2]  # null: the side is unbounded
+    low = float("-inf") if ci[0] is None else float(ci[0])
+    high = float("inf") if ci[1] is None else float(ci[1])
+    scale = found.scale or RATIO
+    shown = f"{found.confidence:.0%}" if found.confidence is not None else "95%"
+    return (f"{case.label} ({case.variant}): "
+            f"{format_pct(found.change, (low, high), scale, case.unit)} ({shown} CI "
+            f"{format_ci((low, high), found.change, scale, case.unit)}), "
+            f"{p_text(found.p_adjusted)} (Holm), threshold "
+            f"{case.threshold or str(case.max_regression_pct) + '%'}")
 
 
-def regression_entry(run_id: str, profile: str, check: Mapping[str, Any], href: str,
+def regression_entry(run_id: str, profile: str, check: CheckRecord, href: str,
                      updated: dt.datetime) -> Entry | None:
     """The feed entry of one run's check summary; None when it found no regression."""
-    if check.get("status") != "regression":
+    if check.status != "regression":
         return None
-    cases = [c for c in check.get("cases") or [] if c.get("status") == "regression"]
-    baseline = (check.get("baseline") or {}).get("run_id")
-    lines = [f"napilab check of {profile} run {run_id} against baseline run {baseline}: "
-             f"{len(cases)} regression(s)", *(_case_line(c) for c in cases)]
+    cases = check.regressions
+    lines = [f"napilab check of {profile} run {run_id} against baseline run "
+             f"{check.baseline.run_id}: {len(cases)} regression(s)",
+             *(_case_line(c) for c in cases)]
     return Entry(f"urn:napilab:check:{profile}:{run_id}",
                  f"{profile}: {len(cases)} regression(s) in run {run_id}", updated, href,
                  "\n".join(lines))

@@ -41,7 +41,7 @@ from napilab.harness.store.store import (
 )
 from napilab.reports.ab.model import format_number, with_unit
 from napilab.reports.formats.text_table import MAX_HEADER_LINES, MIN_COLUMN, narrowest, wrap_name
-from napilab.reports.nightly.check import CHECK_FILE
+from napilab.reports.nightly.check_record import CheckRecord, read_check
 
 DEFAULT_METRICS = 4  # metrics shown when none are asked for
 _PREFERRED = ("latency_p99", "latency_p50", "rtt_avg", "latency_mean", "throughput",
@@ -106,7 +106,7 @@ class RunInfo:
     variants: tuple[str, ...]
     trials: int
     trials_ok: int
-    check: dict[str, Any] | None  # RUN_DIR/check.json, when `napilab check` ran on it
+    check: CheckRecord | None  # RUN_DIR/check.json, when `napilab check` ran on it
 
     def kernel(self, host: str | None = None) -> str:
         """The host's kernel release, or every distinct one in host order."""
@@ -140,8 +140,8 @@ def _load(directory: Path) -> Manifest | str:
 def _run_info(directory: Path, manifest: Manifest) -> RunInfo:
     profile = manifest.profile
     check = None
-    with contextlib.suppress(OSError, ValueError):  # no check ran, or it was cut short
-        check = json.loads((directory / CHECK_FILE).read_text())
+    with contextlib.suppress(InputError):  # a check cut short: as if none ran
+        check = read_check(directory)
     started = manifest.started
     return RunInfo(directory, manifest.run_id or directory.name,
                    profile.name or directory.parent.name, profile.description or "",
@@ -150,7 +150,7 @@ def _run_info(directory: Path, manifest: Manifest) -> RunInfo:
                    {h: f.kernel_release or "-" for h, f in (manifest.host_facts or {}).items()},
                    tuple(manifest.variants), len(manifest.trials),
                    sum(1 for t in manifest.trials if t.status == "ok"),
-                   check if isinstance(check, dict) else None)
+                   check)
 
 
 def find_runs(results: str | Path, profile: str | None = None) -> list[RunInfo]:
@@ -438,7 +438,7 @@ def history_doc(found: History) -> dict[str, Any]:
         "runs": [{"run_id": r.run_id, "dir": str(r.directory), "started": r.started,
                   "time": r.when, "status": r.status, "kernel": r.kernels,
                   "trials": r.trials, "trials_ok": r.trials_ok,
-                  "check": None if r.check is None else r.check.get("status"),
+                  "check": None if r.check is None else r.check.status,
                   "medians": {k: {v: found.values[(r.directory.name, k, v)][0]
                                   for v in found.variants
                                   if (r.directory.name, k, v) in found.values}

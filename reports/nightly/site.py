@@ -20,18 +20,23 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
+
 from napilab.harness import redact
-from napilab.harness.store.store import atomic_write
+from napilab.harness.errors import NapilabError
+from napilab.harness.records import codec
+from napilab.harness.store.command_record import read_command
+from napilab.harness.store.store import atomic_write, load_manifest
 from napilab.reports.ab.compare import load_run
 from napilab.reports.formats.render import environment, html, relurl
 from napilab.reports.nightly import feed
+from napilab.reports.nightly.check_record import CHECK_FILE
 from napilab.reports.nightly.history import Damaged, RunInfo, scan_runs
 from napilab.reports.nightly.trends import hosts_of, trend
 from napilab.reports.plots.plots import Omitted, Plot
@@ -108,19 +113,19 @@ def _redacting_copy(run_dir: Path) -> Callable[[str, str], object]:
     """copy2, except that a workload command record (raw/.../client.json) of a run
     stored before env values were redacted is copied with them redacted."""
     try:
-        manifest = json.loads((run_dir / "manifest.json").read_text())
-        shown = redact.shown_names(manifest["profile"]["document"])
-    except (OSError, ValueError, KeyError, TypeError):
+        shown = redact.shown_names(load_manifest(run_dir).profile.document)
+    except (NapilabError, OSError):
         shown = set()
 
     def copy(source: str, target: str) -> object:
         if Path(source).name in ("client.json", "server.json"):
             try:
-                doc = json.loads(Path(source).read_text())
-                doc["argv"] = redact.stored_argv([str(a) for a in doc["argv"]], shown)
-                Path(target).write_text(json.dumps(doc, indent=1) + "\n")
+                record = read_command(Path(source))
+                shown_argv = redact.stored_argv(record.argv, shown)
+                Path(target).write_bytes(codec.encode(msgspec.structs.replace(
+                    record, argv=shown_argv), indent=1) + b"\n")
                 return target
-            except (OSError, ValueError, KeyError, TypeError):
+            except (OSError, NapilabError):
                 pass
         return shutil.copy2(source, target)
 
@@ -151,7 +156,7 @@ def publish(results: str | Path, site: str | Path, *, raw: str = "link",
             published.append(Published(run, href, rendered))
             if run.check is not None:
                 checked = dt.datetime.fromtimestamp(
-                    (run.directory / "check.json").stat().st_mtime, dt.UTC)
+                    (run.directory / CHECK_FILE).stat().st_mtime, dt.UTC)
                 entry = feed.regression_entry(run.run_id, name, run.check, href, checked)
                 if entry is not None:
                     entries.append(entry)

@@ -58,7 +58,7 @@ def trend(profile: str, host: str, runs: Sequence[RunInfo],
     when = {r.directory.name: dt.datetime.fromtimestamp(r.started or 0, dt.UTC) for r in runs}
     complete = {r.directory.name: r.status == "complete" for r in runs}
     regressed = [when[r.directory.name] for r in runs
-                 if r.check is not None and r.check.get("status") == "regression"]
+                 if r.check is not None and r.check.status == "regression"]
     order = list(dict.fromkeys(v for r in runs for v in r.variants))
     shifts = 0
     with plt.rc_context(RC):

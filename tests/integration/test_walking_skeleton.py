@@ -63,7 +63,7 @@ def test_two_variant_run_restores_and_reports(testbed: tb.Testbed, tmp_path: Pat
 
     run_dir = next((tmp_path / "results" / "skeleton").iterdir())
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert manifest["schema_version"] == 2
+    assert manifest["schema_version"] == 3
     assert manifest["status"] == "complete" and manifest["incomplete"] is False
     assert [t["status"] for t in manifest["trials"]] == ["ok", "ok"]
     assert manifest["inventory"]["hosts"]["a"]["transport"] == transport

@@ -15,8 +15,9 @@ import pytest
 from napilab.harness.errors import InputError
 from napilab.harness.stats.gate import GateSamples, GateStatus, gate_metrics
 from napilab.reports.ab.compare import load_run
-from napilab.reports.nightly.baselines import PIN_FILE, Reference, find_reference
+from napilab.reports.nightly.baselines import Reference, find_reference
 from napilab.reports.nightly.check import gate, parse_thresholds
+from napilab.reports.nightly.check_record import PIN_FILE
 from napilab.reports.nightly.thresholds import Threshold
 from tests.cli import run_cli
 from tests.synthetic_runs import lognormal, store_run

@@ -198,7 +198,8 @@ def test_the_reserve_grows_with_the_manifest(tmp_path: Path) -> None:
     store.reserve()
     from napilab.harness.store.manifest import TrialRecord
 
-    store.manifest.trials = [TrialRecord(i, f"{i:04d}", "variant", 1) for i in range(2000)]
+    store.manifest.trials = [TrialRecord(i, f"{i:04d}", "variant", 1, "pending")
+                             for i in range(2000)]
     store.save_manifest(final=False)
     compact = (store.dir / "manifest.json").stat().st_size
     assert (store.dir / ".reserve").stat().st_size >= 3 * compact > 64 * 1024
