@@ -116,7 +116,8 @@ def init(directory: str, inventory: str | None, server: str | None, client: str 
 RECORDS = {"manifest": "napilab.harness.store.manifest:Manifest",
            "command": "napilab.harness.store.command_record:CommandRecord",
            "check": "napilab.reports.nightly.check_record:CheckRecord",
-           "pin": "napilab.reports.nightly.check_record:PinRecord"}
+           "pin": "napilab.reports.nightly.check_record:PinRecord",
+           "tune": "napilab.harness.tune.record:TuneStudy"}
 
 
 def record_schema_text(kind: str) -> str:

@@ -60,7 +60,7 @@ def tune(profile: str, inventory: str, results: str, transport: str | None,
         return
     if resume:
         study = Study.open(resume)
-        if study.state.get("digest") != prof.digest:
+        if study.state.digest != prof.digest:
             raise InputError(f"{profile} changed since the study in {resume} began",
                              hint="a changed profile is a new study: run without --resume")
     else:

@@ -26,8 +26,10 @@ from napilab.harness.inventory.inventory import Inventory
 from napilab.harness.profile.plan import bind
 from napilab.harness.profile.profile import Profile, load_profile
 from napilab.harness.profile.tune import Tune, Tuning, filled
+from napilab.harness.records import codec
 from napilab.harness.store.store import atomic_write, load_manifest
 from napilab.harness.tune import space
+from napilab.harness.tune.record import Baseline, Confirmation, Stopped
 from napilab.harness.tune.study import (
     BROKEN,
     FAILED,
@@ -72,7 +74,7 @@ class Search:
         optuna_study = study.optuna(self.tune, [o.direction for o in self.tune.objectives])
         for line in study.recover(optuna_study):
             self.say(line)
-        if (study.state.get("baseline") or {}).get("state") != OK:
+        if study.state.baseline is None or study.state.baseline.state != OK:
             self._baseline()
         while self._budget_left():
             self._candidate(optuna_study)
@@ -115,18 +117,19 @@ class Search:
 
     def _baseline(self) -> None:
         study = self.study
-        entry: dict[str, Any] = {"state": "running", "run": None}
-        study.state["baseline"] = entry
+        entry = Baseline()
+        study.state.baseline = entry
 
         def record(directory: Path) -> None:
-            entry["run"] = str(directory.relative_to(study.dir))
+            entry.run = str(directory.relative_to(study.dir))
             study.save()
 
         start = time.monotonic()
         run_dir = self._measure(self._search_tuning((), True), record)
         numbers = ab_tune.candidate(run_dir, self.prof.baseline, self.objectives, self.bounds)
         missing = [n.label for n in self.objectives if numbers.get(n.label) is None]
-        entry.update(state=OK, numbers=numbers, seconds=time.monotonic() - start)
+        entry.state, entry.numbers = OK, dict(numbers)
+        entry.seconds = time.monotonic() - start
         study.save()
         if missing:
             raise InputError(f"the baseline's run ({run_dir}) has no {', '.join(missing)}: the "
@@ -198,7 +201,7 @@ class Search:
         return None
 
     def _stop(self, cand: Candidate, why: str) -> None:
-        self.study.state["stopped"] = {"candidate": cand.name, "why": why, "at": time.time()}
+        self.study.state.stopped = Stopped(candidate=cand.name, why=why, at=time.time())
         self.study.save()
         raise NapilabError(f"candidate {cand.name} ({cand.describe()}) broke the workload: "
                            f"{why}; every host was restored; the search stopped",
@@ -220,57 +223,56 @@ class Search:
         from napilab.reports.formats import tune_report
 
         study, tune = self.study, self.tune
-        entry = study.state.get("confirmation") or {}
-        if not entry.get("candidates"):
+        entry = study.state.confirmation or Confirmation()
+        if not entry.candidates:
             ranked = [r for r in study.ranked(tune) if inside(tune, r[1])][:tune.top]
-            entry = {"candidates": [[names[0], values] for values, _, names in ranked],
-                     "run": None}
-            study.state["confirmation"] = entry
+            entry = Confirmation(candidates=[(names[0], values) for values, _, names in ranked])
+            study.state.confirmation = entry
             study.save()
-        if not entry["candidates"]:
+        if not entry.candidates:
             self.say("no candidate of the search is inside the goal's bounds: nothing to "
                      "confirm")
             tune_report.write(study.dir, study.state, None)
             return ExitCode.INCONCLUSIVE
-        names = [name for name, _ in entry["candidates"]]
+        names = [name for name, _ in entry.candidates]
         repeat = tune.repeat or self.prof.repeat
         self.say(f"confirming {', '.join(names)} against {self.prof.baseline}, {repeat} "
                  "repetitions each")
-        tuning = Tuning(tuple((n, v) for n, v in entry["candidates"]), baseline=True,
+        tuning = Tuning(tuple((n, v) for n, v in entry.candidates), baseline=True,
                         repeat=repeat, primary=tuple((o.metric, o.policy)
                                                      for o in tune.objectives))
 
         def record(directory: Path) -> None:
-            entry["run"] = str(directory.relative_to(study.dir))
+            entry.run = str(directory.relative_to(study.dir))
             study.save()
 
-        previous = study.dir / entry["run"] if entry.get("run") else None
+        previous = study.dir / entry.run if entry.run else None
         resume = previous if previous is not None and _incomplete(previous) else None
         run_dir = previous if previous is not None and resume is None else self._measure(
             tuning, record, progress=reporter(quiet=self.quiet), resume=resume)
         conf = ab_tune.judge(run_dir, [(n, o.direction) for n, o in zip(
             self.objectives, tune.objectives, strict=True)], [
             (ab_tune.Named(b.metric, b.role), b.low, b.high) for b in tune.constraints], names)
-        entry["verdicts"] = [dataclasses.asdict(v) for v in conf.candidates]
-        entry["recommended"] = conf.recommended
+        entry.verdicts = [codec.plain(dataclasses.asdict(v)) for v in conf.candidates]
+        entry.recommended = list(conf.recommended)
         if conf.recommended:
             path = self._write_profile(entry, conf)
-            entry["profile"] = str(path.relative_to(study.dir))
+            entry.profile = str(path.relative_to(study.dir))
         study.save()
         for path in tune_report.write(study.dir, study.state, conf):
             self.say(f"wrote {path}")
         if not conf.recommended:
             self.say("no candidate is confirmed better than the baseline: none is recommended")
             return ExitCode.INCONCLUSIVE
-        self.say(f"recommended: {', '.join(conf.recommended)} -> {entry['profile']}")
+        self.say(f"recommended: {', '.join(conf.recommended)} -> {entry.profile}")
         return ExitCode.OK
 
-    def _write_profile(self, entry: dict[str, Any], conf: ab_tune.Confirmation) -> Path:
+    def _write_profile(self, entry: Confirmation, conf: ab_tune.Confirmation) -> Path:
         """The confirmed settings as a profile `napilab run` takes: the profile as
         written (extends resolved), without `tune:`, the baseline and each recommended
         candidate as a variant, the goal's metrics primary."""
         tune, doc = self.tune, dict(self.prof.document)
-        values = dict((n, v) for n, v in entry["candidates"])
+        values = dict(entry.candidates)
         template = doc["variants"][tune.variant]
         variants = {self.prof.baseline: doc["variants"][self.prof.baseline]}
         for name in conf.recommended:
@@ -278,7 +280,7 @@ class Search:
             key = tune.variant if len(conf.recommended) == 1 else f"{tune.variant}-{name}"
             overlay = filled(template, values[name])
             overlay["description"] = (
-                f"napilab tune {self.study.state['id']}, candidate {name}: "
+                f"napilab tune {self.study.state.id}, candidate {name}: "
                 + " ".join(f"{k}={v}" for k, v in values[name].items()) + "; confirmed "
                 + "; ".join(f"{label} {verdict.verdicts[label]} {verdict.changes[label]}"
                             for label in verdict.verdicts))
@@ -288,7 +290,7 @@ class Search:
                    repeat=tune.repeat or self.prof.repeat,
                    metrics={o.metric: {"direction": o.policy} for o in tune.objectives})
         path = self.study.dir / RECOMMENDED
-        head = (f"# Written by napilab tune (study {self.study.state['id']}) from "
+        head = (f"# Written by napilab tune (study {self.study.state.id}) from "
                 f"{self.prof.path}: the settings it confirmed, against the baseline.\n"
                 "# `napilab run` this file to measure them again.\n")
         atomic_write(path, head + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))

@@ -5,7 +5,9 @@ decode it, with a validation error that names the field's path).
 A `Record` is a msgspec Struct whose keys a newer napilab wrote but this one does not
 know are kept in `extra` and written back unchanged, beside the known ones (so an older
 napilab resuming a newer one's run loses nothing). Fields at their default are left out
-of the JSON (the published JSON Schema states every default). A `Document` is a record
+of the JSON (the published JSON Schema states every default), except in a record
+declared with `omit_defaults=False` (one that other programs poll while it is written,
+such as tune.json: every key always there). A `Document` is a record
 that is a whole file: it carries `schema_version`, and `MIGRATIONS[v]` turns a version
 `v` document (as plain JSON data) into version `v + 1`, so every older version napilab
 wrote is read as the current one.
@@ -145,9 +147,10 @@ def encode(record: AnyRecord, *, indent: int | None = None) -> bytes:
 
 
 def _plain(record: Any) -> bool:
-    """No `extra` anywhere in the record (the common case: encoded in one call)."""
+    """No `extra` anywhere in the record, and every record in it leaves defaults (and
+    so an empty `extra`) out: the common case, encoded in one call."""
     if isinstance(record, RECORDS):
-        if record.extra:
+        if record.extra or not type(record).__struct_config__.omit_defaults:
             return False
         return all(_plain(getattr(record, name)) for name in _nested(type(record)))
     if isinstance(record, list | tuple):

@@ -25,7 +25,6 @@ import secrets
 import statistics
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,46 +34,37 @@ from optuna.trial import Trial, TrialState
 
 from napilab.harness.errors import InputError
 from napilab.harness.profile.tune import Tune
+from napilab.harness.records import codec
 from napilab.harness.stats import pareto
 from napilab.harness.store.store import atomic_write
 from napilab.harness.tune import space
+from napilab.harness.tune.record import (
+    BROKEN,
+    FAILED,
+    INTERRUPTED,
+    OK,
+    RUNNING,
+    Candidate,
+    Goal,
+    TuneStudy,
+)
+
+__all__ = ["BROKEN", "FAILED", "INTERRUPTED", "OK", "RUNNING", "Candidate", "Study"]
 
 STATE = "tune.json"
 JOURNAL = "study.journal"
 RUNS = "runs"
 RECOMMENDED = "recommended.yaml"
-OK, FAILED, BROKEN, RUNNING, INTERRUPTED = "ok", "failed", "broken", "running", "interrupted"
-
-
-@dataclass
-class Candidate:
-    number: int  # Optuna's trial number
-    values: dict[str, Any]  # parameter -> the value the template was filled in with
-    state: str = RUNNING
-    run: str | None = None  # its run directory, relative to the study's
-    numbers: dict[str, float | None] = field(default_factory=dict)  # goal label -> value
-    seconds: float = 0.0
-    error: str | None = None
-
-    @property
-    def name(self) -> str:
-        return f"t{self.number:03d}"
-
-    def describe(self) -> str:
-        return " ".join(f"{k}={_text(v)}" for k, v in self.values.items())
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 class Study:
-    def __init__(self, directory: Path, state: dict[str, Any]) -> None:
+    def __init__(self, directory: Path, state: TuneStudy) -> None:
         self.dir = directory
         self.state = state
-        self.candidates = [Candidate(**c) for c in state.get("candidates", [])]
+
+    @property
+    def candidates(self) -> list[Candidate]:
+        return self.state.candidates
 
     # -- on disk ------------------------------------------------------------------------
 
@@ -84,12 +74,11 @@ class Study:
         directory = Path(results) / profile.name / f"tune-{stamp}-{secrets.token_hex(4)}"
         directory.mkdir(parents=True)
         assert profile.tune is not None
-        study = cls(directory, {
-            "id": directory.name, "profile": str(Path(profile.path).resolve()),
-            "profile_name": profile.name, "digest": profile.digest,
-            "inventory": str(Path(inventory).resolve()), "tune": profile.tune.record(),
-            "started": time.time(), "baseline": None, "candidates": [],
-            "confirmation": None, "stopped": None})
+        study = cls(directory, TuneStudy(
+            id=directory.name, profile=str(Path(profile.path).resolve()),
+            profile_name=profile.name, digest=profile.digest,
+            inventory=str(Path(inventory).resolve()),
+            tune=Goal.from_json(codec.plain(profile.tune.record())), started=time.time()))
         study.save()
         return study
 
@@ -97,17 +86,16 @@ class Study:
     def open(cls, directory: str | Path) -> Study:
         path = Path(directory) / STATE
         try:
-            state = json.loads(path.read_text())
+            state = codec.read(path, TuneStudy)
         except FileNotFoundError:
             raise InputError(f"{directory}: not a tune study (no {STATE})",
                              hint="`napilab tune PROFILE -i INV` starts one") from None
-        except (OSError, ValueError) as exc:
+        except OSError as exc:
             raise InputError(f"{path}: unreadable ({exc})") from None
         return cls(Path(directory), state)
 
     def save(self) -> None:
-        self.state["candidates"] = [asdict(c) for c in self.candidates]
-        atomic_write(self.dir / STATE, json.dumps(self.state, indent=1, default=str) + "\n")
+        atomic_write(self.dir / STATE, codec.encode(self.state, indent=1) + b"\n")
 
     @property
     def runs(self) -> Path:
@@ -126,7 +114,7 @@ class Study:
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         storage = JournalStorage(JournalFileBackend(str(self.dir / JOURNAL)))
-        name = str(self.state["id"])
+        name = self.state.id
         done = len(self.candidates)
         return optuna.create_study(
             storage=storage, study_name=name, load_if_exists=True,

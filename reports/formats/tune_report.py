@@ -18,7 +18,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from napilab.harness.records import codec
 from napilab.harness.store.store import atomic_write
+from napilab.harness.tune.record import TuneStudy
 from napilab.reports.ab.tune import Confirmation
 from napilab.reports.formats import markdown as md
 from napilab.reports.formats import render
@@ -26,34 +28,34 @@ from napilab.reports.formats import render
 FILES = ("tune.txt", "tune.md", "tune.html", "tune-report.json")
 
 
-def document(state: dict[str, Any], conf: Confirmation | None) -> dict[str, Any]:
-    """Everything the report shows, as data (tune-report.json)."""
-    tune = state["tune"]
-    labels = [label for label, _ in tune["objectives"]]
-    bounds = [label for label, _, _ in tune["bounds"]]
-    rows = []
-    for cand in state["candidates"]:
-        rows.append({"name": f"t{cand['number']:03d}", "values": cand["values"],
-                     "state": cand["state"], "numbers": cand.get("numbers") or {},
-                     "seconds": round(float(cand.get("seconds") or 0), 1),
-                     "error": cand.get("error"), "run": cand.get("run")})
-    confirmation = state.get("confirmation") or {}
+def document(state: TuneStudy, conf: Confirmation | None) -> dict[str, Any]:
+    """Everything the report shows, as data (tune-report.json), from the study's record
+    (harness.tune.record) and the confirmation's verdicts."""
+    tune = codec.full(state.tune)
+    labels = [label for label, _ in state.tune.objectives]
+    bounds = [label for label, _, _ in state.tune.bounds]
+    rows = [{"name": cand.name, "values": cand.values, "state": cand.state,
+             "numbers": cand.numbers, "seconds": round(cand.seconds, 1),
+             "error": cand.error, "run": cand.run} for cand in state.candidates]
+    confirmation = state.confirmation
+    asked = dict(confirmation.candidates) if confirmation is not None else {}
     return {
-        "study": state["id"], "profile": state["profile_name"], "tune": tune,
+        "study": state.id, "profile": state.profile_name, "tune": tune,
         "labels": labels, "bounds": bounds,
-        "baseline": state.get("baseline"), "candidates": rows,
+        "baseline": None if state.baseline is None else codec.full(state.baseline),
+        "candidates": rows,
         "measured": sum(1 for r in rows if r["state"] == "ok"),
-        "seconds": round(sum(r["seconds"] for r in rows), 1),
-        "stopped": state.get("stopped"),
+        "seconds": round(sum(round(c.seconds, 1) for c in state.candidates), 1),
+        "stopped": None if state.stopped is None else codec.full(state.stopped),
         "confirmation": None if conf is None else {
-            "run": confirmation.get("run"), "baseline": conf.baseline,
-            "baseline_medians": conf.baseline_medians,
-            "candidates": [{"name": v.name, "values": dict(
-                dict((n, val) for n, val in confirmation.get("candidates", [])).get(v.name, {})),
-                "verdicts": v.verdicts, "changes": v.changes, "medians": v.medians,
-                "inside": v.inside, "confirmed": v.confirmed, "why": v.why}
-                for v in conf.candidates],
-            "recommended": conf.recommended, "profile": confirmation.get("profile"),
+            "run": None if confirmation is None else confirmation.run,
+            "baseline": conf.baseline, "baseline_medians": conf.baseline_medians,
+            "candidates": [{"name": v.name, "values": dict(asked.get(v.name, {})),
+                            "verdicts": v.verdicts, "changes": v.changes, "medians": v.medians,
+                            "inside": v.inside, "confirmed": v.confirmed, "why": v.why}
+                           for v in conf.candidates],
+            "recommended": conf.recommended,
+            "profile": None if confirmation is None else confirmation.profile,
             "cost": conf.cost},
     }
 
@@ -166,7 +168,7 @@ def html(doc: dict[str, Any], figures: Sequence[tuple[str, str]]) -> str:
                            answer=_answer(doc), figures=figures)
 
 
-def write(directory: str | Path, state: dict[str, Any], conf: Confirmation | None
+def write(directory: str | Path, state: TuneStudy, conf: Confirmation | None
           ) -> list[Path]:
     from napilab.reports.plots import tune as tune_plots
 

@@ -6,12 +6,13 @@ the page loads clean. Screenshot in test-artifacts/tune.png."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import pytest
 
+from napilab.harness.records import codec
+from napilab.harness.tune.record import TuneStudy
 from napilab.reports.ab.tune import Named, judge
 from napilab.reports.formats import tune_report
 from tests.browser.conftest import Browser
@@ -24,18 +25,19 @@ STUDY = Path(__file__).resolve().parents[2] / "tests" / "golden" / "tune" / "stu
 def test_a_real_studys_page(browser: Browser, tmp_path: Path) -> None:
     target = tmp_path / "study"
     shutil.copytree(STUDY, target)
-    state = json.loads((target / "tune.json").read_text())
-    confirmation = state["confirmation"]
-    conf = judge(target / confirmation["run"], [(Named("latency_p99", None), "minimise")],
-                 [], [name for name, _ in confirmation["candidates"]])
-    assert conf.recommended == confirmation["recommended"]  # the same data, the same answer
+    state = codec.read(target / "tune.json", TuneStudy)  # written before tune.json's record
+    confirmation = state.confirmation
+    assert confirmation is not None and confirmation.run is not None
+    conf = judge(target / confirmation.run, [(Named("latency_p99", None), "minimise")],
+                 [], [name for name, _ in confirmation.candidates])
+    assert conf.recommended == confirmation.recommended  # the same data, the same answer
     paths = tune_report.write(target, state, conf)
     browser.open(paths[2])
     assert browser.recorder.problems() == []
     answer = browser.page.locator("#tune-answer").inner_text()
     assert answer.startswith("recommended: " + conf.recommended[0])
     rows = browser.page.locator("#tune-table-1 tbody tr")
-    assert rows.count() == 1 + len(state["candidates"])  # the baseline, each candidate
+    assert rows.count() == 1 + len(state.candidates)  # the baseline, each candidate
     assert browser.page.locator("#tune-table-2 tbody tr").count() == 1 + len(conf.candidates)
     # what each candidate costs, though the goal names only latency
     assert "busy cores (median)" in browser.page.locator("#tune-table-2 thead").inner_text()

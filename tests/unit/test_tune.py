@@ -15,6 +15,7 @@ from napilab.harness.errors import InputError
 from napilab.harness.profile.profile import load_profile
 from napilab.harness.profile.tune import Tuning, filled
 from napilab.harness.tune import space
+from napilab.harness.tune.record import TuneStudy
 from napilab.harness.tune.study import OK, RUNNING, Study
 from napilab.reports.ab.tune import Named, judge
 from napilab.reports.formats import tune_report
@@ -248,7 +249,7 @@ def test_the_report_says_what_was_searched_measured_and_recommended(tmp_path: Pa
                                                       (2, 98.0, 0.6)])],
         "confirmation": {"candidates": [["t001", {"defer": 1}], ["t002", {"defer": 2}]],
                          "run": "runs/x", "profile": "recommended.yaml"}}
-    paths = tune_report.write(tmp_path, state, conf)
+    paths = tune_report.write(tmp_path, TuneStudy.from_json(state), conf)
     text = paths[0].read_text()
     assert "recommended: t001, written to recommended.yaml" in text
     assert "t002" in text and "not confirmed" in text
