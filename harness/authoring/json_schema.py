@@ -36,13 +36,13 @@ from napilab.harness.authoring.json_parts import (
     summary,
 )
 from napilab.harness.authoring.json_parts import regex as _regex
-from napilab.harness.grammar import keys
+from napilab.harness.grammar import keys, names
 from napilab.harness.grammar.schema import Number
 from napilab.harness.inventory import ansible as inventory_ansible
 from napilab.harness.inventory import inventory
 from napilab.harness.knobs import registry, values
 from napilab.harness.knobs.kind import Kind
-from napilab.harness.profile import kernel, load, matrix, names, profile, sections, tune
+from napilab.harness.profile import kernel, load, matrix, profile, sections, tune
 from napilab.runners.collectors import netstat
 from napilab.runners.registry import COLLECTORS, TOOLS
 from napilab.runners.workloads.workload import ArgSpec

@@ -40,7 +40,7 @@ from napilab.harness.tune.study import (
     Study,
     inside,
 )
-from napilab.reports.ab import tune as ab_tune
+from napilab.reports.tune import confirm as ab_tune
 
 
 def directions(prof: Profile, tune: Tune) -> Tune:
@@ -220,7 +220,7 @@ class Search:
     # -- the confirmation ---------------------------------------------------------------
 
     def _confirm(self) -> ExitCode:
-        from napilab.reports.formats import tune_report
+        from napilab.reports.tune import report as tune_report
 
         study, tune = self.study, self.tune
         entry = study.state.confirmation or Confirmation()

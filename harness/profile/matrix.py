@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from napilab.harness.errors import Location
+from napilab.harness.grammar.names import ALLOWED, unsafe
 from napilab.harness.grammar.schema import Checker, join, suggest, type_name
 from napilab.harness.grammar.yamlsrc import Node, Seq
 from napilab.harness.profile.merge import clone
-from napilab.harness.profile.names import ALLOWED, unsafe
 from napilab.runners.base import PLACEHOLDER, fill
 
 RESERVED = ("iface", "target", "bind", "duration", "workdir", "trial", "variant")

@@ -22,7 +22,9 @@ from typing import Any
 
 from napilab.harness.errors import Location
 from napilab.harness.grammar import keys
+from napilab.harness.grammar.names import unsafe
 from napilab.harness.grammar.schema import Checker, Number, join, suggest, type_name
+from napilab.harness.grammar.scope import Scope
 from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs.kind import Setting
 from napilab.harness.knobs.values import KnobValueError, check_iface
@@ -55,8 +57,6 @@ from napilab.harness.profile.merge import (
     without_other_tool,
 )
 from napilab.harness.profile.metric_names import check_metric_names, sources_of
-from napilab.harness.profile.names import unsafe
-from napilab.harness.profile.scope import Scope
 from napilab.harness.profile.sections import (
     CollectSpec,
     TableRow,

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from napilab.harness.errors import InputError, StorageError
-from napilab.harness.profile.names import unsafe
+from napilab.harness.grammar.names import unsafe
 from napilab.harness.records import codec
 from napilab.harness.store.manifest import Manifest
 

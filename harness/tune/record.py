@@ -3,7 +3,7 @@ goal, the space), the baseline, every candidate with its numbers, the confirmati
 why a search stopped. Rewritten after every candidate; every key is always written
 (`omit_defaults=False`), so a script polling the file sees a candidate's `state` and
 `run` from the start. Version 1 is the first (files before it have no schema_version).
-No Optuna here: the reports read it (reports.formats.tune_report)."""
+No Optuna here: the reports read it (reports.tune.report)."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ class Confirmation(Record, omit_defaults=False):
 
     candidates: list[tuple[str, dict[str, Any]]] = msgspec.field(default_factory=list)
     run: str | None = None
-    # reports.ab.tune's CandidateVerdict of each, as data
+    # reports.tune.confirm's CandidateVerdict of each, as data
     verdicts: list[dict[str, Any]] | None = None
     recommended: list[str] | None = None
     profile: str | None = None  # recommended.yaml, relative to the study's directory

@@ -35,9 +35,8 @@ from optuna.trial import Trial, TrialState
 from napilab.harness.errors import InputError
 from napilab.harness.profile.tune import Tune
 from napilab.harness.records import codec
-from napilab.harness.stats import pareto
 from napilab.harness.store.store import atomic_write
-from napilab.harness.tune import space
+from napilab.harness.tune import pareto, space
 from napilab.harness.tune.record import (
     BROKEN,
     FAILED,

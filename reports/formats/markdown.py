@@ -13,9 +13,10 @@ from collections.abc import Iterable, Sequence
 
 from napilab.reports.ab import frontier, queue_traffic, verdicts
 from napilab.reports.ab.compare import RunData
-from napilab.reports.ab.load import load_report
 from napilab.reports.ab.model import Table, format_ci, format_p, format_pct, p_text, verdict_text
-from napilab.reports.formats import load_text, run_facts
+from napilab.reports.formats import run_facts
+from napilab.reports.load import text as load_text
+from napilab.reports.load.curves import load_report
 
 MAX_FINDINGS = 25
 
@@ -39,7 +40,7 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str) -> 
     return out
 
 
-md_table = _table  # for the other Markdown pages (reports.formats.tune_report)
+md_table = _table  # for the other Markdown pages (reports.tune.report)
 
 
 def _fence(text: str) -> list[str]:

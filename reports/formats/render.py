@@ -22,10 +22,8 @@ from napilab.harness.records import codec
 from napilab.harness.store.manifest import TCG, Manifest
 from napilab.harness.store.store import atomic_write
 from napilab.reports.ab.compare import RunData, Table, load_run, table
-from napilab.reports.ab.load import load_report
 from napilab.reports.ab.model import format_ci, format_number, format_p, format_pct, p_text
 from napilab.reports.formats import (
-    load_text,
     markdown,
     report_json,
     run_facts,
@@ -34,6 +32,8 @@ from napilab.reports.formats import (
     table_junit,
 )
 from napilab.reports.formats.text_table import text_table
+from napilab.reports.load import text as load_text
+from napilab.reports.load.curves import load_report
 
 FORMATS = ("html", "text", "md", "json", "junit", "csv")
 FILES = {"html": "report.html", "text": "report.txt", "md": "report.md",

@@ -12,10 +12,10 @@ from typing import Any
 
 from napilab.reports.ab import queue_traffic, verdicts
 from napilab.reports.ab.compare import RunData
-from napilab.reports.ab.load import load_json, load_report
 from napilab.reports.ab.model import Table
 from napilab.reports.ab.table_json import table_doc
 from napilab.reports.formats import run_facts
+from napilab.reports.load.curves import load_json, load_report
 
 SCHEMA = "napilab.report/1"
 

@@ -18,9 +18,10 @@ from napilab.harness import redact
 from napilab.harness.records import codec
 from napilab.reports.ab import queue_traffic, verdicts
 from napilab.reports.ab.compare import RunData
-from napilab.reports.ab.load import load_report
 from napilab.reports.ab.model import Table
-from napilab.reports.formats import load_text, run_facts
+from napilab.reports.formats import run_facts
+from napilab.reports.load import text as load_text
+from napilab.reports.load.curves import load_report
 from napilab.reports.plots import plots
 
 MAX_FINDINGS = 25  # significant comparisons listed in the summary; the table has them all

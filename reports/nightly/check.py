@@ -47,9 +47,9 @@ from napilab.reports.ab import cross_run
 from napilab.reports.ab.compare import Column, RunData, build_table, column
 from napilab.reports.ab.directions import Judgement, judge
 from napilab.reports.ab.line_stats import not_comparable
-from napilab.reports.ab.load import crossing_text, load_report
 from napilab.reports.ab.model import Line, format_ci, format_p, format_pct, p_text
 from napilab.reports.ab.table_json import comparison_doc
+from napilab.reports.load.curves import crossing_text, load_report
 from napilab.reports.nightly.baselines import Reference, reference_column
 from napilab.reports.nightly.check_record import CHECK_FILE, CheckRecord
 from napilab.reports.nightly.thresholds import Threshold, parse_thresholds
@@ -80,7 +80,7 @@ class GateCase:
     threshold: str = ""  # as printed: "5%", "+500 ms"
     anchor: tuple[str, ...] = ()  # run directories of the reference nights (a series)
     noise: str = ""  # the series' night-to-night noise, as printed
-    detail: str = ""  # a load case's two crossings and their ratio (reports.ab.load)
+    detail: str = ""  # a load case's two crossings and their ratio (reports.load.curves)
 
     @property
     def name(self) -> str:

@@ -146,7 +146,7 @@ def several_clients(tool: object) -> SeveralClients:
 @dataclass(frozen=True)
 class LoadAxis:
     """How an open-loop tool takes a rung of a profile's `load:` ladder and reports the
-    load it achieved (harness.profile.load, reports.ab.load).
+    load it achieved (harness.profile.load, reports.load.curves).
 
     `arg`: the client argument a rung's rate is written to (None: the profile writes
     `${rate}` where it goes, as the command tool does); `unit`: what the rate counts

@@ -13,8 +13,8 @@ import pytest
 
 from napilab.harness.records import codec
 from napilab.harness.tune.record import TuneStudy
-from napilab.reports.ab.tune import Named, judge
-from napilab.reports.formats import tune_report
+from napilab.reports.tune import report as tune_report
+from napilab.reports.tune.confirm import Named, judge
 from tests.browser.conftest import Browser
 
 pytestmark = pytest.mark.browser

@@ -12,8 +12,8 @@ import pytest
 
 from napilab.harness.profile.profile import load_profile
 from napilab.reports.ab.compare import load_run
-from napilab.reports.ab.load import LoadReport, load_report
 from napilab.reports.formats import render
+from napilab.reports.load.curves import LoadReport, load_report
 from napilab.runners.registry import TOOLS
 from napilab.runners.workloads import iperf3
 from tests.synthetic_runs import store_run

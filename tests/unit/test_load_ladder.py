@@ -16,8 +16,8 @@ from napilab.harness.profile.load import parse_rate
 from napilab.harness.profile.profile import load_profile
 from napilab.harness.stats.curves import Crossing, crossing, crossing_change, estimate
 from napilab.reports.ab.compare import load_run
-from napilab.reports.ab.load import load_report
 from napilab.reports.formats import render
+from napilab.reports.load.curves import load_report
 from napilab.reports.nightly.baselines import Reference
 from napilab.reports.nightly.check import gate, gate_text
 from napilab.reports.nightly.thresholds import Threshold

@@ -17,8 +17,8 @@ from napilab.harness.profile.tune import Tuning, filled
 from napilab.harness.tune import space
 from napilab.harness.tune.record import TuneStudy
 from napilab.harness.tune.study import OK, RUNNING, Study
-from napilab.reports.ab.tune import Named, judge
-from napilab.reports.formats import tune_report
+from napilab.reports.tune import report as tune_report
+from napilab.reports.tune.confirm import Named, judge
 from tests.cli import run_napilab
 from tests.synthetic_runs import lognormal, store_run
 

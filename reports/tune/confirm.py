@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from napilab.harness.stats import pareto
 from napilab.harness.store.manifest import Manifest
+from napilab.harness.tune import pareto
 from napilab.reports.ab.compare import RunData, load_run, table
 from napilab.reports.ab.model import Line, Table
 

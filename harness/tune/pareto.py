@@ -1,5 +1,5 @@
 """Pareto order of points on medians, pure: `napilab tune` ranks its candidates by it
-(harness.tune.study) and recommends a front's confirmed candidates by it (reports.ab.tune).
+(harness.tune.study) and recommends a front's confirmed candidates by it (reports.tune.confirm).
 Every key is minimised: `signed` turns a value to maximise into one to minimise and a
 missing value into the worst. (reports.ab.frontier judges a frontier beyond the noise
 of repetitions; this is the plain order of single numbers.)"""

@@ -1,4 +1,4 @@
-"""Latency-load curves (reports.ab.load) as figures: one per latency metric and one per
+"""Latency-load curves (reports.load.curves) as figures: one per latency metric and one per
 role's busy cores, against the achieved load, the variants overlaid, each rung with its
 95% interval as error bars. A saturated rung is drawn hollow with a cross; the ladder
 metric's figure has the SLO as a dashed line and each variant's capacity (and its
@@ -15,7 +15,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from napilab.harness.stats.curves import Estimate
-from napilab.reports.ab.load import Curve, LoadReport, Point
+from napilab.reports.load.curves import Curve, LoadReport, Point
 from napilab.reports.plots.svg import color, label, log_numbers, numbers
 
 Drawn = tuple[Figure, str] | str

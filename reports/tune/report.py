@@ -1,5 +1,5 @@
 """The report of a `napilab tune` study, from its tune.json and the confirmation's
-verdicts (reports.ab.tune): tune.txt and tune.md (for mailing lists and pull requests),
+verdicts (reports.tune.confirm): tune.txt and tune.md (for mailing lists and pull requests),
 tune.html (the same, with the search drawn: the objective candidate by candidate with
 the best so far, and the first two goal metrics against each other with the front), and
 tune-report.json.
@@ -21,9 +21,9 @@ from typing import Any
 from napilab.harness.records import codec
 from napilab.harness.store.store import atomic_write
 from napilab.harness.tune.record import TuneStudy
-from napilab.reports.ab.tune import Confirmation
 from napilab.reports.formats import markdown as md
 from napilab.reports.formats import render
+from napilab.reports.tune.confirm import Confirmation
 
 FILES = ("tune.txt", "tune.md", "tune.html", "tune-report.json")
 
@@ -170,7 +170,7 @@ def html(doc: dict[str, Any], figures: Sequence[tuple[str, str]]) -> str:
 
 def write(directory: str | Path, state: TuneStudy, conf: Confirmation | None
           ) -> list[Path]:
-    from napilab.reports.plots import tune as tune_plots
+    from napilab.reports.tune import plots as tune_plots
 
     doc = document(state, conf)
     directory = Path(directory)

@@ -1,4 +1,4 @@
-"""The latency-load table of a run with a `load:` ladder (reports.ab.load), as rows the
+"""The latency-load table of a run with a `load:` ladder (reports.load.curves), as rows the
 text and Markdown reports share: per variant, one row per rung (offered, achieved,
 latency percentiles, busy cores per role), then its knee and SLO capacity."""
 
@@ -8,8 +8,8 @@ import textwrap
 from collections.abc import Callable, Iterable, Sequence
 
 from napilab.harness.stats.curves import Estimate
-from napilab.reports.ab.load import Curve, LoadReport, crossing_text, rate_text
 from napilab.reports.ab.model import format_number
+from napilab.reports.load.curves import Curve, LoadReport, crossing_text, rate_text
 
 
 def header(report: LoadReport) -> list[str]:

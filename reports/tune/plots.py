@@ -1,4 +1,4 @@
-"""A tune study drawn (reports.formats.tune_report): the first objective of every
+"""A tune study drawn (reports.tune.report): the first objective of every
 candidate in the order measured, with the best so far (among the candidates inside the
 goal's bounds) as a step line and the baseline as a dashed line; and, when the goal
 names two metrics or more, the first two against each other, each candidate a point
