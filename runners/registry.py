@@ -27,13 +27,13 @@ from napilab.runners.workloads import (
     command,
     iperf3,
     mutilate,
-    neper,
-    neper_options,
     netperf,
     ping,
     pktgen,
     sockperf,
 )
+from napilab.runners.workloads.neper import neper
+from napilab.runners.workloads.neper import options as neper_options
 from napilab.runners.workloads.workload import WorkloadTool
 
 T = TypeVar("T", WorkloadTool, Collector[Any])

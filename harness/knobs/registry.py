@@ -2,7 +2,7 @@
 reverse order. Profile parsing (`setup:`), the CPU checks of a bound plan, settings
 apply/restore, `napilab plan` and `napilab hosts check` all read this registry; no
 other module dispatches on a kind. Adding a kind is one module under
-harness/knobs/kinds/ and one line here (docs/design.md)."""
+harness/knobs/kinds/ (cpu/ for the host's CPU and power) and one line here (docs/design.md)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,6 @@ from napilab.harness.errors import HostError
 from napilab.harness.knobs.backend import Backend
 from napilab.harness.knobs.kind import Kind
 from napilab.harness.knobs.kinds import (
-    cpu_dma_latency,
-    cpufreq,
-    cpuidle,
-    energy_perf_bias,
-    ethtool,
-    intel_pstate,
     irq_affinity,
     irqbalance,
     kernel,
@@ -23,13 +17,21 @@ from napilab.harness.knobs.kinds import (
     napi,
     napi_threads,
     netdev,
-    platform_profile,
     queues,
-    smt,
     sysctl,
     sysfs,
+)
+from napilab.harness.knobs.kinds.cpu import (
+    cpu_dma_latency,
+    cpufreq,
+    cpuidle,
+    energy_perf_bias,
+    intel_pstate,
+    platform_profile,
+    smt,
     transparent_hugepage,
 )
+from napilab.harness.knobs.kinds.ethtool import ethtool
 
 KINDS: tuple[Kind, ...] = (
     kernel.Kernel(),  # booted into before anything else is set (harness.engine.boots)

@@ -68,7 +68,7 @@ class Transport(Protocol):
               stdin_open: bool = False) -> Process:
         """`stdin_open`: the command's stdin stays open (it reads nothing) until the
         process is signalled or the connection ends, when it sees end of file: a holder
-        that must not outlive its controller (harness.knobs.kinds.cpu_dma_latency)
+        that must not outlive its controller (harness.knobs.kinds.cpu.cpu_dma_latency)
         waits on it."""
         ...
 

@@ -1,4 +1,4 @@
-"""ethtool's rings, rss, ntuple and priv-flags groups (harness.knobs.kinds.ethtool): the
+"""ethtool's rings, rss, ntuple and priv-flags groups (harness.knobs.kinds.ethtool.ethtool): the
 parsers against the outputs under tests/data/ethtool/, the profile grammar's errors, the
 plan's commands, and apply -> read back -> restore through a scripted host whose
 `ethtool` answers as ethtool prints (and refuses as the captured veth refusals say)."""
@@ -17,7 +17,7 @@ from napilab.harness.errors import HostError, InputError, SettingMismatch
 from napilab.harness.hosts.session import HostSession
 from napilab.harness.hosts.settings import HostSettings
 from napilab.harness.inventory.inventory import load_inventory
-from napilab.harness.knobs.kinds import ethtool_show as show
+from napilab.harness.knobs.kinds.ethtool import show
 from napilab.harness.profile.plan import Plan, bind
 from napilab.harness.profile.profile import load_profile
 from napilab.harness.transport.transport import CommandResult

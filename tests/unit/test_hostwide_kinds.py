@@ -22,7 +22,7 @@ from napilab.harness.hosts.session import HostSession
 from napilab.harness.hosts.settings import HostSettings
 from napilab.harness.inventory.inventory import load_inventory
 from napilab.harness.knobs import registry
-from napilab.harness.knobs.kinds import cpu_dma_latency
+from napilab.harness.knobs.kinds.cpu import cpu_dma_latency
 from napilab.harness.profile.plan import Plan, bind
 from napilab.harness.profile.profile import load_profile
 from napilab.harness.transport.transport import CommandResult, Process
@@ -317,7 +317,7 @@ def test_the_hold_script_writes_hex_text_and_ends_with_its_controller(
 import os, sys, time
 sys.path.insert(0, {str(Path(__file__).parents[2])!r})
 from napilab.harness.inventory.inventory import Host
-from napilab.harness.knobs.kinds.cpu_dma_latency import HOLD_SCRIPT
+from napilab.harness.knobs.kinds.cpu.cpu_dma_latency import HOLD_SCRIPT
 from napilab.harness.transport.local import LocalTransport
 script = HOLD_SCRIPT + '; echo $$ > {gone}'
 t = LocalTransport(Host(name="h", transport="local"))

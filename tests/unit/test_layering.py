@@ -113,3 +113,16 @@ def test_layering_rules_see_real_imports() -> None:
     """The checks above would pass vacuously if `imports` read nothing."""
     found = imports(ROOT / "harness" / "cli" / "main.py")
     assert {"harness.cli.analysis", "harness.cli.execute", "click"} <= found
+
+
+MAX_MODULES = 12  # issue 37: a package that grows past this is split by what it holds
+
+
+def test_no_package_holds_more_than_twelve_modules() -> None:
+    counts: dict[str, int] = {}
+    for name, path in modules().items():
+        if path.name != "__init__.py":
+            package = name.rsplit(".", 1)[0]
+            counts[package] = counts.get(package, 0) + 1
+    assert len(counts) >= 20
+    assert {p: n for p, n in counts.items() if n > MAX_MODULES} == {}

@@ -106,7 +106,7 @@ def test_neper_refuses_what_the_other_side_or_binary_cannot_take(
 
 
 def test_neper_option_table_covers_every_binary_and_cites_the_source() -> None:
-    from napilab.runners.workloads import neper_options as neper
+    from napilab.runners.workloads.neper import options as neper
     for binary, options in neper.OPTIONS.items():
         shorts = [o.short for o in options if o.short]
         assert len(shorts) == len(set(shorts)), binary

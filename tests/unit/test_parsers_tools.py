@@ -11,7 +11,9 @@ import pytest
 
 from napilab.runners.base import ParseError, ToolFailed
 from napilab.runners.registry import TOOLS
-from napilab.runners.workloads import iperf3, neper, neper_samples, netperf, sockperf
+from napilab.runners.workloads import iperf3, netperf, sockperf
+from napilab.runners.workloads.neper import neper
+from napilab.runners.workloads.neper import samples as neper_samples
 from napilab.runners.workloads.workload import ProcessOutput, ToolOutput
 
 DATA = Path(__file__).parents[1] / "data"

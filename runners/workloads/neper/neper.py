@@ -14,7 +14,7 @@ microseconds. Quirks handled here:
   percentiles; tcp_crr's server keeps no statistics at all; in a stream test only the
   reading side prints `throughput`. A side that computed no rate sends 0 as the peer's
   `remote_throughput`: those zeros are "not measured" and left out.
-The `--all-samples` CSV is parsed by `runners.workloads.neper_samples`.
+The `--all-samples` CSV is parsed by `runners.workloads.neper.samples`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from napilab.harness.errors import InputError
 from napilab.runners.base import COUNT, US, ParseError, ToolFailed, Value, parse_float
-from napilab.runners.workloads.neper_options import (
+from napilab.runners.workloads.neper.options import (
     CLIENT,
     MIRROR,
     OPTIONS,
@@ -330,7 +330,7 @@ class NeperTool:
 def _all_samples(text: str) -> list[Value]:
     # Imported here: neper_samples is numpy through and through, and the CLI reads the
     # parsers' names for `napilab parse`'s choices on every start (benchmarks/startup.py).
-    from napilab.runners.workloads import neper_samples
+    from napilab.runners.workloads.neper import samples as neper_samples
 
     return neper_samples.values(neper_samples.parse(text))
 

@@ -15,14 +15,14 @@ from __future__ import annotations
 from typing import Protocol
 
 from napilab.harness.errors import HostError
-from napilab.harness.knobs.kinds import ethtool_show as show
+from napilab.harness.knobs.kinds.ethtool import show
 from napilab.runners.base import ParseError
 
 NONE = "none"
 
 
 class EthtoolBackend(Protocol):
-    """What the rules ask of the ethtool backend (harness.knobs.kinds.ethtool)."""
+    """What the rules ask of the ethtool backend (harness.knobs.kinds.ethtool.ethtool)."""
 
     @property
     def host(self) -> str: ...

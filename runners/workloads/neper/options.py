@@ -1,5 +1,5 @@
 """neper's options, binary by binary, and which side (client, server) reads each:
-the table `runners.workloads.neper` copies client flags to the server by, and refuses
+the table `runners.workloads.neper.neper` copies client flags to the server by, and refuses
 an option given to a side that never reads it.
 """
 

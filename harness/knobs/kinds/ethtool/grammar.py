@@ -1,5 +1,5 @@
 """The profile grammar of ethtool's `rings`, `rss`, `ntuple` and `priv-flags` groups
-(harness.knobs.kinds.ethtool): each group's mapping (or, for ntuple, list of rules) into
+(harness.knobs.kinds.ethtool.ethtool): each group's mapping (or, for ntuple, list of rules) into
 (name, value) pairs in ethtool's own words, every problem recorded at its file:line with
 the allowed keys or values named."""
 
@@ -12,7 +12,7 @@ from typing import Any
 from napilab.harness.authoring import json_parts as js
 from napilab.harness.grammar.schema import Checker, join
 from napilab.harness.grammar.yamlsrc import Node, Seq
-from napilab.harness.knobs.kinds import ethtool_show as show
+from napilab.harness.knobs.kinds.ethtool import show
 
 SWITCH = {True: "on", False: "off", "on": "on", "off": "off"}
 # -G's settings: a ring size (an integer) or a switch

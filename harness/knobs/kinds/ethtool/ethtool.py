@@ -18,9 +18,9 @@ from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs import grammar
 from napilab.harness.knobs.backend import Backend, Command
 from napilab.harness.knobs.kind import ORIGINAL, Item, Kind, Lookup, Setting, Verdict
-from napilab.harness.knobs.kinds import ethtool_grammar as eg
-from napilab.harness.knobs.kinds import ethtool_show as show
-from napilab.harness.knobs.kinds.ethtool_ntuple import NtupleRules, rules_of, same_rules
+from napilab.harness.knobs.kinds.ethtool import grammar as eg
+from napilab.harness.knobs.kinds.ethtool import show
+from napilab.harness.knobs.kinds.ethtool.ntuple import NtupleRules, rules_of, same_rules
 from napilab.runners.base import ParseError
 
 GROUPS = ("coalesce", "channels", "features", "rings", "rss", "ntuple", "priv-flags")
@@ -47,7 +47,7 @@ class EthtoolBackend(Backend):
     """Key IFACE/FLAG/name (eth0/-c/rx-usecs, eth0/-k/generic-receive-offload, eth0/-g/rx,
     eth0/-x/indir, eth0/-x/hfunc, eth0/-n/tcp4 dst-port 5001, eth0/--show-priv-flags/NAME).
     The RSS table is its entries separated by spaces; an n-tuple flow's value is `none` or
-    its rules, `action Q loc L` each (harness.knobs.kinds.ethtool_ntuple)."""
+    its rules, `action Q loc L` each (harness.knobs.kinds.ethtool.ntuple)."""
 
     name = "ethtool"
 
