@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 import pandas as pd  # noqa: E402
 
-from napilab.harness.hosts.testbed import Testbed  # noqa: E402
+from napilab.harness.lab.netns import Testbed  # noqa: E402
 from napilab.runners.workloads.neper import neper  # noqa: E402
 
 PROFILE = """\

@@ -37,8 +37,8 @@ sys.path.insert(0, str(ROOT))
 
 from napilab.harness.cli.main import execute  # noqa: E402
 from napilab.harness.engine.progress import QuietProgress  # noqa: E402
-from napilab.harness.hosts.testbed import Testbed  # noqa: E402
 from napilab.harness.inventory.inventory import load_inventory  # noqa: E402
+from napilab.harness.lab.netns import Testbed  # noqa: E402
 from napilab.harness.profile.plan import bind  # noqa: E402
 from napilab.harness.profile.profile import load_profile  # noqa: E402
 

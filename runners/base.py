@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from napilab.harness.errors import ExitCode, NapilabError
 
@@ -22,6 +23,15 @@ PERCENT = "percent"
 # `${name}` in a profile (matrix parameters, ${iface}) and in a command's arguments
 # (${target}, ${duration}, ...): one syntax, one pattern.
 PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# the placeholders napilab itself fills in at run time (a matrix may not name them)
+RESERVED = ("iface", "target", "bind", "duration", "workdir", "trial", "variant")
+
+
+def unresolved(value: Any) -> bool:
+    """A string still holding a placeholder napilab does not fill in: the unknown
+    placeholder is the error, not the value it stands for."""
+    return isinstance(value, str) and any(
+        name not in RESERVED for name in PLACEHOLDER.findall(value))
 
 
 def fill(text: str, values: Mapping[str, str]) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from napilab.harness.hosts import testbed as tb
+from napilab.harness.lab import netns as tb
 from tests.cli import run_napilab, start_napilab
 
 ROOT = Path(__file__).resolve().parent.parent

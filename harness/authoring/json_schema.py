@@ -21,7 +21,12 @@ import json
 import sys
 from collections.abc import Callable, Mapping
 
-from napilab.harness.authoring.json_parts import (
+from napilab.harness.grammar import keys, names
+from napilab.harness.grammar.schema import Number
+from napilab.harness.inventory import ansible as inventory_ansible
+from napilab.harness.inventory import inventory
+from napilab.harness.knobs import registry, values
+from napilab.harness.knobs.json_parts import (
     CPU_LIST,
     CPU_LIST_DEF,
     PLACEHOLDER,
@@ -35,12 +40,7 @@ from napilab.harness.authoring.json_parts import (
     one_or_list,
     summary,
 )
-from napilab.harness.authoring.json_parts import regex as _regex
-from napilab.harness.grammar import keys, names
-from napilab.harness.grammar.schema import Number
-from napilab.harness.inventory import ansible as inventory_ansible
-from napilab.harness.inventory import inventory
-from napilab.harness.knobs import registry, values
+from napilab.harness.knobs.json_parts import regex as _regex
 from napilab.harness.knobs.kind import Kind
 from napilab.harness.profile import kernel, load, matrix, profile, sections, tune
 from napilab.runners.collectors import netstat

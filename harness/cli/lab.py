@@ -106,7 +106,7 @@ def testbed_up(ssh: bool, vm: bool, kernel: tuple[str, ...], queues: int, cpus: 
       napilab testbed up --vm --queues 4 --kernel 7.2 --kernel b=6.1-rt
       napilab testbed up --vm --queues 4 --nic virtio-rss --nic b=vmxnet3
     """
-    from napilab.harness.hosts.testbed import Testbed
+    from napilab.harness.lab.netns import Testbed
 
     if vm:
         from napilab.harness.lab.vmbed import VmTestbed
@@ -133,7 +133,7 @@ def testbed_down() -> None:
     Example:
       napilab testbed down
     """
-    from napilab.harness.hosts.testbed import Testbed
+    from napilab.harness.lab.netns import Testbed
     from napilab.harness.lab.vmbed import VmTestbed
 
     VmTestbed().down()
@@ -149,7 +149,7 @@ def testbed_status() -> None:
     Example:
       napilab testbed status
     """
-    from napilab.harness.hosts.testbed import Testbed
+    from napilab.harness.lab.netns import Testbed
     from napilab.harness.lab.vmbed import VmTestbed
 
     click.echo(json.dumps({**Testbed().status(), "vm": VmTestbed().status()}, indent=1))

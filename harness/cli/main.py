@@ -313,8 +313,8 @@ def demo(results: str, transport: str, profile_path: str) -> None:
       napilab demo
       napilab demo -o /tmp/results --transport local
     """
-    from napilab.harness.hosts.testbed import Testbed
     from napilab.harness.inventory.inventory import load_inventory
+    from napilab.harness.lab.netns import Testbed
     from napilab.harness.profile.plan import bind
     from napilab.harness.profile.profile import load_profile
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from napilab.harness.errors import HostError
+from napilab.harness.hosts.host_records import Holder
 from napilab.harness.transport.transport import Transport
 
 MACHINE_ID = "/etc/machine-id"
@@ -124,29 +125,28 @@ def controller() -> dict[str, Any]:
 ALIVE, DEAD, UNKNOWN = "alive", "dead", "unknown"
 
 
-def holder_state(doc: dict[str, Any]) -> str:
+def holder_state(holder: Holder) -> str:
     """Whether the process a lock or journal names still runs: `alive`, `dead`, or
     `unknown` when it ran on another controller (or in another PID namespace), where
     nothing can be judged from here."""
     here = controller()
-    machine = doc.get("controller_machine_id")
+    machine = holder.controller_machine_id
     if machine is not None:
         if machine != here["controller_machine_id"] or (
-                machine == "" and doc.get("controller") != here["controller"]):
+                machine == "" and holder.controller != here["controller"]):
             return UNKNOWN
-        if doc.get("controller_boot_id") != here["controller_boot_id"]:
+        if holder.controller_boot_id != here["controller_boot_id"]:
             return DEAD  # the controller rebooted since
-        if doc.get("controller_pidns", "") != here["controller_pidns"]:
+        if (holder.controller_pidns or "") != here["controller_pidns"]:
             return UNKNOWN
-    elif doc.get("controller") != here["controller"]:
+    elif holder.controller != here["controller"]:
         return UNKNOWN  # written by an older napilab: only the host name to go by
-    pid = doc.get("pid")
-    if not isinstance(pid, int) or isinstance(pid, bool):
+    pid = holder.pid
+    if pid is None:
         return DEAD
     started = pid_start(pid)
     if started is None:
         return DEAD
-    recorded = doc.get("pid_start")
-    if isinstance(recorded, int) and recorded != started:
+    if holder.pid_start is not None and holder.pid_start != started:
         return DEAD  # the PID was reused by another process
     return ALIVE

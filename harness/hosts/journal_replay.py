@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from napilab.harness.errors import HostError, NapilabError
 from napilab.harness.hosts import identity, lock
+from napilab.harness.hosts.host_records import LockRecord
 from napilab.harness.hosts.session import HostSession
 from napilab.harness.hosts.settings import HostSettings, JournalError, journal_entries, tidy
 from napilab.harness.inventory.inventory import Host
@@ -57,8 +58,8 @@ def replay(hosts: Iterable[Host], *, break_lock: bool = False,
             session.close()
     for path, journal in seen.items():
         if path not in claimed:
-            doc = journal.doc or {}
-            yield (f"{path} (host {doc.get('host', '?')}, run {journal.run_id}) belongs to no "
+            written = (journal.doc.host if journal.doc is not None else "") or "?"
+            yield (f"{path} (host {written}, run {journal.run_id}) belongs to no "
                    "host of this inventory (by machine-id and network namespace): left in "
                    "place")
     if failures:
@@ -105,7 +106,8 @@ def _replay_host(session: HostSession, mine: list[lock.Journal], break_lock: boo
 
 
 def _replay_one(session: HostSession, journal: lock.Journal,
-                holder: dict[str, object] | None, break_lock: bool, lines: list[str]) -> None:
+                holder: LockRecord | lock.Corrupt | None, break_lock: bool,
+                lines: list[str]) -> None:
     """Restore what `journal` records, appending what happened to `lines`; a
     NapilabError says why it was left in place."""
     transport = session.transport
@@ -122,19 +124,19 @@ def _replay_one(session: HostSession, journal: lock.Journal,
                         f"({exc.message}); " + keep) from None
     run = journal.run_id
     state = identity.holder_state(journal.doc)
-    lock_of_run = holder is not None and holder.get("run_id") == run
+    lock_of_run = lock.run_of(holder) == run
     live = state == identity.ALIVE or (state == identity.UNKNOWN and lock_of_run)
     if live and not break_lock:
         where = "here" if state == identity.ALIVE else \
-            f"on controller {journal.doc.get('controller')}, which holds the lock"
+            f"on controller {journal.doc.controller}, which holds the lock"
         raise HostError(f"{name}: run {run} may still be running ({where}, pid "
-                        f"{journal.doc.get('pid')}): its journal {journal.path} was left "
+                        f"{journal.doc.pid}): its journal {journal.path} was left "
                         "alone; if that run is dead, `napilab restore --break-lock` replays it")
     kept, skipped = _fresh_entries(transport, journal, entries)
     lines += [f"{name}: {line}" for line in skipped]
     restored = HostSettings.from_journal(session, journal.doc, journal.path, kept).restore()
     tidy(transport, run)
-    renamed = journal.doc.get("host")
+    renamed = journal.doc.host
     alias = f" (journalled as host {renamed})" if renamed and renamed != name else ""
     lines.append(f"{name}: restored {len(restored)} setting(s) of run {run}{alias}: "
                  + (", ".join(f"{c.target}={registry.kind(c.kind).shown(c.original)}"
@@ -146,8 +148,8 @@ def _fresh_entries(transport: Transport, journal: lock.Journal,
     """The entries that still name the objects they were written for, and a line per
     skipped one."""
     assert journal.doc is not None
-    boot = journal.doc.get("boot_id")
-    if isinstance(boot, str) and boot != identity.of(transport).boot_id:
+    boot = journal.doc.boot_id
+    if boot is not None and boot != identity.of(transport).boot_id:
         # what a run set lived in the kernel it ran on: a reboot took it, and its
         # originals belong to that boot, not to this one; only the kernel a host runs
         # (the boot backend) outlives a boot, and is put back
@@ -187,16 +189,16 @@ def _clear_lock(transport: Transport, left: int, break_lock: bool) -> Iterator[s
         yield (f"{name}: the lock {path} ({lock.describe(holder)}) stays: a journal of this "
                "host is left")
         return
-    state = "corrupt" if "corrupt" in holder else identity.holder_state(holder)
+    state = "corrupt" if isinstance(holder, lock.Corrupt) else identity.holder_state(holder)
     if state == identity.ALIVE or (state == identity.UNKNOWN and not break_lock):
         why = ("it is running" if state == identity.ALIVE else
                "it is another controller's (--break-lock removes it)")
         yield f"{name}: the lock {path} of {lock.describe(holder)} stays: {why}"
         return
     transport.run(["rm", "-f", "--", path])
-    tidy(transport, str(holder.get("run_id", "")))
-    if state == "corrupt":
-        yield f"{name}: removed the corrupt lock {path} ({holder['corrupt']!r})"
+    tidy(transport, lock.run_of(holder) or "")
+    if isinstance(holder, lock.Corrupt):
+        yield f"{name}: removed the corrupt lock {path} ({holder.excerpt!r})"
         return
     what = "stale" if state == identity.DEAD else "live (--break-lock)"
     yield f"{name}: removed the {what} lock of {lock.describe(holder)}"

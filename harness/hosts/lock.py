@@ -21,7 +21,6 @@ replayed them. A lock is released only when the run's own journals are gone.
 
 from __future__ import annotations
 
-import json
 import secrets
 import sys
 import time
@@ -30,10 +29,12 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
-from napilab.harness.errors import HostError, NapilabError
+from napilab.harness.errors import HostError, InputError, NapilabError
 from napilab.harness.hosts import identity
+from napilab.harness.hosts.host_records import JournalRecord, LockRecord
 from napilab.harness.hosts.setting_steps import CREATE_NEW, JOURNAL_DIR
 from napilab.harness.hosts.settings import tidy
+from napilab.harness.records import codec
 from napilab.harness.transport.transport import Transport
 
 # Journals on the host with their modification times, one per line: "MTIME PATH".
@@ -46,31 +47,39 @@ def lock_path(transport: Transport) -> str:
     return f"{JOURNAL_DIR}/lock-{identity.of(transport).key}.json"
 
 
-def describe(doc: dict[str, Any]) -> str:
-    if "corrupt" in doc:
-        return f"a corrupt lock ({doc['corrupt']!r})"
-    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(doc.get("started", 0))))
-    return (f"run {doc.get('run_id')} (pid {doc.get('pid')} on {doc.get('controller')}, "
-            f"since {started})")
+@dataclass(frozen=True)
+class Corrupt:
+    """A lock file that is empty or not a lock napilab wrote (its first bytes)."""
+
+    excerpt: str
 
 
-def is_stale(doc: dict[str, Any]) -> bool:
+def describe(holder: LockRecord | Corrupt) -> str:
+    if isinstance(holder, Corrupt):
+        return f"a corrupt lock ({holder.excerpt!r})"
+    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(holder.started))
+    return f"run {holder.run_id} (pid {holder.pid} on {holder.controller}, since {started})"
+
+
+def is_stale(holder: LockRecord | Corrupt) -> bool:
     """The holder's process is gone (judged only for this controller's runs)."""
-    return "corrupt" not in doc and identity.holder_state(doc) == identity.DEAD
+    return isinstance(holder, LockRecord) and identity.holder_state(holder) == identity.DEAD
 
 
-def read_lock(transport: Transport) -> dict[str, Any] | None:
-    """The lock's content; `{"corrupt": excerpt}` when it is empty or not a lock."""
+def run_of(holder: LockRecord | Corrupt | None) -> str | None:
+    """The run that holds the lock (None: no lock, or a corrupt one)."""
+    return holder.run_id if isinstance(holder, LockRecord) else None
+
+
+def read_lock(transport: Transport) -> LockRecord | Corrupt | None:
+    """The lock (None: there is none); Corrupt when it is empty or not a lock."""
     result = transport.run(["cat", "--", lock_path(transport)], check=False)
     if result.exit_code != 0:
         return None
     try:
-        doc = json.loads(result.stdout)
-    except json.JSONDecodeError:
-        doc = None
-    if not isinstance(doc, dict) or not isinstance(doc.get("run_id"), str):
-        return {"corrupt": result.stdout[:80]}
-    return doc
+        return codec.parse(result.stdout, LockRecord, lock_path(transport))
+    except InputError:
+        return Corrupt(result.stdout[:80])
 
 
 @dataclass(frozen=True)
@@ -79,17 +88,16 @@ class Journal:
 
     path: str
     mtime: float
-    doc: dict[str, Any] | None  # None: unreadable or not JSON
+    doc: JournalRecord | None  # None: unreadable, not JSON or not a journal (`error`)
     error: str = ""
 
     @property
     def run_id(self) -> str:
-        return str((self.doc or {}).get("run_id", "?"))
+        return (self.doc.run_id if self.doc is not None else None) or "?"
 
     @property
     def created(self) -> float:
-        value = (self.doc or {}).get("created")
-        return float(value) if isinstance(value, int | float) else self.mtime
+        return self.doc.created if self.doc is not None and self.doc.created else self.mtime
 
 
 def journals(transport: Transport) -> list[Journal]:
@@ -109,27 +117,33 @@ def journals(transport: Transport) -> list[Journal]:
         if text.exit_code != 0:
             found.append(Journal(path, stamp, None, text.stderr.strip() or "unreadable"))
             continue
-        try:
-            doc = json.loads(text.stdout)
-        except json.JSONDecodeError as exc:
-            found.append(Journal(path, stamp, None, f"not valid JSON ({exc})"))
-            continue
-        if not isinstance(doc, dict):
-            found.append(Journal(path, stamp, None, "not a journal (not a JSON object)"))
-            continue
-        found.append(Journal(path, stamp, doc))
+        found.append(_journal(path, stamp, text.stdout))
     return found
+
+
+def _journal(path: str, stamp: float, text: str) -> Journal:
+    try:
+        raw = codec.parse_json(text, path)
+    except InputError as exc:
+        return Journal(path, stamp, None, "not valid JSON " + exc.message.removeprefix(
+            f"{path}: not JSON "))
+    if not isinstance(raw, dict):
+        return Journal(path, stamp, None, "not a journal (not a JSON object)")
+    try:
+        return Journal(path, stamp, codec.convert(raw, JournalRecord, path))
+    except InputError as exc:
+        return Journal(path, stamp, None, exc.message.removeprefix(f"{path}: "))
 
 
 def belongs(journal: Journal, transport: Transport) -> bool:
     """The journal was written for this machine: by its machine key, or for journals
     of older napilab versions (and unreadable ones) by the host name in the file."""
-    machine = (journal.doc or {}).get("machine")
-    if isinstance(machine, str):
+    machine = journal.doc.machine if journal.doc is not None else None
+    if machine is not None:
         return machine in identity.of(transport).keys
     name = transport.host.name
     if journal.doc is not None:
-        return journal.doc.get("host") == name
+        return journal.doc.host == name
     return journal.path.endswith(f"-{name}.json")
 
 
@@ -142,17 +156,17 @@ def leftover(transport: Transport, run_id: str | None = None) -> list[Journal]:
 def acquire(transport: Transport, run_id: str, *, break_lock: bool = False) -> None:
     host = transport.host.name
     path = lock_path(transport)
-    doc = {"run_id": run_id, **identity.controller(), "started": time.time(),
-           "argv": sys.argv, "host": host,
-           **identity.of(transport).record()}
+    record = codec.convert({"run_id": run_id, **identity.controller(), "started": time.time(),
+                            "argv": list(sys.argv), "host": host,
+                            **identity.of(transport).record()}, LockRecord, "the lock")
     tmp = f"{path}.{secrets.token_hex(4)}.tmp"
     for attempt in (1, 2):
-        result = transport.run([*CREATE_NEW, JOURNAL_DIR, tmp, path], stdin=json.dumps(doc),
-                               check=False)
+        result = transport.run([*CREATE_NEW, JOURNAL_DIR, tmp, path],
+                               stdin=codec.encode(record).decode(), check=False)
         if result.exit_code == 0:
             break
         holder = read_lock(transport)
-        if holder is not None and holder.get("run_id") == run_id and \
+        if isinstance(holder, LockRecord) and holder.run_id == run_id and \
                 identity.holder_state(holder) == identity.ALIVE:
             return  # this run already holds it: the machine is in the inventory twice
         if holder is None and attempt == 1:
@@ -164,11 +178,11 @@ def acquire(transport: Transport, run_id: str, *, break_lock: bool = False) -> N
     _refuse_leftover_journals(transport, run_id)
 
 
-def _refuse(host: str, path: str, holder: dict[str, Any] | None, stderr: str) -> None:
+def _refuse(host: str, path: str, holder: LockRecord | Corrupt | None, stderr: str) -> None:
     if holder is None:
         raise HostError(f"{host}: cannot create {path}: {stderr.strip()}")
-    if "corrupt" in holder:
-        raise HostError(f"{host}: the lock {path} is empty or corrupt ({holder['corrupt']!r}); "
+    if isinstance(holder, Corrupt):
+        raise HostError(f"{host}: the lock {path} is empty or corrupt ({holder.excerpt!r}); "
                         "a full disk or a crash while it was written leaves that",
                         hint="`napilab restore -i INVENTORY` replays any journal and clears "
                         "it; --break-lock runs anyway")
@@ -209,8 +223,7 @@ def release(transport: Transport, run_id: str, *, check_journals: bool = True) -
         if kept:
             return (f"{transport.host.name}: lock kept: {kept[0].path} was not restored; "
                     + RESTORE_HINT)
-    holder = read_lock(transport)
-    if holder is not None and holder.get("run_id") == run_id:
+    if run_of(read_lock(transport)) == run_id:
         transport.run(["rm", "-f", "--", lock_path(transport)], check=False)
     tidy(transport, run_id)
     return None

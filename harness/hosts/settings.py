@@ -13,15 +13,20 @@ reboot, lost host) is replayed by `napilab restore`.
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import Sequence
-from typing import Any
 
 import msgspec
 
-from napilab.harness.errors import HostError, NapilabError, RestoreIncomplete, SettingMismatch
+from napilab.harness.errors import (
+    HostError,
+    InputError,
+    NapilabError,
+    RestoreIncomplete,
+    SettingMismatch,
+)
 from napilab.harness.hosts import identity
+from napilab.harness.hosts.host_records import JOURNAL_SCHEMA, JournalEntry, JournalRecord
 from napilab.harness.hosts.session import HostLookup, HostSession
 from napilab.harness.hosts.setting_steps import (
     JOURNAL_DIR,
@@ -44,9 +49,8 @@ from napilab.harness.knobs import registry
 from napilab.harness.knobs.backend import Gone, Unavailable
 from napilab.harness.knobs.change import Change
 from napilab.harness.knobs.kind import Setting
+from napilab.harness.records import codec
 from napilab.harness.transport.transport import Transport
-
-JOURNAL_SCHEMA = 3  # 3: the host's identity (machine, namespace, boot) and the controller's
 
 
 def workdir(run_id: str) -> str:
@@ -236,11 +240,13 @@ class HostSettings:
         another run's record of the true originals); later ones replace it."""
         first = self._created is None
         created = self._created = self._created or time.time()
-        doc = {"schema": JOURNAL_SCHEMA, "run_id": self.run_id, "host": self.host,
-               **identity.of(self.transport).record(), **identity.controller(),
-               "created": created, "entries": [c.journalled() for c in self.changes]}
+        record = codec.convert({
+            "schema": JOURNAL_SCHEMA, "run_id": self.run_id, "host": self.host,
+            **identity.of(self.transport).record(), **identity.controller(),
+            "created": created, "entries": [c.journalled() for c in self.changes]},
+            JournalRecord, "the journal")
         result = self.transport.run(journal_argv(self.journal, first=first),
-                                    stdin=json.dumps(doc, indent=1), check=False)
+                                    stdin=codec.encode(record, indent=1).decode(), check=False)
         if result.exit_code != 0:
             self._created = None if first else created
             reason = result.stderr.strip().splitlines()[-1:] or [f"exit {result.exit_code}"]
@@ -333,14 +339,14 @@ class HostSettings:
             return present
 
     @classmethod
-    def from_journal(cls, session: HostSession, doc: dict[str, Any], path: str,
+    def from_journal(cls, session: HostSession, doc: JournalRecord, path: str,
                      entries: Sequence[Change] | None = None) -> HostSettings:
         """Settings left by an interrupted run, ready for `restore()` (which removes the
         journal at `path` once every entry is verified). `entries` replaces the
         journal's own (napilab restore leaves out entries that went stale)."""
-        settings = cls(session, str(doc["run_id"]))
+        settings = cls(session, doc.run_id or "?")
         settings.journal = path
-        settings._created = float(doc.get("created") or 0)
+        settings._created = doc.created
         settings.changes = list(journal_entries(doc, settings.host) if entries is None
                                 else entries)
         return settings
@@ -358,28 +364,22 @@ class JournalError(NapilabError):
     """A journal that is not in the shape napilab writes."""
 
 
-def journal_entries(doc: dict[str, Any], host: str) -> list[Change]:
-    """The changes a journal records (on `host`), checked: every entry names a known
-    backend and has string fields, or JournalError says what is wrong."""
-    if not isinstance(doc.get("run_id"), str):
+def journal_entries(doc: JournalRecord, host: str) -> list[Change]:
+    """The changes a journal records (on `host`), checked entry by entry: every entry is
+    a JournalEntry naming a known backend, or JournalError says which is not."""
+    if doc.run_id is None:
         raise JournalError("no run_id")
-    entries = doc.get("entries")
-    if not isinstance(entries, list):
+    if not isinstance(doc.entries, list):
         raise JournalError("no list of entries")
-    required = ("role", "kind", "target", "path", "original", "requested")
     changes = []
-    for number, entry in enumerate(entries, 1):
-        if not isinstance(entry, dict):
-            raise JournalError(f"entry {number} is not an object")
-        missing = [k for k in required if not isinstance(entry.get(k), str)]
-        if missing:
-            raise JournalError(f"entry {number} lacks {', '.join(missing)}")
-        backend = entry.get("backend", "file")
-        if backend not in registry.backend_names():
-            raise JournalError(f"entry {number} has an unknown backend {backend!r}")
-        effective = entry.get("effective")
-        changes.append(Change(host, entry["role"], entry["kind"], entry["target"],
-                              entry["path"], entry["original"], entry["requested"],
-                              effective=effective if isinstance(effective, str) else None,
-                              backend=str(backend)))
+    for number, raw in enumerate(doc.entries, 1):
+        try:
+            entry = codec.convert(raw, JournalEntry, f"entry {number}")
+        except InputError as exc:
+            raise JournalError(exc.message) from None
+        if entry.backend not in registry.backend_names():
+            raise JournalError(f"entry {number} has an unknown backend {entry.backend!r}")
+        changes.append(Change(host, entry.role, entry.kind, entry.target, entry.path,
+                              entry.original, entry.requested, effective=entry.effective,
+                              backend=entry.backend))
     return changes

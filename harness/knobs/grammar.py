@@ -11,8 +11,7 @@ from napilab.harness.errors import Written
 from napilab.harness.grammar.schema import Checker, join
 from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs import values
-from napilab.harness.profile.matrix import unresolved
-from napilab.runners.base import PLACEHOLDER
+from napilab.runners.base import PLACEHOLDER, unresolved
 
 
 def body(check: Checker, node: Node, key: str, path: str) -> Node | None:

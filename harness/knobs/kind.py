@@ -165,7 +165,7 @@ class Kind:
 
     def json_schema(self) -> dict[str, Any]:
         """The JSON Schema of `setup.<role>.<key>` for editors and `napilab schema`
-        (built with harness.authoring.json_parts); `{}` accepts any value and leaves the
+        (built with harness.knobs.json_parts); `{}` accepts any value and leaves the
         checks to `napilab validate`."""
         return {}
 

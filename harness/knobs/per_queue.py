@@ -27,13 +27,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from napilab.harness.authoring import json_parts as js
 from napilab.harness.errors import Written
 from napilab.harness.grammar import cpus
 from napilab.harness.grammar.schema import Checker, join
 from napilab.harness.grammar.yamlsrc import Node, Seq
 from napilab.harness.knobs import grammar, values
-from napilab.harness.profile.matrix import unresolved
+from napilab.harness.knobs import json_parts as js
+from napilab.runners.base import unresolved
 
 SPREAD_WORDS = ("local", "all")
 PLACEMENTS = ("cpus", "spread", "map")

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from napilab.harness.errors import HostError, NapilabError
-from napilab.harness.hosts.testbed import alive, names
+from napilab.harness.lab.netns import alive, names
 
 GUEST_DIR = "/run/napilab-guest"  # where the guest sees its read-only files
 MGMT_NET = "198.51.100.128/25"  # QEMU's user network: inside the QEMU process only

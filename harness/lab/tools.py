@@ -23,7 +23,6 @@ VM guests see the machine's root file system, these paths included.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -32,8 +31,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from napilab.harness.errors import NapilabError
+import msgspec
+
+from napilab.harness.errors import InputError, NapilabError
 from napilab.harness.lab import debian
+from napilab.harness.records import codec
+from napilab.harness.records.codec import Document
 
 DEFAULT_DIR = "/var/lib/napilab/tools"
 BIN_DIR = Path("/usr/local/bin")
@@ -103,6 +106,22 @@ def control_fields(text: str) -> dict[str, str]:
 # -- what is installed -----------------------------------------------------------------
 
 
+class ToolMeta(Document):
+    """TREE/napilab.json: what a fetched tool tree holds (written last: a tree without
+    it did not finish)."""
+
+    WHAT = "a fetched tool's napilab.json"
+    VERSION = 1
+
+    version: str
+    package: str = ""
+    suite: str = ""
+    runtime: dict[str, str] = msgspec.field(default_factory=dict)  # package -> version
+    debs: list[str] = msgspec.field(default_factory=list)
+    interpreter: str = ""
+    runpath: str = ""
+
+
 @dataclass(frozen=True)
 class Install:
     version: str
@@ -125,13 +144,12 @@ def installed(root: Path | None = None) -> Install | None:
         return None
     tree = Tree(root / PACKAGE / os.readlink(current))
     try:
-        meta = json.loads(tree.meta.read_text())
-        version, runtime = str(meta["version"]), dict(meta["runtime"])
-    except (OSError, ValueError, KeyError, TypeError):
+        meta = codec.read(tree.meta, ToolMeta)
+    except (OSError, InputError):
         return None
     if not tree.loader.is_file() or not all(tree.program(p).is_file() for p in PROGRAMS):
         return None
-    return Install(version, tree, {str(k): str(v) for k, v in runtime.items()})
+    return Install(meta.version, tree, dict(meta.runtime))
 
 
 def works(program: Path | str) -> bool:
@@ -267,10 +285,10 @@ def _fetch(root: Path, say: Callable[[str], object]) -> Install:
             raise NapilabError(f"{program} -V fails after patchelf (interpreter "
                                f"{tree.loader}, RUNPATH {tree.libdir})")
     runtime = {p: versions[p] for p in RUNTIME}
-    tree.meta.write_text(json.dumps({
-        "package": PACKAGE, "version": versions[PACKAGE], "suite": SUITE,
-        "runtime": runtime, "debs": [d.name for d in debs],
-        "interpreter": str(tree.loader), "runpath": str(tree.libdir)}, indent=1) + "\n")
+    tree.meta.write_bytes(codec.encode(ToolMeta(
+        package=PACKAGE, version=versions[PACKAGE], suite=SUITE, runtime=runtime,
+        debs=[d.name for d in debs], interpreter=str(tree.loader),
+        runpath=str(tree.libdir)), indent=1) + b"\n")
     current = root / PACKAGE / CURRENT
     staged_link = current.with_name(f".{CURRENT}.napilab")
     if staged_link.is_symlink():

@@ -21,7 +21,6 @@ directory (keys, known_hosts, inventory, consoles, the guests' /var/tmp/napilab)
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import subprocess
@@ -31,10 +30,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import yaml
 
-from napilab.harness.errors import NapilabError
-from napilab.harness.hosts.testbed import run_here
+from napilab.harness.errors import InputError, NapilabError
 from napilab.harness.lab import kernels
 from napilab.harness.lab.guest import (
     NIC_MODELS,
@@ -48,6 +47,9 @@ from napilab.harness.lab.guest import (
     kvm_works,
     stop_guest,
 )
+from napilab.harness.lab.netns import run_here
+from napilab.harness.records import codec
+from napilab.harness.records.codec import Document, FrozenRecord
 
 NAMES = ("a", "b")
 DATA_ADDRESSES = {"a": "192.0.2.1", "b": "192.0.2.2"}
@@ -107,9 +109,8 @@ class VmTestbed:
             vcpus = cpus if isinstance(cpus, dict) else dict.fromkeys(NAMES, cpus)
             specs = {n: self._spec(n, i, chosen[n], queues, vcpus.get(n, 2), memory, accel,
                                    models[n]) for i, n in enumerate(NAMES)}
-            self._save({"prefix": self.prefix, "accel": accel, "guests": {
-                n: {**_spec_json(s), "original": _kernel_json(chosen[n], ())}
-                for n, s in specs.items()}})
+            self._save(VmState(prefix=self.prefix, accel=accel, guests={
+                n: _entry(s, _kernel_ref(chosen[n], ())) for n, s in specs.items()}))
             self._write_inventory(specs)
             self._boot(list(specs.values()), timeout)
         except BaseException:
@@ -192,16 +193,16 @@ class VmTestbed:
         """Restart guest `name` on `kernel` (None: the one `up` booted it with) with
         `append` added to its command line; seconds until its sshd answered."""
         state = self._load()
-        if name not in state["guests"]:
+        if name not in state.guests:
             raise NapilabError(f"the VM testbed has no guest {name!r} (have: {list(NAMES)})")
-        entry = state["guests"][name]
-        chosen = kernels.find(kernel or entry["original"]["image"])
+        entry = state.guests[name]
+        chosen = kernels.find(kernel or entry.original.image)
         spec = replace(_spec_from(entry, self.state / name), image=chosen.image,
                        append=tuple(append))
         guest = Guest(spec)
         guest.stop()
         started = time.time()
-        state["guests"][name] = {**_spec_json(spec), "original": entry["original"]}
+        state.guests[name] = _entry(spec, entry.original)
         self._save(state)
         guest.start()
         _up(guest, started + timeout)
@@ -210,8 +211,7 @@ class VmTestbed:
     def revive(self, name: str, timeout: float = BOOT_TIMEOUT) -> bool:
         """Start guest `name` on its original kernel if it is not running (its QEMU
         died, or a boot failed half way); True when it was started."""
-        state = self._load()
-        entry = state["guests"][name]
+        entry = self._load().guests[name]
         spec = _spec_from(entry, self.state / name)
         if Guest(spec).pid() is not None:
             return False
@@ -224,10 +224,10 @@ class VmTestbed:
 
     def guest_kernel(self, name: str) -> dict[str, Any]:
         """The image and additions guest `name` was last started with, and its original."""
-        entry = self._load()["guests"][name]
-        release, version = kernels.read_image(Path(entry["image"]))
-        return {"image": entry["image"], "release": release, "version": version,
-                "append": entry["append"], "original": entry["original"]}
+        entry = self._load().guests[name]
+        release, version = kernels.read_image(Path(entry.image))
+        return {"image": entry.image, "release": release, "version": version,
+                "append": list(entry.append), "original": codec.full(entry.original)}
 
     # -- down / status -----------------------------------------------------------------
 
@@ -266,31 +266,29 @@ class VmTestbed:
     def status(self) -> dict[str, Any]:
         try:
             state = self._load()
-        except (OSError, ValueError):
+        except (OSError, InputError):
             return {"up": False, "state": str(self.state), "guests": {}}
         guests = {}
-        for name, entry in state["guests"].items():
+        for name, entry in state.guests.items():
             guest = Guest(_spec_from(entry, self.state / name))
-            release, _ = kernels.read_image(Path(entry["image"]))
-            guests[name] = {"pid": guest.pid(), "kernel": release, "append": entry["append"],
-                            "ssh": f"root@127.0.0.1:{entry['ssh_port']}",
-                            "data_address": entry["data_address"],
-                            "queues": entry["queues"], "cpus": entry["cpus"],
-                            "nic": entry.get("nic", "virtio")}
-        return {"up": all(g["pid"] for g in guests.values()), "accel": state["accel"],
+            release, _ = kernels.read_image(Path(entry.image))
+            guests[name] = {"pid": guest.pid(), "kernel": release, "append": list(entry.append),
+                            "ssh": f"root@127.0.0.1:{entry.ssh_port}",
+                            "data_address": entry.data_address,
+                            "queues": entry.queues, "cpus": entry.cpus, "nic": entry.nic}
+        return {"up": all(g["pid"] for g in guests.values()), "accel": state.accel,
                 "inventory": str(self.inventory_path),
                 "data_link": [self.tap(n) for n in NAMES],
                 "guests": guests}
 
     # -- state -------------------------------------------------------------------------
 
-    def _load(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads((self.state / "state.json").read_text())
-        return data
+    def _load(self) -> VmState:
+        return codec.read(self.state / "state.json", VmState)
 
-    def _save(self, state: dict[str, Any]) -> None:
+    def _save(self, state: VmState) -> None:
         tmp = self.state / "state.json.tmp"
-        tmp.write_text(json.dumps(state, indent=1))
+        tmp.write_bytes(codec.encode(state, indent=1))
         tmp.replace(self.state / "state.json")
 
 
@@ -333,26 +331,65 @@ def _version_key(release: str) -> tuple[int, ...]:
     return tuple(numbers)
 
 
-def _spec_json(spec: GuestSpec) -> dict[str, Any]:
-    return {"image": str(spec.image), "append": list(spec.append), "cpus": spec.cpus,
-            "memory": spec.memory, "queues": spec.queues, "accel": spec.accel,
-            "ssh_port": spec.ssh_port, "tap": spec.tap, "data_address": spec.data_address,
-            "mac_index": spec.mac_index, "nic": spec.nic}
+class KernelRef(FrozenRecord, frozen=True):
+    """A kernel image a guest boots, with what was added to its command line."""
+
+    WHAT = "a guest's kernel"
+
+    image: str
+    release: str = ""
+    version: str = ""
+    append: list[str] = msgspec.field(default_factory=list)
 
 
-def _spec_from(entry: dict[str, Any], home: Path) -> GuestSpec:
-    return GuestSpec(name=home.name, image=Path(entry["image"]),
-                     append=tuple(entry["append"]), cpus=int(entry["cpus"]),
-                     memory=str(entry["memory"]), queues=int(entry["queues"]),
-                     accel=str(entry["accel"]), ssh_port=int(entry["ssh_port"]),
-                     tap=str(entry["tap"]), data_address=str(entry["data_address"]),
-                     mac_index=int(entry["mac_index"]), state=home,
-                     nic=str(entry.get("nic", "virtio")))
+class GuestEntry(FrozenRecord, frozen=True):
+    """How one guest was last started (its GuestSpec) and the kernel `up` chose."""
+
+    WHAT = "a VM testbed guest"
+
+    image: str
+    cpus: int
+    memory: str
+    queues: int
+    accel: str
+    ssh_port: int
+    tap: str
+    data_address: str
+    mac_index: int
+    original: KernelRef
+    append: list[str] = msgspec.field(default_factory=list)
+    nic: str = "virtio"
 
 
-def _kernel_json(kernel: kernels.Kernel, append: tuple[str, ...]) -> dict[str, Any]:
-    return {"image": str(kernel.image), "release": kernel.release, "version": kernel.version,
-            "append": list(append)}
+class VmState(Document):
+    """STATE_DIR/state.json of `napilab testbed up --vm`."""
+
+    WHAT = "the VM testbed's state.json"
+    VERSION = 1
+
+    prefix: str
+    accel: str
+    guests: dict[str, GuestEntry] = msgspec.field(default_factory=dict)
+
+
+def _entry(spec: GuestSpec, original: KernelRef) -> GuestEntry:
+    return GuestEntry(image=str(spec.image), append=list(spec.append), cpus=spec.cpus,
+                      memory=spec.memory, queues=spec.queues, accel=spec.accel,
+                      ssh_port=spec.ssh_port, tap=spec.tap, data_address=spec.data_address,
+                      mac_index=spec.mac_index, nic=spec.nic, original=original)
+
+
+def _spec_from(entry: GuestEntry, home: Path) -> GuestSpec:
+    return GuestSpec(name=home.name, image=Path(entry.image), append=tuple(entry.append),
+                     cpus=entry.cpus, memory=entry.memory, queues=entry.queues,
+                     accel=entry.accel, ssh_port=entry.ssh_port, tap=entry.tap,
+                     data_address=entry.data_address, mac_index=entry.mac_index,
+                     state=home, nic=entry.nic)
+
+
+def _kernel_ref(kernel: kernels.Kernel, append: tuple[str, ...]) -> KernelRef:
+    return KernelRef(image=str(kernel.image), release=kernel.release,
+                     version=kernel.version, append=list(append))
 
 
 def _disable_ipv6(dev: str) -> None:

@@ -27,17 +27,9 @@ from napilab.harness.grammar.names import ALLOWED, unsafe
 from napilab.harness.grammar.schema import Checker, join, suggest, type_name
 from napilab.harness.grammar.yamlsrc import Node, Seq
 from napilab.harness.profile.merge import clone
-from napilab.runners.base import PLACEHOLDER, fill
+from napilab.runners.base import PLACEHOLDER, RESERVED, fill
 
-RESERVED = ("iface", "target", "bind", "duration", "workdir", "trial", "variant")
 MATRIX_KEYS = ("parameters", "name", "exclude", "variants")
-
-
-def unresolved(value: Any) -> bool:
-    """A string still holding a placeholder napilab does not fill in: the unknown
-    placeholder is the error, not the value it stands for."""
-    return isinstance(value, str) and any(
-        name not in RESERVED for name in PLACEHOLDER.findall(value))
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,6 @@ from napilab.harness.profile.load import (
     rung_name,
 )
 from napilab.harness.profile.matrix import (
-    RESERVED,
     check_name,
     combinations,
     declared_parameters,
@@ -47,7 +46,6 @@ from napilab.harness.profile.matrix import (
     substitute,
     substitute_text,
     unknown_placeholders,
-    unresolved,
 )
 from napilab.harness.profile.merge import (
     clone,
@@ -68,7 +66,7 @@ from napilab.harness.profile.sections import (
 )
 from napilab.harness.profile.setup import parse_setup
 from napilab.harness.profile.tune import Tune, Tuning, parse_tune
-from napilab.runners.base import PLACEHOLDER
+from napilab.runners.base import PLACEHOLDER, RESERVED, unresolved
 from napilab.runners.registry import TOOLS
 from napilab.runners.workloads.workload import MASTER, several_clients
 

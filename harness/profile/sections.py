@@ -17,8 +17,7 @@ from napilab.harness.grammar import cpus
 from napilab.harness.grammar.schema import Checker, Number, join, suggest, type_name
 from napilab.harness.grammar.yamlsrc import Node, Seq
 from napilab.harness.knobs import values
-from napilab.harness.profile.matrix import unresolved
-from napilab.runners.base import PLACEHOLDER
+from napilab.runners.base import PLACEHOLDER, unresolved
 from napilab.runners.collectors import netstat
 from napilab.runners.registry import COLLECTORS, TOOLS
 from napilab.runners.workloads.workload import (

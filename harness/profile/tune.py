@@ -38,7 +38,8 @@ from typing import Any
 
 from napilab.harness.grammar.schema import Checker, join, suggest, type_name
 from napilab.harness.grammar.yamlsrc import Node, Seq
-from napilab.harness.profile.matrix import RESERVED, substitute_string, substitute_text
+from napilab.harness.profile.matrix import substitute_string, substitute_text
+from napilab.runners.base import RESERVED
 
 TUNE_KEYS = ("variant", "parameters", "goal", "budget", "duration", "confirm", "sampler",
              "seed", "guard")

@@ -17,11 +17,11 @@ from matplotlib.figure import Figure
 
 from napilab.reports.ab.compare import RunData
 from napilab.reports.ab.model import Line, Table, with_unit
-from napilab.reports.load import plots as plots_load
 from napilab.reports.load.curves import LoadReport
 from napilab.reports.plots import cpu as plots_cpu
 from napilab.reports.plots import frontier as plots_frontier
 from napilab.reports.plots import latency as plots_latency
+from napilab.reports.plots import load as plots_load
 from napilab.reports.plots import trial_order as plots_trial_order
 from napilab.reports.plots.svg import RC, SvgRejected, color, figure_svg, label, numbers
 
@@ -169,7 +169,7 @@ def frontier_of(table: Table) -> Plot | Omitted:
 
 
 def load_figures(report: LoadReport) -> list[Plot | Omitted]:
-    """The latency-load figures of a run with a load ladder (reports.load.plots)."""
+    """The latency-load figures of a run with a load ladder (reports.plots.load)."""
     out: list[Plot | Omitted] = []
     with plt.rc_context(RC):
         drawn = plots_load.figures(report)

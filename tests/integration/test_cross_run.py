@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from napilab.harness.hosts import testbed as tb
+from napilab.harness.lab import netns as tb
 from tests.cli import run_napilab
 
 pytestmark = pytest.mark.serial  # verdicts measured on the testbed: alone on the CPUs

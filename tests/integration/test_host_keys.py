@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from napilab.harness.errors import HostError
-from napilab.harness.hosts import testbed as tb
 from napilab.harness.inventory.inventory import Host
+from napilab.harness.lab import netns as tb
 from napilab.harness.transport.connect import close, connect
 
 PORTS = tuple(range(2201, 2209))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from napilab.harness.hosts import testbed as tb
+from napilab.harness.lab import netns as tb
 from napilab.harness.profile.profile import load_profile
 from tests.cli import run_cli
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from napilab.harness.errors import HostError
-from napilab.harness.hosts import testbed as tb
 from napilab.harness.inventory.inventory import load_inventory
+from napilab.harness.lab import netns as tb
 from napilab.harness.transport.connect import transport_for
 
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from napilab.harness.errors import HostError
-from napilab.harness.hosts import testbed as tb
 from napilab.harness.hosts.session import HostSession
 from napilab.harness.hosts.settings import HostSettings
 from napilab.harness.inventory.inventory import Host, load_inventory
 from napilab.harness.knobs.kind import Setting
+from napilab.harness.lab import netns as tb
 from napilab.harness.transport.connect import transport_for
 from tests.conftest import suite_testbed
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from napilab.harness.hosts import testbed as tb
+from napilab.harness.lab import netns as tb
 from tests.cli import run_napilab
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"  # as tests/browser

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from napilab.harness.hosts import testbed as tb
+from napilab.harness.lab import netns as tb
 from tests.cli import run_napilab
 from tests.conftest import comm, netns_pids
 

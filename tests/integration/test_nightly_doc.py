@@ -14,7 +14,7 @@ import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from napilab.harness.hosts import testbed as tb
+from napilab.harness.lab import netns as tb
 from tests.cli import NAPILAB
 from tests.unit.test_nightly_doc import script
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from napilab.harness.hosts import testbed as tb
+from napilab.harness.lab import netns as tb
 from napilab.harness.store.store import load_samples
 from tests.cli import run_napilab
 from tests.conftest import NapilabRuns

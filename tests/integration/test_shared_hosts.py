@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from napilab.harness.hosts import testbed as tb
 from napilab.harness.inventory.inventory import load_inventory
+from napilab.harness.lab import netns as tb
 from napilab.harness.transport.ssh import SSHTransport
 from tests.cli import run_napilab
 from tests.conftest import (

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from napilab.harness.hosts import testbed as tb
+from napilab.harness.lab import netns as tb
 from tests.cli import run_napilab
 from tests.conftest import NapilabRuns, sysfs
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from napilab.harness.hosts import testbed as tb
+from napilab.harness.lab import netns as tb
 
 pytestmark = pytest.mark.serial  # it reads /run/sshd, which every other testbed shares
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from napilab.harness.hosts import testbed as tb
+from napilab.harness.lab import netns as tb
 from napilab.harness.store.store import load_samples
 from tests.cli import run_napilab
 from tests.conftest import sysfs

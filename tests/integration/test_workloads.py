@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from napilab.harness.hosts import testbed as tb
+from napilab.harness.lab import netns as tb
 from napilab.harness.store.store import load_samples
 from napilab.reports.ab.compare import load_run
 from tests.cli import run_napilab

@@ -14,12 +14,14 @@ import pytest
 
 from napilab.harness.engine.plan_render import plan_text
 from napilab.harness.errors import HostError, InputError, SettingMismatch
+from napilab.harness.hosts.host_records import JournalRecord
 from napilab.harness.hosts.session import HostSession
 from napilab.harness.hosts.settings import HostSettings
 from napilab.harness.inventory.inventory import load_inventory
 from napilab.harness.knobs.kinds.ethtool import show
 from napilab.harness.profile.plan import Plan, bind
 from napilab.harness.profile.profile import load_profile
+from napilab.harness.records import codec
 from napilab.harness.transport.transport import CommandResult
 from napilab.runners.base import ParseError
 from tests.fakes import FakeHost, FakeTransport
@@ -285,7 +287,7 @@ def test_ntuple_with_loc_and_restore_after_a_crash(tmp_path: Path) -> None:
     HostSettings(HostSession(nic), "r1").apply(plan.settings(plan.profile.variants[0])["sut"])
     assert nic.rules["9"] == ("tcp4 dst-port 5001", "3")
     path = "/var/tmp/napilab/journal-r1-sut.json"
-    doc = json.loads(nic.fake.files[path])
+    doc = codec.parse(nic.fake.files[path], JournalRecord, path)
     HostSettings.from_journal(HostSession(nic), doc, path).restore()
     assert nic.rules == {"7": ("tcp4 dst-port 22", "0")} and path not in nic.fake.files
 

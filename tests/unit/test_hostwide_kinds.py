@@ -18,6 +18,7 @@ import pytest
 
 from napilab.harness.engine.plan_render import plan_text
 from napilab.harness.errors import HostError, InputError, SettingMismatch
+from napilab.harness.hosts.host_records import JournalRecord
 from napilab.harness.hosts.session import HostSession
 from napilab.harness.hosts.settings import HostSettings
 from napilab.harness.inventory.inventory import load_inventory
@@ -25,6 +26,7 @@ from napilab.harness.knobs import registry
 from napilab.harness.knobs.kinds.cpu import cpu_dma_latency
 from napilab.harness.profile.plan import Plan, bind
 from napilab.harness.profile.profile import load_profile
+from napilab.harness.records import codec
 from napilab.harness.transport.transport import CommandResult, Process
 from napilab.runners.collectors.collector import split_tail
 from tests.fakes import FakeHost, FakeTransport
@@ -294,7 +296,7 @@ def test_after_a_crash_restore_finds_the_request_gone_with_its_holder(tmp_path: 
     qos_settings(host).apply(plan.settings(plan.profile.variants[0])["sut"])
     for holder in list(host.requests):
         holder.end()  # the controller died: sshd closed the holder's stdin, it exited
-    doc = json.loads(host.fake.files[JOURNAL])
+    doc = codec.parse(host.fake.files[JOURNAL], JournalRecord, JOURNAL)
     restored = HostSettings.from_journal(HostSession(host), doc, JOURNAL).restore()
     assert [c.original for c in restored] == ["2000000000"]
     assert len(host.started) == 1 and JOURNAL not in host.fake.files

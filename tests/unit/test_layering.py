@@ -126,3 +126,49 @@ def test_no_package_holds_more_than_twelve_modules() -> None:
             counts[package] = counts.get(package, 0) + 1
     assert len(counts) >= 20
     assert {p: n for p, n in counts.items() if n > MAX_MODULES} == {}
+
+
+# Every package in one layer, lowest first: a module imports (at run time) only its own
+# package and packages of lower layers. docs/design.md, "The layering", says the same.
+LAYERS = (
+    ("harness", "reports", "harness.errors"),
+    ("harness.records",),
+    ("harness.redact", "harness.interrupts", "harness.stats", "harness.lab",
+     "runners.base"),
+    ("harness.grammar", "runners.collectors", "runners.workloads"),
+    ("runners.registry", "runners"),
+    ("harness.inventory", "harness.knobs"),
+    ("harness.transport", "harness.profile"),
+    ("harness.authoring", "harness.store"),
+    ("harness.hosts", "harness.tune"),
+    ("harness.engine",),
+    ("reports.ab",),
+    ("reports.load",),
+    ("reports.plots",),
+    ("reports.formats",),
+    ("reports.nightly", "reports.tune"),
+    ("harness.cli",),
+)
+
+
+def layer_package(name: str) -> str:
+    parts = name.split(".")
+    if parts[0] == "harness" and len(parts) > 1 and parts[1] in ("errors", "redact",
+                                                                 "interrupts"):
+        return f"harness.{parts[1]}"
+    return ".".join(parts[:2])
+
+
+def test_every_import_goes_down_the_layers() -> None:
+    rank = {package: i for i, layer in enumerate(LAYERS) for package in layer}
+    found = modules()
+    unplaced = sorted({layer_package(n) for n in found} - set(rank))
+    assert unplaced == [], "place each package in LAYERS (and in docs/design.md)"
+    up = []
+    for name, path in found.items():
+        mine = layer_package(name)
+        for target in imports(path, runtime=True):
+            theirs = layer_package(target)
+            if target in found and theirs != mine and rank[theirs] >= rank[mine]:
+                up.append(f"{name} -> {target}")
+    assert up == []

@@ -8,11 +8,13 @@ import pytest
 
 from napilab.harness.errors import HostError, SettingMismatch
 from napilab.harness.grammar import cpus
+from napilab.harness.hosts.host_records import JournalRecord
 from napilab.harness.hosts.session import HostSession
 from napilab.harness.hosts.settings import HostSettings
 from napilab.harness.knobs import values
 from napilab.harness.knobs.kind import Setting
 from napilab.harness.knobs.kinds import netdev
+from napilab.harness.records import codec
 from tests.fakes import FakeHost, FakeTransport
 
 NET = "/sys/class/net/eth0"
@@ -117,7 +119,7 @@ def test_journal_replay() -> None:
     settings.apply(SETTINGS)
     path = "/var/tmp/napilab/journal-r9-fake.json"
     replay = HostSettings.from_journal(HostSession(FakeTransport(fake)),
-                                       json.loads(fake.files[path]), path)
+                                       codec.parse(fake.files[path], JournalRecord, path), path)
     assert len(replay.restore()) == 4
     assert fake.files[f"{NET}/gro_flush_timeout"] == "0\n"
     assert path not in fake.files

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from napilab.harness.hosts import testbed as tb
+from napilab.harness.lab import netns as tb
 from napilab.harness.lab.guest import stop_guest
 from napilab.harness.lab.vmbed import VmTestbed
 

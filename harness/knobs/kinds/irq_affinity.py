@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import re
 
-from napilab.harness.authoring import json_parts as js
 from napilab.harness.errors import HostError
 from napilab.harness.grammar.schema import Checker, join
 from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs import grammar, per_queue, values
+from napilab.harness.knobs import json_parts as js
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Setting
 from napilab.harness.knobs.kinds.queue_map import irqs, queue_cpus, queue_irqs
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from napilab.harness.authoring import json_parts as js
 from napilab.harness.errors import HostError
 from napilab.harness.grammar.schema import Checker
 from napilab.harness.grammar.yamlsrc import Node
+from napilab.harness.knobs import json_parts as js
 from napilab.harness.knobs.backend import Backend, Command
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Setting, two_state_original
 

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any, Self
 
-from napilab.harness.authoring import json_parts as js
 from napilab.harness.errors import HostError, NapilabError
 from napilab.harness.grammar.schema import Checker, join, suggest
 from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs import grammar, per_queue, values
+from napilab.harness.knobs import json_parts as js
 from napilab.harness.knobs.backend import Backend, Command, Gone, read_files
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Session, Setting
 

@@ -8,11 +8,11 @@ import re
 from collections.abc import Sequence
 from typing import ClassVar
 
-from napilab.harness.authoring import json_parts as js
 from napilab.harness.errors import CommandError, HostError
 from napilab.harness.grammar.schema import Checker, join
 from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs import grammar, per_queue, values
+from napilab.harness.knobs import json_parts as js
 from napilab.harness.knobs.backend import Backend, Command, Gone, reason
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Session, Setting
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from napilab.harness.authoring import json_parts as js
 from napilab.harness.grammar.schema import Checker
 from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs import grammar, values
+from napilab.harness.knobs import json_parts as js
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Setting
 
 # Spellings of sysfs `threaded`, matched lower-cased (YAML true reads "true").

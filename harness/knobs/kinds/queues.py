@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from napilab.harness.authoring import json_parts as js
 from napilab.harness.errors import HostError
 from napilab.harness.grammar import cpus
 from napilab.harness.grammar.schema import Checker, join
 from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs import grammar, per_queue, values
+from napilab.harness.knobs import json_parts as js
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Session, Setting
 
 PLAN_QUEUES = ["rx-*", "tx-*"]  # `napilab plan`: every queue of a direction

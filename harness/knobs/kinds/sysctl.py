@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import re
 
-from napilab.harness.authoring import json_parts as js
 from napilab.harness.grammar.schema import Checker, join
 from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs import grammar, values
+from napilab.harness.knobs import json_parts as js
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Setting
 
 # What `napilab hosts check` shows for every host.

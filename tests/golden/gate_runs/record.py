@@ -35,7 +35,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 sys.path.insert(0, str(ROOT))
 
-from napilab.harness.hosts.testbed import Testbed  # noqa: E402
+from napilab.harness.lab.netns import Testbed  # noqa: E402
 from tests.cli import run_napilab  # noqa: E402
 from tests.integration.test_load_ladder import PROFILE as LADDER  # noqa: E402
 

@@ -27,11 +27,11 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
-from napilab.harness.authoring import json_parts as js
 from napilab.harness.errors import HostError
 from napilab.harness.grammar.schema import Checker
 from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.interrupts import deferred_interrupts
+from napilab.harness.knobs import json_parts as js
 from napilab.harness.knobs import values
 from napilab.harness.knobs.backend import Backend, Command
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Setting, Verdict

@@ -17,12 +17,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from napilab.harness.authoring import json_parts as js
 from napilab.harness.errors import HostError
 from napilab.harness.grammar import cpus
 from napilab.harness.grammar.schema import Checker, join
 from napilab.harness.grammar.yamlsrc import Node, Seq
 from napilab.harness.knobs import grammar, values
+from napilab.harness.knobs import json_parts as js
 from napilab.harness.knobs.backend import read_files
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Session, Setting
 

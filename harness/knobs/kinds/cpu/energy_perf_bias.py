@@ -12,11 +12,11 @@ offline) lacks the file and the apply fails before any write, naming it.
 
 from __future__ import annotations
 
-from napilab.harness.authoring import json_parts as js
 from napilab.harness.grammar import cpus
 from napilab.harness.grammar.schema import Checker
 from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs import grammar, values
+from napilab.harness.knobs import json_parts as js
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Setting
 
 CPU = "/sys/devices/system/cpu"

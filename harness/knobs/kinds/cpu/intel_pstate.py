@@ -12,10 +12,10 @@ the directory and is refused before any write, naming the file.
 
 from __future__ import annotations
 
-from napilab.harness.authoring import json_parts as js
 from napilab.harness.grammar.schema import Checker
 from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs import grammar, values
+from napilab.harness.knobs import json_parts as js
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Setting
 
 DIRECTORY = "/sys/devices/system/cpu/intel_pstate"

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 
-from napilab.harness.authoring import json_parts as js
 from napilab.harness.errors import HostError
 from napilab.harness.grammar.schema import Checker
 from napilab.harness.grammar.yamlsrc import Node
+from napilab.harness.knobs import json_parts as js
 from napilab.harness.knobs.backend import read_files
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Session, Setting
 

@@ -16,10 +16,10 @@ and /sys/devices/system/cpu/cpuN/topology/thread_siblings_list on the host do.
 
 from __future__ import annotations
 
-from napilab.harness.authoring import json_parts as js
 from napilab.harness.errors import HostError
 from napilab.harness.grammar.schema import Checker
 from napilab.harness.grammar.yamlsrc import Node
+from napilab.harness.knobs import json_parts as js
 from napilab.harness.knobs.backend import read_files
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Session, Setting, two_state_original
 

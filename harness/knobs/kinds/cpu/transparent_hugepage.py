@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from napilab.harness.authoring import json_parts as js
 from napilab.harness.grammar.schema import Checker
 from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs import grammar
+from napilab.harness.knobs import json_parts as js
 from napilab.harness.knobs.backend import FileBackend
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Setting
 from napilab.harness.knobs.values import spaces

@@ -11,11 +11,11 @@ import re
 import shlex
 from collections.abc import Callable, Sequence
 
-from napilab.harness.authoring import json_parts as js
 from napilab.harness.errors import HostError
 from napilab.harness.grammar.schema import Checker, join
 from napilab.harness.grammar.yamlsrc import Node
 from napilab.harness.knobs import grammar
+from napilab.harness.knobs import json_parts as js
 from napilab.harness.knobs.backend import Backend, Command
 from napilab.harness.knobs.kind import ORIGINAL, Item, Kind, Lookup, Setting, Verdict
 from napilab.harness.knobs.kinds.ethtool import grammar as eg

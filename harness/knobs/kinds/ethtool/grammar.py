@@ -9,9 +9,9 @@ import ipaddress
 import re
 from typing import Any
 
-from napilab.harness.authoring import json_parts as js
 from napilab.harness.grammar.schema import Checker, join
 from napilab.harness.grammar.yamlsrc import Node, Seq
+from napilab.harness.knobs import json_parts as js
 from napilab.harness.knobs.kinds.ethtool import show
 
 SWITCH = {True: "on", False: "off", "on": "on", "off": "off"}
