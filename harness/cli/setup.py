@@ -117,7 +117,8 @@ RECORDS = {"manifest": "napilab.harness.store.manifest:Manifest",
            "command": "napilab.harness.store.command_record:CommandRecord",
            "check": "napilab.reports.nightly.check_record:CheckRecord",
            "pin": "napilab.reports.nightly.check_record:PinRecord",
-           "tune": "napilab.harness.tune.record:TuneStudy"}
+           "tune": "napilab.harness.tune.record:TuneStudy",
+           "report": "napilab.reports.formats.report_json:ReportRecord"}
 
 
 def record_schema_text(kind: str) -> str:

@@ -6,6 +6,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import msgspec
+
+from napilab.harness.records.codec import FrozenRecord
 from napilab.harness.stats.compare import Comparison
 from napilab.harness.stats.stats import Summary
 from napilab.reports.ab.model import Cell, Line, Table
@@ -68,3 +71,115 @@ def table_doc(tab: Table) -> dict[str, Any]:
     return {"columns": list(tab.variants), "baseline": tab.baseline,
             "pairs": [list(p) for p in tab.pairs], "adjust": tab.adjust,
             "family": tab.family, "lines": [line_doc(ln) for ln in tab.lines]}
+
+
+# -- the records (harness.records): what report.json, check.json and `compare --format
+# json` hold of a table; every key always written, `drift`/`pooled` only when measured
+
+
+class ComparisonRecord(FrozenRecord, frozen=True):
+    """One comparison (comparison_doc); null where JSON has no number."""
+
+    WHAT = "a comparison"
+
+    verdict: str
+    change: float | None = None
+    scale: str = "ratio"
+    change_ci: list[float | None] = msgspec.field(default_factory=list)
+    confidence: float | None = None
+    p: float | None = None
+    p_adjusted: float | None = None
+    adjust: str = ""
+    test: str = ""
+    alpha: float | None = None
+    min_effect: float | None = None
+    detectable_change: float | None = None
+    n_needed: int | None = None
+    n_baseline: int = 0
+    n_variant: int = 0
+    reason: str = ""
+
+
+class NoiseRecord(FrozenRecord, frozen=True, omit_defaults=False):
+    WHAT = "a noise note"
+
+    exceeds: bool
+    reason: str = ""
+
+
+class LineComparison(ComparisonRecord, frozen=True, omit_defaults=False):
+    WHAT = "a line's comparison"
+
+    noise: NoiseRecord | None = None
+
+
+class SummaryRecord(FrozenRecord, frozen=True, omit_defaults=False):
+    WHAT = "a cell's summary"
+
+    n: int
+    median: float | None = None
+    mean: float | None = None
+    min: float | None = None
+    max: float | None = None
+    cv: float | None = None
+    median_ci: list[float | None] | None = None
+    median_ci_coverage: float | None = None
+    note: str | None = None
+
+
+class DriftRecord(FrozenRecord, frozen=True, omit_defaults=False):
+    WHAT = "a cell's drift"
+
+    tau: float | None = None
+    p: float | None = None
+    slope_per_trial: float | None = None
+    testable: bool = False
+    significant: bool = False
+
+
+class PooledRecord(FrozenRecord, frozen=True, omit_defaults=False):
+    WHAT = "a pooled percentile"
+
+    percentile: float | None = None
+    value: float | None = None
+    ci: list[float | None] | None = None
+    per_repetition: list[float | None] = msgspec.field(default_factory=list)
+
+
+class CellRecord(FrozenRecord, frozen=True, omit_defaults=False):
+    WHAT = "a table cell"
+
+    values: list[float | None] = msgspec.field(default_factory=list)
+    trials: list[Any] = msgspec.field(default_factory=list)
+    value: float | None = None
+    summary: SummaryRecord | None = None
+    drift: DriftRecord | msgspec.UnsetType = msgspec.UNSET
+    pooled: PooledRecord | msgspec.UnsetType = msgspec.UNSET
+
+
+class LineRecord(FrozenRecord, frozen=True, omit_defaults=False):
+    WHAT = "a table line"
+
+    label: str
+    source: str
+    metric: str
+    unit: str
+    direction: str
+    direction_origin: str
+    role: str | None = None
+    cells: dict[str, CellRecord] = msgspec.field(default_factory=dict)
+    comparisons: dict[str, LineComparison] = msgspec.field(default_factory=dict)
+    notes: dict[str, Any] = msgspec.field(default_factory=dict)
+    # variants whose kprobe functions the kernel lacked (report.json only)
+    absent: list[str] | msgspec.UnsetType = msgspec.UNSET
+
+
+class TableRecord(FrozenRecord, frozen=True, omit_defaults=False):
+    WHAT = "an A/B table"
+
+    columns: list[str] = msgspec.field(default_factory=list)
+    baseline: str = ""
+    pairs: list[list[str]] = msgspec.field(default_factory=list)
+    adjust: str = ""
+    family: int = 0
+    lines: list[LineRecord] = msgspec.field(default_factory=list)

@@ -5,19 +5,73 @@ failed trials and commands. Strict JSON: an infinite CI side or NaN is null."""
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict
 from typing import Any
 
+import msgspec
+
+from napilab.harness.records import codec
+from napilab.harness.records.codec import FrozenRecord
 from napilab.reports.ab import queue_traffic, verdicts
 from napilab.reports.ab.compare import RunData
 from napilab.reports.ab.model import Table
-from napilab.reports.ab.table_json import table_doc
+from napilab.reports.ab.table_json import TableRecord, table_doc
 from napilab.reports.formats import run_facts
 from napilab.reports.load.curves import load_json, load_report
 
 SCHEMA = "napilab.report/1"
+
+
+class RunRecord(FrozenRecord, frozen=True, omit_defaults=False):
+    WHAT = "the report's run"
+
+    id: str
+    dir: str
+    profile: str
+    description: str = ""
+    started: float | None = None
+    ended: float | None = None
+    napilab: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class StatusRecord(FrozenRecord, frozen=True, omit_defaults=False):
+    WHAT = "the run's status"
+
+    status: str  # complete | partial | failed | interrupted | running
+    total: int
+    ok: int
+    failed: int
+    incomplete: bool
+
+
+class VerdictsRecord(FrozenRecord, frozen=True, omit_defaults=False):
+    WHAT = "the verdict summary"
+
+    counts: dict[str, int] = msgspec.field(default_factory=dict)
+    total: int = 0
+    findings: list[Any] = msgspec.field(default_factory=list)
+    warnings: list[Any] = msgspec.field(default_factory=list)
+
+
+class ReportRecord(FrozenRecord, frozen=True, omit_defaults=False):
+    """report.json (`napilab report RUN_DIR --format json`), versioned by `schema`."""
+
+    WHAT = "a report (report.json)"
+
+    schema: str
+    run: RunRecord
+    status: StatusRecord
+    verdicts: VerdictsRecord
+    table: TableRecord
+    absent: dict[str, list[str]] = msgspec.field(default_factory=dict)  # variant -> fns
+    settings: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    hosts: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    confounders: Any = None
+    queues: Any = None
+    failures: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    commands: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    load: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET  # runs with a load ladder
 
 
 def _finite(value: Any) -> Any:
@@ -61,6 +115,11 @@ def report_doc(run: RunData, tab: Table) -> dict[str, Any]:
     }
 
 
+def report_record(run: RunData, tab: Table) -> ReportRecord:
+    """report_doc's data checked against the record (what report.json holds)."""
+    return codec.convert(codec.parse_json(codec.plain_json(_finite(report_doc(run, tab))),
+                                          "report"), ReportRecord, "report")
+
+
 def report_json(run: RunData, tab: Table) -> str:
-    return json.dumps(_finite(report_doc(run, tab)), indent=1, allow_nan=False,
-                      default=str) + "\n"
+    return codec.encode(report_record(run, tab), indent=1).decode() + "\n"

@@ -19,6 +19,7 @@ import msgspec
 from napilab.harness.errors import InputError
 from napilab.harness.records import codec
 from napilab.harness.records.codec import Document, FrozenRecord
+from napilab.reports.ab.table_json import ComparisonRecord
 
 CHECK_FILE = "check.json"
 PIN_FILE = "baseline-pin.json"  # RESULTS/<profile>/, written by `napilab baseline pin`
@@ -61,30 +62,6 @@ class DifferenceRecord(FrozenRecord, frozen=True):
     a: Any = None
     b: Any = None
     note: str = ""
-
-
-class ComparisonRecord(FrozenRecord, frozen=True):
-    """One comparison as report.json's tables and check.json carry it
-    (reports.ab.table_json.comparison_doc)."""
-
-    WHAT = "a comparison"
-
-    verdict: str
-    change: float | None = None
-    scale: str = "ratio"
-    change_ci: list[float | None] = msgspec.field(default_factory=list)
-    confidence: float | None = None
-    p: float | None = None
-    p_adjusted: float | None = None
-    adjust: str = ""
-    test: str = ""
-    alpha: float | None = None
-    min_effect: float | None = None
-    detectable_change: float | None = None
-    n_needed: int | None = None
-    n_baseline: int = 0
-    n_variant: int = 0
-    reason: str = ""
 
 
 class CaseRecord(FrozenRecord, frozen=True):

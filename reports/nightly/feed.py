@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from napilab.harness.stats.compare import RATIO
 from napilab.reports.ab.model import format_ci, format_pct, p_text
-from napilab.reports.nightly.check_record import CaseRecord, CheckRecord, ComparisonRecord
+from napilab.reports.ab.table_json import ComparisonRecord
+from napilab.reports.nightly.check_record import CaseRecord, CheckRecord
 
 ATOM = "http://www.w3.org/2005/Atom"
 MAX_ENTRIES = 100
