@@ -118,7 +118,9 @@ RECORDS = {"manifest": "napilab.harness.store.manifest:Manifest",
            "check": "napilab.reports.nightly.check_record:CheckRecord",
            "pin": "napilab.reports.nightly.check_record:PinRecord",
            "tune": "napilab.harness.tune.record:TuneStudy",
-           "report": "napilab.reports.formats.report_json:ReportRecord"}
+           "report": "napilab.reports.formats.report_json:ReportRecord",
+           "samples": "napilab.harness.store.columns:SampleRow",
+           "latency": "napilab.harness.store.columns:LatencyRow"}
 
 
 def record_schema_text(kind: str) -> str:

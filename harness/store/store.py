@@ -45,28 +45,19 @@ from typing import TYPE_CHECKING, Any
 from napilab.harness.errors import InputError, StorageError
 from napilab.harness.grammar.names import unsafe
 from napilab.harness.records import codec
+from napilab.harness.store.columns import LatencyRow, SampleRow, arrow_schema, columns
 from napilab.harness.store.manifest import Manifest
 
 if TYPE_CHECKING:  # pandas is imported by the readers only: a run never loads it
     import pandas as pd
     import pyarrow as pa
 
-COLUMNS = ("run_id", "trial", "variant", "rep", "role", "host", "source", "metric", "cpu",
-           "value", "unit")
+COLUMNS = columns(SampleRow)  # samples.parquet's, in order
 
 
 def samples_schema() -> pa.Schema:
-    """The samples table's Arrow schema. pyarrow (with numpy, 0.15-0.2 s here) is
-    imported where a table is first written or read, not with this module: a run imports
-    it beside its first workload (RunStore.warm), not while it connects to its hosts."""
-    import pyarrow as pa
-
-    return pa.schema([
-        ("run_id", pa.string()), ("trial", pa.int32()), ("variant", pa.string()),
-        ("rep", pa.int32()), ("role", pa.string()), ("host", pa.string()),
-        ("source", pa.string()), ("metric", pa.string()), ("cpu", pa.int32()),
-        ("value", pa.float64()), ("unit", pa.string()),
-    ])
+    """The samples table's Arrow schema (harness.store.columns: from SampleRow)."""
+    return arrow_schema(SampleRow)
 
 SAMPLES_DIR = "samples"
 LEGACY_SAMPLES = "samples.parquet"
@@ -366,7 +357,8 @@ class RunStore:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        table = pa.table({"latency_us": pa.array(latencies_us, type=pa.float64())})
+        table = pa.table({"latency_us": pa.array(latencies_us, type=pa.float64())},
+                         schema=arrow_schema(LatencyRow))
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink, compression="zstd")
         atomic_write(self.dir / "latency" / f"{trial}.parquet", sink.getvalue().to_pybytes())

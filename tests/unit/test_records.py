@@ -230,3 +230,27 @@ def test_a_tune_study_napilab_wrote_before_records_reads_with_no_key_left_over()
     records = [study, study.tune, study.baseline, study.confirmation, *study.candidates]
     assert all(r is not None and r.extra == {} for r in records)
     assert study.confirmation.recommended and study.candidates[0].name == "t000"
+
+
+def test_the_parquet_files_have_the_column_records_columns(tmp_path: Path) -> None:
+    """samples/<trial>.parquet, the merged samples.parquet and latency/<trial>.parquet
+    hold exactly the columns and types of SampleRow and LatencyRow."""
+    import pyarrow.parquet as pq
+
+    from napilab.harness.store.columns import LatencyRow, SampleRow, arrow_schema, columns
+    from napilab.harness.store.manifest import Manifest
+    from napilab.harness.store.store import COLUMNS, Row, RunStore
+
+    store = RunStore.create(tmp_path, "p", Manifest())
+    store.add_rows([Row(1, "v", 1, "client", "a", "ping", "rtt_avg", None, 12.5, "us"),
+                    Row(1, "v", 1, "client", "a", "softnet_stat", "processed", 0, 3.0,
+                        "count")])
+    store.write_latencies("001", [10.0, 11.5])
+    per_trial = pq.read_schema(next((store.dir / "samples").glob("*.parquet")))
+    assert per_trial.remove_metadata() == arrow_schema(SampleRow)
+    store.merge_samples()
+    merged = pq.read_schema(store.dir / "samples.parquet")
+    assert merged.remove_metadata() == arrow_schema(SampleRow)
+    assert tuple(merged.names) == COLUMNS == columns(SampleRow)
+    latency = pq.read_schema(store.dir / "latency" / "001.parquet")
+    assert latency.remove_metadata() == arrow_schema(LatencyRow)
