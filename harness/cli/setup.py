@@ -119,6 +119,8 @@ RECORDS = {"manifest": "napilab.harness.store.manifest:Manifest",
            "pin": "napilab.reports.nightly.check_record:PinRecord",
            "tune": "napilab.harness.tune.record:TuneStudy",
            "report": "napilab.reports.formats.report_json:ReportRecord",
+           "calibration": "napilab.reports.ab.calibration:CalibrationRecord",
+           "history": "napilab.reports.nightly.check_record:HistoryRecord",
            "samples": "napilab.harness.store.columns:SampleRow",
            "latency": "napilab.harness.store.columns:LatencyRow"}
 

@@ -11,18 +11,26 @@ order effects, a noisy neighbour).
 
 from __future__ import annotations
 
-import json
 import textwrap
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
+from napilab.harness.records import codec
+from napilab.harness.records.codec import FrozenRecord
 from napilab.harness.stats.compare import Comparison
 from napilab.harness.stats.noise import Calibration, calibrate
 from napilab.harness.stats.power import Noise, n_per_arm_needed
 from napilab.harness.stats.stats import StatsError
 from napilab.reports.ab.compare import RunData, table
 from napilab.reports.ab.model import Line, format_number, format_pct, p_text, verdict_text
-from napilab.reports.ab.table_json import comparison_doc, summary_doc
+from napilab.reports.ab.table_json import (
+    ComparisonRecord,
+    SummaryRecord,
+    comparison_doc,
+    summary_doc,
+)
 
 TARGET_CHANGE = 0.05  # the "n@5%" column: a change worth detecting in most tuning work
 
@@ -145,5 +153,50 @@ def calibration_doc(lines: list[CalibrationLine], *, profile: str, baseline: str
             "alpha": 0.05, "power": 0.8, "lines": [one(ln) for ln in lines]}
 
 
+class CalibrationDrift(FrozenRecord, frozen=True, omit_defaults=False):
+    WHAT = "a calibration line's drift"
+
+    tau: float | None = None
+    p: float | None = None
+    significant: bool = False
+
+
+class CalibrationLineRecord(FrozenRecord, frozen=True, omit_defaults=False):
+    """One line of calibration.json; the noise keys only where the line was measured."""
+
+    WHAT = "a calibration line"
+
+    label: str
+    source: str
+    metric: str
+    unit: str
+    note: str | None = None
+    aa: ComparisonRecord | None = None  # the baseline against its copy
+    summary: SummaryRecord | msgspec.UnsetType | None = msgspec.UNSET
+    ci_rel_width: float | msgspec.UnsetType | None = msgspec.UNSET
+    log_sd: float | msgspec.UnsetType | None = msgspec.UNSET
+    n_per_arm: int | msgspec.UnsetType | None = msgspec.UNSET
+    detectable_change: float | msgspec.UnsetType | None = msgspec.UNSET
+    detectable_by_n: dict[str, float | None] | msgspec.UnsetType = msgspec.UNSET
+    n_for_target_change: int | msgspec.UnsetType | None = msgspec.UNSET
+    target_change: float | msgspec.UnsetType | None = msgspec.UNSET
+    drift: CalibrationDrift | msgspec.UnsetType | None = msgspec.UNSET
+
+
+class CalibrationRecord(FrozenRecord, frozen=True, omit_defaults=False):
+    """RUN_DIR/calibration.json (`napilab calibrate`)."""
+
+    WHAT = "a calibration (calibration.json)"
+
+    profile: str
+    baseline: str
+    n_per_arm: int
+    alpha: float
+    power: float
+    lines: list[CalibrationLineRecord] = msgspec.field(default_factory=list)
+
+
 def calibration_json(lines: list[CalibrationLine], **kwargs: Any) -> str:
-    return json.dumps(calibration_doc(lines, **kwargs), indent=1) + "\n"
+    record = codec.convert(codec.parse_json(codec.plain_json(
+        calibration_doc(lines, **kwargs)), "calibration"), CalibrationRecord, "calibration")
+    return codec.encode(record, indent=1).decode() + "\n"

@@ -142,3 +142,55 @@ def read_pin(path: Path) -> PinRecord | None:
         return None
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror or exc}") from None
+
+
+class ChangePointRecord(FrozenRecord, frozen=True, omit_defaults=False):
+    """A level shift in one metric's nightly medians (harness.stats.changes)."""
+
+    WHAT = "a change point"
+
+    metric: str
+    variant: str
+    run_id: str
+    dir: str
+    time: str
+    before: float | None = None
+    after: float | None = None
+    change: float | None = None
+
+
+class HistoryRun(FrozenRecord, frozen=True, omit_defaults=False):
+    WHAT = "a run of the history"
+
+    run_id: str
+    dir: str
+    time: str
+    status: str
+    started: float | None = None
+    kernel: dict[str, str] = msgspec.field(default_factory=dict)  # host -> release
+    trials: int = 0
+    trials_ok: int = 0
+    check: str | None = None  # the status of `napilab check` on it, when one ran
+    medians: dict[str, dict[str, float | None]] = msgspec.field(
+        default_factory=dict)  # metric -> variant -> median
+
+
+class MetricRef(FrozenRecord, frozen=True, omit_defaults=False):
+    WHAT = "a metric"
+
+    key: str
+    unit: str
+
+
+class HistoryRecord(FrozenRecord, frozen=True, omit_defaults=False):
+    """`napilab history --format json`: newest run first."""
+
+    WHAT = "a history (history --format json)"
+
+    profile: str
+    host: str | None = None
+    change_points: list[ChangePointRecord] = msgspec.field(default_factory=list)
+    damaged: list[Damaged] = msgspec.field(default_factory=list)
+    metrics: list[MetricRef] = msgspec.field(default_factory=list)
+    variants: list[str] = msgspec.field(default_factory=list)
+    runs: list[HistoryRun] = msgspec.field(default_factory=list)

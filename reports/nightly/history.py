@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ import duckdb
 import pandas as pd
 
 from napilab.harness.errors import InputError, NapilabError, StorageError
+from napilab.harness.records import codec
 from napilab.harness.stats.changes import ChangePoint, change_points
 from napilab.harness.stats.family import named_primary
 from napilab.harness.store.manifest import Manifest
@@ -41,7 +41,7 @@ from napilab.harness.store.store import (
 )
 from napilab.reports.ab.model import format_number, with_unit
 from napilab.reports.formats.text_table import MAX_HEADER_LINES, MIN_COLUMN, narrowest, wrap_name
-from napilab.reports.nightly.check_record import CheckRecord, read_check
+from napilab.reports.nightly.check_record import CheckRecord, HistoryRecord, read_check
 
 DEFAULT_METRICS = 4  # metrics shown when none are asked for
 _PREFERRED = ("latency_p99", "latency_p50", "rtt_avg", "latency_mean", "throughput",
@@ -448,4 +448,6 @@ def history_doc(found: History) -> dict[str, Any]:
 
 
 def history_json(found: History) -> str:
-    return json.dumps(history_doc(found), indent=1) + "\n"
+    record = codec.convert(codec.parse_json(codec.plain_json(history_doc(found)), "history"),
+                           HistoryRecord, "history")
+    return codec.encode(record, indent=1).decode() + "\n"
