@@ -7,7 +7,6 @@ layering test treats both as the CLI. Errors go through harness.cli.main.main li
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -79,9 +78,11 @@ def compare(runs: tuple[str, ...], allow_mismatch: bool, intended: tuple[str, ..
       napilab compare results/demo/20261128T204634Z-aa results/demo/20261129T204634Z-bb
       napilab compare Baseline=RUN_A Patched=RUN_B --intended kernel --format md
     """
+    from napilab.harness.records import codec
     from napilab.harness.store.confounders import diff_manifests
     from napilab.reports.ab.compare import load_run
     from napilab.reports.ab.cross_run import (
+        CompareRecord,
         LabelledRun,
         check_labels,
         common_variants,
@@ -118,14 +119,17 @@ def compare(runs: tuple[str, ...], allow_mismatch: bool, intended: tuple[str, ..
     tab = compare_labelled(loaded, chosen)
     absent = compare_page.absent(loaded, chosen)
     if fmt == "json":
-        click.echo(json.dumps({
+        doc = {
             "runs": [{"label": r.label, "dir": str(r.run.directory),
                       "run_id": r.run.manifest.run_id} for r in loaded],
             "baseline": base.label, "variants": chosen,
             "confounders": [{**d.as_dict(), "run": o.label} for o, f in found
                             for d in f.confounders],
             "intended": [{**d.as_dict(), "run": o.label} for o, f in found for d in f.intended],
-            "allow_mismatch": allow_mismatch, "table": table_doc(tab)}, indent=1, default=str))
+            "allow_mismatch": allow_mismatch, "table": table_doc(tab)}
+        record = codec.convert(codec.parse_json(codec.plain_json(doc), "compare"),
+                               CompareRecord, "compare")
+        click.echo(codec.encode(record, indent=1).decode())
     elif fmt == "md":
         click.echo(compare_page.markdown(loaded, tab, noted, absent), nl=False)
     elif fmt == "html":

@@ -120,6 +120,8 @@ RECORDS = {"manifest": "napilab.harness.store.manifest:Manifest",
            "tune": "napilab.harness.tune.record:TuneStudy",
            "report": "napilab.reports.formats.report_json:ReportRecord",
            "calibration": "napilab.reports.ab.calibration:CalibrationRecord",
+           "compare": "napilab.reports.ab.cross_run:CompareRecord",
+           "tune-report": "napilab.reports.tune.report:TuneReportRecord",
            "history": "napilab.reports.nightly.check_record:HistoryRecord",
            "samples": "napilab.harness.store.columns:SampleRow",
            "latency": "napilab.harness.store.columns:LatencyRow"}

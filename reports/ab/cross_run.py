@@ -17,9 +17,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import msgspec
 
 from napilab.harness.errors import InputError
+from napilab.harness.records.codec import FrozenRecord
 from napilab.reports.ab.compare import Column, RunData, Spec, Table, build_table, column, line_specs
+from napilab.reports.ab.table_json import TableRecord
 
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _.+-]{0,39}")
 DEFAULT_LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -125,3 +130,26 @@ def columns(a: RunData, b: RunData) -> tuple[list[Column], tuple[tuple[str, str]
         cols += [column(a, variant, f"A:{variant}"), column(b, variant, f"B:{variant}")]
         pairs.append((f"A:{variant}", f"B:{variant}"))
     return cols, tuple(pairs)
+
+
+class RunRef(FrozenRecord, frozen=True, omit_defaults=False):
+    WHAT = "a compared run"
+
+    label: str
+    dir: str
+    run_id: str
+
+
+class CompareRecord(FrozenRecord, frozen=True, omit_defaults=False):
+    """`napilab compare --format json`: the runs under their labels, how they differ
+    (each difference: kind, where, key, a, b, note and the run it is in) and the table."""
+
+    WHAT = "a comparison of runs (compare --format json)"
+
+    baseline: str
+    table: TableRecord
+    runs: list[RunRef] = msgspec.field(default_factory=list)
+    variants: list[str] = msgspec.field(default_factory=list)
+    confounders: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    intended: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    allow_mismatch: bool = False

@@ -12,20 +12,77 @@ only a candidate confirmed better.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from napilab.harness.records import codec
+from napilab.harness.records.codec import FrozenRecord
 from napilab.harness.store.store import atomic_write
-from napilab.harness.tune.record import TuneStudy
+from napilab.harness.tune.record import Baseline, Goal, Stopped, TuneStudy
 from napilab.reports.formats import markdown as md
 from napilab.reports.formats import render
 from napilab.reports.tune.confirm import Confirmation
 
 FILES = ("tune.txt", "tune.md", "tune.html", "tune-report.json")
+
+
+class CandidateRow(FrozenRecord, frozen=True, omit_defaults=False):
+    WHAT = "a searched candidate"
+
+    name: str
+    values: dict[str, Any]
+    state: str
+    numbers: dict[str, float | None] = msgspec.field(default_factory=dict)
+    seconds: float = 0.0
+    error: str | None = None
+    run: str | None = None
+
+
+class ConfirmedRow(FrozenRecord, frozen=True, omit_defaults=False):
+    WHAT = "a confirmed candidate"
+
+    name: str
+    values: dict[str, Any]
+    verdicts: dict[str, str]  # objective label -> better | worse | ~ | not-enough-data
+    changes: dict[str, str]  # objective label -> the change with its interval, as printed
+    medians: dict[str, float | None]
+    inside: dict[str, bool]
+    confirmed: bool
+    why: str
+
+
+class ConfirmationReport(FrozenRecord, frozen=True, omit_defaults=False):
+    WHAT = "the confirmation"
+
+    baseline: str
+    run: str | None = None
+    baseline_medians: dict[str, float | None] = msgspec.field(default_factory=dict)
+    candidates: list[ConfirmedRow] = msgspec.field(default_factory=list)
+    recommended: list[str] = msgspec.field(default_factory=list)
+    profile: str | None = None
+    cost: dict[str, float | None] = msgspec.field(default_factory=dict)  # busy cores
+
+
+class TuneReportRecord(FrozenRecord, frozen=True, omit_defaults=False):
+    """tune-report.json: everything the tune report shows, as data."""
+
+    WHAT = "a tune report (tune-report.json)"
+
+    study: str
+    profile: str
+    tune: Goal
+    labels: list[str] = msgspec.field(default_factory=list)
+    bounds: list[str] = msgspec.field(default_factory=list)
+    baseline: Baseline | None = None
+    candidates: list[CandidateRow] = msgspec.field(default_factory=list)
+    measured: int = 0
+    seconds: float = 0.0
+    stopped: Stopped | None = None
+    confirmation: ConfirmationReport | None = None
 
 
 def document(state: TuneStudy, conf: Confirmation | None) -> dict[str, Any]:
@@ -178,5 +235,7 @@ def write(directory: str | Path, state: TuneStudy, conf: Confirmation | None
     atomic_write(paths[0], text(doc))
     atomic_write(paths[1], markdown(doc))
     atomic_write(paths[2], html(doc, tune_plots.figures(doc)))
-    atomic_write(paths[3], json.dumps(doc, indent=1, default=str) + "\n")
+    record = codec.convert(codec.parse_json(codec.plain_json(doc), "tune report"),
+                           TuneReportRecord, "tune report")
+    atomic_write(paths[3], codec.encode(record, indent=1) + b"\n")
     return paths
