@@ -123,6 +123,7 @@ RECORDS = {"manifest": "napilab.harness.store.manifest:Manifest",
            "compare": "napilab.reports.ab.cross_run:CompareRecord",
            "tune-report": "napilab.reports.tune.report:TuneReportRecord",
            "history": "napilab.reports.nightly.check_record:HistoryRecord",
+           "history-csv": "napilab.reports.nightly.check_record:HistoryCsvRow",
            "samples": "napilab.harness.store.columns:SampleRow",
            "latency": "napilab.harness.store.columns:LatencyRow"}
 

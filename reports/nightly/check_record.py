@@ -194,3 +194,21 @@ class HistoryRecord(FrozenRecord, frozen=True, omit_defaults=False):
     metrics: list[MetricRef] = msgspec.field(default_factory=list)
     variants: list[str] = msgspec.field(default_factory=list)
     runs: list[HistoryRun] = msgspec.field(default_factory=list)
+
+
+class HistoryCsvRow(FrozenRecord, frozen=True, omit_defaults=False):
+    """One row of `napilab history --format csv`: one run, metric and variant (the
+    median over the run's repetitions and how many there were), oldest run first."""
+
+    WHAT = "a history CSV row"
+
+    profile: str
+    run_id: str
+    started_utc: str  # ISO 8601, Z; empty when not recorded
+    status: str
+    kernel: str
+    metric: str
+    unit: str
+    variant: str
+    median: float
+    n: int

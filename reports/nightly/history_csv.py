@@ -8,10 +8,11 @@ import csv
 import datetime as dt
 import io
 
+from napilab.harness.store.columns import columns
+from napilab.reports.nightly.check_record import HistoryCsvRow
 from napilab.reports.nightly.history import History
 
-COLUMNS = ("profile", "run_id", "started_utc", "status", "kernel", "metric", "unit",
-           "variant", "median", "n")
+COLUMNS = columns(HistoryCsvRow)
 
 
 def history_csv(found: History) -> str:
