@@ -127,8 +127,7 @@ def compare(runs: tuple[str, ...], allow_mismatch: bool, intended: tuple[str, ..
                             for d in f.confounders],
             "intended": [{**d.as_dict(), "run": o.label} for o, f in found for d in f.intended],
             "allow_mismatch": allow_mismatch, "table": table_doc(tab)}
-        record = codec.convert(codec.parse_json(codec.plain_json(doc), "compare"),
-                               CompareRecord, "compare")
+        record = codec.checked(doc, CompareRecord, "compare")
         click.echo(codec.encode(record, indent=1).decode())
     elif fmt == "md":
         click.echo(compare_page.markdown(loaded, tab, noted, absent), nl=False)

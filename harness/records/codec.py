@@ -29,7 +29,6 @@ from napilab.harness.errors import InputError
 
 JSON = dict[str, Any]
 R = TypeVar("R", bound="Record | FrozenRecord")
-D = TypeVar("D", bound="Document")
 
 
 class Record(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -130,10 +129,16 @@ def plain(data: Any) -> Any:
     return msgspec.to_builtins(data, enc_hook=_text)
 
 
+def checked(data: Any, cls: type[R], where: str) -> R:
+    """A writer's plain data (dicts, lists, numpy numbers...) as the record it must be:
+    what the file will hold, NaN and infinity as null; an InputError if it is not."""
+    return convert(parse_json(plain_json(data), where), cls, where)
+
+
 def plain_json(data: Any) -> bytes:
     """Plain data (dicts, lists, numbers, numpy numbers...) as compact JSON (a writer's
-    dict on its way into a record: `convert(parse_json(plain_json(doc)), cls)`); a
-    number JSON cannot hold (NaN, infinity) becomes null."""
+    dict on its way into a record: `checked`); a number JSON cannot hold (NaN,
+    infinity) becomes null."""
     return _ENCODER.encode(data)
 
 

@@ -197,6 +197,6 @@ class CalibrationRecord(FrozenRecord, frozen=True, omit_defaults=False):
 
 
 def calibration_json(lines: list[CalibrationLine], **kwargs: Any) -> str:
-    record = codec.convert(codec.parse_json(codec.plain_json(
-        calibration_doc(lines, **kwargs)), "calibration"), CalibrationRecord, "calibration")
+    record = codec.checked(calibration_doc(lines, **kwargs), CalibrationRecord,
+                           "calibration")
     return codec.encode(record, indent=1).decode() + "\n"

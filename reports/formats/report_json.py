@@ -117,8 +117,7 @@ def report_doc(run: RunData, tab: Table) -> dict[str, Any]:
 
 def report_record(run: RunData, tab: Table) -> ReportRecord:
     """report_doc's data checked against the record (what report.json holds)."""
-    return codec.convert(codec.parse_json(codec.plain_json(_finite(report_doc(run, tab))),
-                                          "report"), ReportRecord, "report")
+    return codec.checked(_finite(report_doc(run, tab)), ReportRecord, "report")
 
 
 def report_json(run: RunData, tab: Table) -> str:

@@ -390,8 +390,7 @@ def gate_doc(report: GateReport) -> dict[str, Any]:
 def gate_record(report: GateReport) -> CheckRecord:
     """The summary as check.json's record: gate_doc's data, checked against the type
     (the file written is one `read_check` reads)."""
-    return codec.convert(codec.parse_json(codec.plain_json(gate_doc(report)), "check"),
-                         CheckRecord, "check summary")
+    return codec.checked(gate_doc(report), CheckRecord, "check summary")
 
 
 def gate_json(report: GateReport) -> str:

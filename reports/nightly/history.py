@@ -448,6 +448,5 @@ def history_doc(found: History) -> dict[str, Any]:
 
 
 def history_json(found: History) -> str:
-    record = codec.convert(codec.parse_json(codec.plain_json(history_doc(found)), "history"),
-                           HistoryRecord, "history")
+    record = codec.checked(history_doc(found), HistoryRecord, "history")
     return codec.encode(record, indent=1).decode() + "\n"

@@ -235,7 +235,6 @@ def write(directory: str | Path, state: TuneStudy, conf: Confirmation | None
     atomic_write(paths[0], text(doc))
     atomic_write(paths[1], markdown(doc))
     atomic_write(paths[2], html(doc, tune_plots.figures(doc)))
-    record = codec.convert(codec.parse_json(codec.plain_json(doc), "tune report"),
-                           TuneReportRecord, "tune report")
+    record = codec.checked(doc, TuneReportRecord, "tune report")
     atomic_write(paths[3], codec.encode(record, indent=1) + b"\n")
     return paths
