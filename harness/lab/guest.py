@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from napilab.harness.errors import HostError, NapilabError
-from napilab.harness.lab.netns import alive, names
+from napilab.harness.lab.netns import alive, names, zombie
 
 GUEST_DIR = "/run/napilab-guest"  # where the guest sees its read-only files
 MGMT_NET = "198.51.100.128/25"  # QEMU's user network: inside the QEMU process only
@@ -208,13 +209,27 @@ class Guest:
         return self.spec.state / "vng.pid"
 
     def pid(self) -> int | None:
+        """The guest's vng, or while any process of the guest runs without it (a QEMU
+        whose vng exited or whose pid file was lost), that process: running is what
+        holds its SSH port and its tap."""
         try:
             pid = int(self.pidfile.read_text())
         except (OSError, ValueError):
-            return None
-        return pid if alive(pid) and names(pid, self.spec.state) else None
+            pid = None
+        if pid is not None and alive(pid) and names(pid, self.spec.state):
+            return pid
+        left = guest_processes(self.spec.state)
+        return left[0] if left else None
 
     def start(self) -> None:
+        """Start the guest; whatever is left of an earlier start is stopped first (a
+        second QEMU could not forward the SSH port the first one holds, and would answer
+        for a kernel that is not the one asked for)."""
+        stop_guest(self.pidfile)
+        left = guest_processes(self.spec.state)
+        if left:
+            raise HostError(f"guest {self.spec.name}: processes {left} of an earlier start "
+                            "did not exit", hint="`napilab testbed down` removes the testbed")
         vng = vng_path()
         argv = vng_argv(self.spec, vng)
         # vng runs virtme-run through the shell: the venv's bin directory goes first
@@ -283,17 +298,59 @@ def stop_guest(pidfile: Path, timeout: float = 10) -> None:
         pid = None
     if pid is not None and not any(names(p, pidfile.parent) for p in group_members(pid)):
         pid = None
+    deadline = time.time() + timeout
     if pid is not None and _group_alive(pid):
         _signal_group(pid, signal.SIGTERM)
-        deadline = time.time() + timeout
         while time.time() < deadline and _group_alive(pid):
             time.sleep(0.1)
         if _group_alive(pid):
             _signal_group(pid, signal.SIGKILL)
             while _group_alive(pid) and time.time() < deadline + 5:
                 time.sleep(0.1)
+    # the guest's processes outside that group (its pid file overwritten or lost): the
+    # same, one by one
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        left = guest_processes(pidfile.parent)
+        for stray in left:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(stray, sig)
+        end = max(deadline, time.time() + 5) if sig == signal.SIGTERM else time.time() + 5
+        while left and time.time() < end:
+            time.sleep(0.1)
+            left = guest_processes(pidfile.parent)
     with contextlib.suppress(OSError):
         pidfile.unlink()
+
+
+_GUEST_PROGRAMS = (b"vng", b"virtme-ng", b"virtme-run", b"virtme-ng-init")
+
+
+def guest_processes(directory: Path) -> list[int]:
+    """The processes of the guests whose state is under `directory` (a guest's, or the
+    testbed's): QEMU, virtiofsd or vng whose command line names it. Only those: `napilab
+    run -i STATE/inventory.yaml` names a testbed's state too, and must never be killed."""
+    named = re.compile(re.escape(str(directory).rstrip("/").encode()) + rb"(?=[/\0,:=]|$)")
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            with contextlib.suppress(OSError):
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+                if named.search(b"\0".join(argv)) and _guest_process(argv) \
+                        and not zombie(int(entry.name)):
+                    out.append(int(entry.name))
+    return out
+
+
+def _guest_process(argv: list[bytes]) -> bool:
+    """A process a guest is made of: QEMU or virtiofsd, or vng or virtme-run (Python
+    scripts: the path is argv[0] or, run by an interpreter, argv[1]; or the command of
+    the shell vng runs virtme-run with)."""
+    program = os.path.basename(argv[0]) if argv else b""
+    if program.startswith((b"qemu-system-", b"virtiofsd")):
+        return True
+    if program in (b"sh", b"dash", b"bash") and argv[1:2] == [b"-c"] and len(argv) > 2:
+        argv = argv[2].split()[:1]  # vng's `sh -c 'virtme-run ...'`
+    return any(os.path.basename(a) in _GUEST_PROGRAMS for a in argv[:2])
 
 
 def _banner(port: int) -> bool:

@@ -43,6 +43,7 @@ from napilab.harness.lab.guest import (
     GuestSpec,
     GuestStalled,
     free_port,
+    guest_processes,
     init_script,
     kvm_works,
     stop_guest,
@@ -253,15 +254,7 @@ class VmTestbed:
         alone, say): QEMU, virtiofsd or vng whose command line names this testbed's
         state directory. Only those: `napilab run -i STATE/inventory.yaml` names it too,
         and `testbed down` must never kill a controller that is still running."""
-        needle = str(self.state).encode()
-        out = []
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit() and int(entry.name) != os.getpid():
-                with contextlib.suppress(OSError):
-                    argv = (entry / "cmdline").read_bytes().split(b"\0")
-                    if needle in b"\0".join(argv) and _guest_process(argv):
-                        out.append(int(entry.name))
-        return out
+        return guest_processes(self.state)
 
     def status(self) -> dict[str, Any]:
         try:
@@ -400,17 +393,3 @@ def _disable_ipv6(dev: str) -> None:
 def _run(argv: list[str], *, check: bool = True) -> subprocess.CompletedProcess[str]:
     return run_here(argv, check=check, what="VM testbed", timeout=60)
 
-
-_GUEST_PROGRAMS = (b"vng", b"virtme-ng", b"virtme-run", b"virtme-ng-init")
-
-
-def _guest_process(argv: list[bytes]) -> bool:
-    """A process a guest is made of: QEMU or virtiofsd, or vng or virtme-run (Python
-    scripts: the path is argv[0] or, run by an interpreter, argv[1]; or the command of
-    the shell vng runs virtme-run with)."""
-    program = os.path.basename(argv[0]) if argv else b""
-    if program.startswith((b"qemu-system-", b"virtiofsd")):
-        return True
-    if program in (b"sh", b"dash", b"bash") and argv[1:2] == [b"-c"] and len(argv) > 2:
-        argv = argv[2].split()[:1]  # vng's `sh -c 'virtme-run ...'`
-    return any(os.path.basename(a) in _GUEST_PROGRAMS for a in argv[:2])

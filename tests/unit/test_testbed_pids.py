@@ -103,5 +103,37 @@ def test_testbed_down_spares_a_controller_that_names_its_inventory(
         wait_named(proc, str(bed.state), argv0)
     assert sorted(bed.stray_processes()) == sorted([qemu.pid, vng.pid])
     bed.down()
-    assert qemu.wait(timeout=5) == -signal.SIGKILL and vng.wait(timeout=5) == -signal.SIGKILL
+    # each guest's stop finds its own processes outside its pid file: TERM first
+    assert qemu.wait(timeout=5) == -signal.SIGTERM and vng.wait(timeout=5) == -signal.SIGTERM
     assert running(controller) and not bed.state.exists()
+
+
+def test_a_guests_qemu_outside_its_pid_file_counts_as_running_and_is_stopped(
+        tmp_path: Path, started: list[subprocess.Popen[bytes]]) -> None:
+    """Issue 35's red VM run: guest b's vng.pid named another start while a QEMU of b
+    still ran; `restore` said "guest b was not running" and the next start could not
+    forward b's SSH port. A QEMU that names the guest's directory is its process
+    whatever the pid file says: the guest runs, and stopping it stops that QEMU (and
+    never guest ab's, whose directory only begins with b's name)."""
+    from napilab.harness.lab.guest import Guest, GuestSpec, guest_processes
+
+    (tmp_path / "b").mkdir()
+    (tmp_path / "ab").mkdir()
+    qemu = start(started, [sys.executable, "-c", SLEEP, "-fsdev",
+                           f"local,path={tmp_path / 'b' / 'guest'},id=fs"],
+                 argv0="/usr/bin/qemu-system-x86_64")
+    other = start(started, [sys.executable, "-c", SLEEP, "-fsdev",
+                            f"local,path={tmp_path / 'ab' / 'guest'},id=fs"],
+                  argv0="/usr/bin/qemu-system-x86_64")
+    bystander = start(started, [sys.executable, "-c", SLEEP])
+    for proc in (qemu, other):
+        wait_named(proc, str(tmp_path), "/usr/bin/qemu-system-x86_64")
+    (tmp_path / "b" / "vng.pid").write_text(f"{bystander.pid}\n")  # not b's
+    spec = GuestSpec("b", Path("/boot/none"), (), 1, "256M", 1, "tcg", 1, "tap0",
+                     "192.0.2.2/24", 1, tmp_path / "b")
+    assert guest_processes(tmp_path / "b") == [qemu.pid]
+    assert Guest(spec).pid() == qemu.pid
+    stop_guest(tmp_path / "b" / "vng.pid", timeout=2)
+    assert qemu.wait(timeout=5) == -signal.SIGTERM
+    assert Guest(spec).pid() is None and not (tmp_path / "b" / "vng.pid").exists()
+    assert running(other) and running(bystander)
