@@ -125,7 +125,8 @@ RECORDS = {"manifest": "napilab.harness.store.manifest:Manifest",
            "history": "napilab.reports.nightly.check_record:HistoryRecord",
            "history-csv": "napilab.reports.nightly.check_record:HistoryCsvRow",
            "samples": "napilab.harness.store.columns:SampleRow",
-           "latency": "napilab.harness.store.columns:LatencyRow"}
+           "latency": "napilab.harness.store.columns:LatencyRow",
+           "summary": "napilab.harness.store.summary:RunSummary"}
 
 
 def record_schema_text(kind: str) -> str:

@@ -51,6 +51,7 @@ from napilab.harness.profile.sections import ProcessSpec
 from napilab.harness.store.command_record import CommandRecord
 from napilab.harness.store.manifest import HostFacts, TrialRecord
 from napilab.harness.store.store import Row, RunStore
+from napilab.harness.store.summary import write_summary
 from napilab.runners.registry import TOOLS
 from napilab.runners.workloads.workload import Context, ToolResult
 
@@ -135,6 +136,7 @@ class Engine:
             manifest.ended = time.time()
             self._merge_samples()
             self._save_last(raise_error=completed)
+            self._write_summary()
             self.progress.run_end(str(manifest.status))
             signal.signal(signal.SIGTERM, previous)
 
@@ -173,6 +175,14 @@ class Engine:
         except (StorageError, OSError) as exc:
             self.progress.note(f"the per-trial sample files stay in {self.store.dir}/samples "
                                f"(they are read as they are): {exc}")
+
+    def _write_summary(self) -> None:
+        """RUN_DIR/summary.json (harness.store.summary): what readers of many runs scan
+        first; a run without it is still read whole, so a failure is only said."""
+        try:
+            write_summary(self.store.dir, self.store.manifest)
+        except (NapilabError, OSError, ValueError) as exc:
+            self.progress.note(f"summary.json not written ({exc}): `napilab push` writes it")
 
     def _save_last(self, *, raise_error: bool) -> None:
         """The manifest's final state. A failure to write it is raised after a run that
