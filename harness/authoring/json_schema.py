@@ -318,7 +318,13 @@ def inventory_schema() -> Schema:
         "ssh_config": STRING,
         "hosts": {"type": "object", "minProperties": 1,
                   "propertyNames": {"pattern": _regex(inventory._NAME)},
-                  "additionalProperties": obj(types)}}
+                  "additionalProperties": obj(types)},
+        "replicas": {"type": "object",
+                     "propertyNames": {"pattern": _regex(inventory._NAME)},
+                     "additionalProperties": {
+                         "type": "object", "minProperties": 1,
+                         "additionalProperties": {
+                             "type": "string", "pattern": _regex(inventory._NAME)}}}}
     assert set(top) == set(inventory.INVENTORY_KEYS)
     own = {"type": "object", "additionalProperties": False, "required": ["hosts"],
            "properties": top}

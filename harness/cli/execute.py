@@ -45,12 +45,15 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
             formats: list[str] | None = None, break_lock: bool = False,
             progress: Progress | None = None, resume: str | None = None,
             allow_host_change: bool = False,
-            on_store: Callable[[Path], None] | None = None) -> ExitCode:
+            on_store: Callable[[Path], None] | None = None,
+            run_dir: Path | None = None) -> ExitCode:
     """Lock the hosts, run (or resume) the plan, release, render the reports.
 
     Every host's lock is released on its own: one that cannot be reached (or was not
     restored) keeps its lock and is named, and the error that ended the run is the one
-    raised. ON_STORE is told the run directory once it exists (before any trial)."""
+    raised. ON_STORE is told the run directory once it exists (before any trial). RUN_DIR:
+    the run's directory itself (a replica's, under its fleet run: harness.cli.fleet)
+    instead of RESULTS/PROFILE/STAMP-RUN_ID."""
     from napilab.harness.hosts.session import close_sessions
     from napilab.harness.store.store import check_room
 
@@ -74,7 +77,7 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
                                   break_lock=break_lock)
         if store is None:
             store = RunStore.create(results, bound.profile.name, new_manifest(bound),
-                                    run_id=run_id)
+                                    run_id=run_id, directory=run_dir)
     except BaseException:
         lock.release_all(locked, run_id)
         close_sessions(sessions.values())
@@ -91,7 +94,7 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
             progress.note(line)
         close_sessions(sessions.values())
         if formats and store.manifest.trials:
-            report_error = _write_reports(store.dir, formats, progress)
+            report_error = write_reports(store.dir, formats, progress)
     if report_error:
         raise NapilabError(f"the run is stored in {store.dir}, but {report_error}",
                            hint=f"`napilab report {store.dir}` renders it later")
@@ -124,12 +127,12 @@ def _connect_while_importing(bound: Plan) -> dict[str, HostSession]:
         raise
 
 
-def _write_reports(run_dir: Path, formats: list[str], progress: Progress) -> str | None:
+def write_reports(run_dir: Path, formats: list[str], progress: Progress) -> str | None:
     """Write the reports; what went wrong (said at once, never raised), or None."""
-    from napilab.reports.formats.render import write_reports
+    from napilab.reports.formats import render
 
     try:
-        for path in write_reports(run_dir, formats):
+        for path in render.write_reports(run_dir, formats):
             progress.note(f"wrote {path}")
     except (NapilabError, OSError) as exc:
         reason = exc.message if isinstance(exc, NapilabError) else str(exc)

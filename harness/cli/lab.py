@@ -95,8 +95,11 @@ def _kernel_choice(values: tuple[str, ...], flag: str = "--kernel") -> dict[str,
 @click.option("--nic", "nic", multiple=True, metavar="[GUEST=]MODEL",
               help="(--vm) The data NIC's model: virtio (default), virtio-rss (QEMU's RSS, "
               "ethtool -x), vmxnet3 or e1000e (one queue).")
+@click.option("--pairs", type=click.IntRange(1, 8), default=1, show_default=True,
+              help="Pairs of namespaces side by side, one inventory with each pair a "
+                   "replica (pair1: a, b; pair2: a2, b2; ...).")
 def testbed_up(ssh: bool, vm: bool, kernel: tuple[str, ...], queues: int, cpus: int,
-               memory: str, accel: str, nic: tuple[str, ...]) -> None:
+               memory: str, accel: str, nic: tuple[str, ...], pairs: int) -> None:
     """Create the namespaces napilab-a and napilab-b, joined by a veth pair (GRO on),
     or with --vm the guests a and b, and write an inventory for them (printed).
 
@@ -105,9 +108,12 @@ def testbed_up(ssh: bool, vm: bool, kernel: tuple[str, ...], queues: int, cpus: 
       napilab testbed up --ssh
       napilab testbed up --vm --queues 4 --kernel 7.2 --kernel b=6.1-rt
       napilab testbed up --vm --queues 4 --nic virtio-rss --nic b=vmxnet3
+      napilab testbed up --ssh --pairs 3      # three replicas of a and b
     """
-    from napilab.harness.lab.netns import Testbed
+    from napilab.harness.lab import netns
 
+    if vm and pairs > 1:
+        raise click.UsageError("--pairs is for the namespace testbed, not --vm")
     if vm:
         from napilab.harness.lab.vmbed import VmTestbed
 
@@ -121,8 +127,8 @@ def testbed_up(ssh: bool, vm: bool, kernel: tuple[str, ...], queues: int, cpus: 
                        f"data {guest['data_address']}")
         click.echo(f"VM testbed up ({status['accel']}); inventory: {path}")
         return
-    path = Testbed().up(ssh=ssh)
-    click.echo(f"testbed up; inventory: {path}")
+    path = netns.up_pairs(netns.pair_testbeds(pairs), ssh=ssh)
+    click.echo(f"testbed up{f' ({pairs} pairs)' if pairs > 1 else ''}; inventory: {path}")
 
 
 @testbed.command("down")
@@ -133,11 +139,13 @@ def testbed_down() -> None:
     Example:
       napilab testbed down
     """
-    from napilab.harness.lab.netns import Testbed
+    from napilab.harness.lab.netns import MAX_PAIRS, pair_testbeds
     from napilab.harness.lab.vmbed import VmTestbed
 
     VmTestbed().down()
-    Testbed().down()
+    for bed in pair_testbeds(MAX_PAIRS):  # `up --pairs N`'s too
+        if bed.exists():
+            bed.down()
     click.echo("testbed down")
 
 

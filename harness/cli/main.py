@@ -24,6 +24,7 @@ import click
 
 from napilab.harness.authoring import shipped
 from napilab.harness.cli import analysis as cli_analysis
+from napilab.harness.cli import fleet as cli_fleet
 from napilab.harness.cli import history as cli_reports
 from napilab.harness.cli import lab as cli_lab
 from napilab.harness.cli import setup as cli_setup
@@ -193,9 +194,17 @@ def _print_plan(profile: str, inventory: str, transport: str | None, as_json: bo
 @click.option("--json", "as_json", is_flag=True, help="Progress as JSON events on stdout.")
 @click.option("--dry-run", is_flag=True,
               help="Print the plan (as `napilab plan`) and run nothing.")
+@click.option("--replicas", default=None, metavar="NAMES",
+              help="The inventory's replicas to run (comma-separated; default all of them): "
+                   "each its own host set, all at once, verdicts pooled.")
+@click.option("--run-dir", type=click.Path(file_okay=False), default=None, hidden=True,
+              help="(a replica's process) The run's directory itself.")
+@click.option("--seed", type=int, default=None, hidden=True,
+              help="(a replica's process) The randomized order's seed.")
 def run(profile: str, inventory: str, results: str, transport: str | None, keep_going: bool,
         formats: list[str], break_lock: bool, resume: str | None, allow_host_change: bool,
-        quiet: bool, as_json: bool, dry_run: bool) -> None:
+        quiet: bool, as_json: bool, dry_run: bool, replicas: str | None,
+        run_dir: str | None, seed: int | None) -> None:
     """Run a profile: apply, measure, restore, store, report.
 
     \b
@@ -203,16 +212,52 @@ def run(profile: str, inventory: str, results: str, transport: str | None, keep_
       napilab run profile.yaml -i lab.yaml -o results --format html,text
       napilab run profile.yaml -i lab.yaml --dry-run        # the plan, nothing run
       napilab run profile.yaml -i lab.yaml --resume results/p/20261129T204634Z-bbc627aa
+      napilab run profile.yaml -i fleet.yaml --replicas pair1,pair2   # two host sets
     """
     if dry_run:
         _print_plan(profile, inventory, transport, as_json)
         return
-    bound, _ = _load(profile, inventory, transport, tuned=False)
-    assert bound is not None
+    progress = reporter(quiet=quiet, as_json=as_json)
+    prof, inv, plans = _replicas(profile, inventory, transport, replicas, seed)
+    if plans:
+        if len(plans) > 1 and not resume and run_dir is None:
+            code = cli_fleet.run_replicas(profile, prof, inv, plans, results,
+                                          transport=transport, keep_going=keep_going,
+                                          break_lock=break_lock, formats=formats,
+                                          progress=progress, quiet=quiet)
+            sys.exit(int(code))
+        if len(plans) > 1:
+            raise InputError("--resume and --run-dir take one replica (--replicas NAME): "
+                             "each replica's run is resumed on its own, in "
+                             "RUN_DIR/replicas/NAME")
+        bound = next(iter(plans.values()))
+    else:
+        from napilab.harness.profile.plan import bind
+
+        bound = bind(prof, inv)
     code = execute(bound, results, keep_going=keep_going, formats=formats,
-                   break_lock=break_lock, progress=reporter(quiet=quiet, as_json=as_json),
-                   resume=resume, allow_host_change=allow_host_change)
+                   break_lock=break_lock, progress=progress,
+                   resume=resume, allow_host_change=allow_host_change,
+                   run_dir=Path(run_dir) if run_dir else None)
     sys.exit(int(code))
+
+
+def _replicas(profile: str, inventory: str, transport: str | None, names: str | None,
+              seed: int | None) -> tuple[Any, Any, dict[str, Any]]:
+    """The profile, the inventory and, with an inventory that has `replicas:` (or
+    `--replicas`), each chosen replica's plan ({} for a run on one set of hosts)."""
+    from dataclasses import replace
+
+    from napilab.harness.inventory.inventory import load_inventory
+
+    _, prof = _load(profile, None, transport, tuned=False)
+    inv = load_inventory(inventory).with_transport(transport)
+    if not inv.replicas and names is None:
+        return prof, inv, {}
+    if seed is not None:
+        prof = replace(prof, seed=seed)
+    chosen = cli_fleet.chosen(inv, names)
+    return prof, inv, cli_fleet.bind_all(prof, inv, chosen)
 
 
 @cli.command()

@@ -73,7 +73,7 @@ VARIANT_KEY_HELP = {
     "kernel": "Per role, the kernel this variant's trials run on (over the profile's "
               "`kernel`).",
 }
-INVENTORY_KEYS = ("transport", "host_key_policy", "hosts", "ssh_config")
+INVENTORY_KEYS = ("transport", "host_key_policy", "hosts", "ssh_config", "replicas")
 HOST_KEYS = ("address", "port", "user", "key", "known_hosts", "become", "data_address",
              "netns", "iface", "transport", "host_key_policy", "cpus", "connect_timeout",
              "boot")

@@ -10,6 +10,15 @@ napilab's own format:
             netns: napilab-b, become: sudo, connect_timeout: 10,
             boot: {method: kexec, timeout: 600}}
 
+    replicas:                 # optional: the same experiment on several host sets
+      pair1: {a: lab1-a, b: lab1-b}
+      pair2: {a: lab2-a, b: lab2-b}
+
+`replicas` binds the host names a profile's roles name (`hosts: {sender: {host: a}}`) to
+hosts of this inventory, once per replica: `napilab run` drives every replica through
+the same schedule at once (harness.cli.fleet) and pools their verdicts. A replica binds
+every host name the profile uses; no host is in two replicas.
+
 `address` is where SSH connects (management network); `data_address` is what
 workloads send traffic to (defaults to `address`). `netns` names the network
 namespace a local-transport host lives in. `connect_timeout` (seconds; else ssh_config's
@@ -108,6 +117,8 @@ class Host:
 class Inventory:
     path: str
     hosts: dict[str, Host]
+    # replica -> {a profile's host name -> a host of `hosts`} (inventory `replicas:`)
+    replicas: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def host(self, name: str) -> Host:
         return self.hosts[name]
@@ -161,8 +172,47 @@ def load_inventory(path: str | Path) -> Inventory:
             hosts[name] = _host(check, name, node, path_, defaults)
     if hosts_node is not None and not hosts_node:
         check.error(data.where("hosts"), "hosts", "no hosts defined")
+    replicas = _replicas(check, data, hosts)
     check.raise_if_any()
-    return Inventory(str(path), hosts)
+    return Inventory(str(path), hosts, replicas)
+
+
+def _replicas(check: Checker, data: Node, hosts: dict[str, Host]) -> dict[str, dict[str, str]]:
+    """`replicas:`: NAME -> {host name -> inventory host}; each inventory host in one
+    replica at most (two replicas' runs would take the same host's lock)."""
+    node = check.mapping(data.get("replicas"), data.where("replicas"), "replicas") \
+        if "replicas" in data else None
+    out: dict[str, dict[str, str]] = {}
+    owner: dict[str, str] = {}
+    for name, raw in (node or {}).items():
+        path = join("replicas", name)
+        assert node is not None
+        if not _NAME.fullmatch(name):
+            check.error(node.key_locations.get(name), path, "replica names are letters, "
+                        "digits, '.', '_' and '-', starting with a letter or digit, at most 64")
+            continue
+        binding = check.mapping(raw, node.where(name), path)
+        if binding is None:
+            continue
+        if not binding:
+            check.error(node.where(name), path, "a replica binds at least one host name, "
+                        "e.g. {a: lab1-a, b: lab1-b}")
+        out[name] = {}
+        for alias, target in binding.items():
+            where = binding.where(alias)
+            if not isinstance(target, str):
+                check.error(where, join(path, alias), f"{target!r}: the name of a host of "
+                            "this inventory")
+            elif target not in hosts:
+                check.error(where, join(path, alias), f"no host {target!r} in this "
+                            f"inventory; hosts are {sorted(hosts)}")
+            elif target in owner:
+                check.error(where, join(path, alias), f"host {target!r} is in replica "
+                            f"{owner[target]!r} too: a host serves one replica")
+            else:
+                owner[target] = name
+                out[name][str(alias)] = target
+    return out
 
 
 def ansible_variables(path: str | Path) -> dict[str, Node]:

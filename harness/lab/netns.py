@@ -271,6 +271,48 @@ class Testbed:
                 "nodes": nodes}
 
 
+MAX_PAIRS = 8  # /29 blocks a `testbed up --pairs N` takes, from its first one
+
+
+def pair_testbeds(count: int, prefix: str = "napilab", block: int = 0) -> list[Testbed]:
+    """`testbed up --pairs N`: N testbeds side by side, PREFIX, PREFIX2, ... on the
+    management /29s from `block` on."""
+    if not 1 <= count <= MAX_PAIRS:
+        raise NapilabError(f"--pairs {count}: 1 to {MAX_PAIRS}")
+    return [Testbed(prefix if i == 0 else f"{prefix}{i + 1}", block=block + 8 * i)
+            for i in range(count)]
+
+
+def up_pairs(beds: list[Testbed], *, ssh: bool) -> Path:
+    """Bring every pair up (all of them down again if one fails) and write one inventory,
+    the first pair's, that holds every pair's hosts (a, b; a2, b2; ...) and binds them
+    as replicas pair1, pair2, ... of the host names a and b."""
+    try:
+        for bed in beds:
+            bed.up(ssh=ssh)
+        if len(beds) == 1:
+            return beds[0].inventory_path
+        hosts: dict[str, object] = {}
+        replicas: dict[str, dict[str, str]] = {}
+        for i, bed in enumerate(beds, 1):
+            doc = yaml.safe_load(bed.inventory_path.read_text())
+            suffix = "" if i == 1 else str(i)
+            replicas[f"pair{i}"] = {}
+            for name, entry in doc["hosts"].items():
+                hosts[name + suffix] = entry
+                replicas[f"pair{i}"][name] = name + suffix
+        doc = {"transport": "ssh" if ssh else "local", "hosts": hosts, "replicas": replicas}
+        header = (f"# written by `napilab testbed up --pairs {len(beds)}`: the hosts of "
+                  f"testbeds {[b.prefix for b in beds]}, each pair a replica; removed by "
+                  "`napilab testbed down`.\n")
+        beds[0].inventory_path.write_text(header + yaml.safe_dump(doc, sort_keys=False))
+    except BaseException:
+        for bed in beds:
+            bed.down()
+        raise
+    return beds[0].inventory_path
+
+
 def run_here(argv: list[str], *, check: bool = True, what: str = "testbed",
          timeout: float = 30) -> subprocess.CompletedProcess[str]:
     """A command of a testbed's set-up on this machine (the VM testbed's too)."""

@@ -25,6 +25,7 @@ class Plan:
     profile: Profile
     inventory: Inventory
     role_hosts: dict[str, Host]  # role -> host
+    replica: str | None = None  # the inventory replica whose hosts these are
 
     @property
     def hosts(self) -> dict[str, Host]:
@@ -87,13 +88,25 @@ class Plan:
         return {k: fill(v) for k, v in process.args.items()}
 
 
-def bind(profile: Profile, inventory: Inventory) -> Plan:
-    """Check every role's host exists and every placeholder resolves; all problems at once."""
+def bind(profile: Profile, inventory: Inventory, *,
+         replica: str | None = None) -> Plan:
+    """Check every role's host exists and every placeholder resolves; all problems at once.
+    With `replica`, the host names the roles name are that replica's hosts (inventory
+    `replicas:`); every one the profile uses must be bound."""
     problems: list[Problem] = []
     role_hosts: dict[str, Host] = {}
+    binding = inventory.replicas.get(replica, {}) if replica is not None else {}
+    if replica is not None and replica not in inventory.replicas:
+        raise InputError(f"no replica {replica!r} in {inventory.path}; replicas are "
+                         f"{sorted(inventory.replicas)}{suggest(replica, inventory.replicas)}")
     for role, spec in profile.roles.items():
-        host = inventory.hosts.get(spec.host)
-        if host is None:
+        name = binding.get(spec.host, spec.host)
+        host = inventory.hosts.get(name)
+        if replica is not None and spec.host not in binding:
+            problems.append(Problem(spec.where, f"hosts.{role}.host",
+                                    f"replica {replica!r} of {inventory.path} binds no host "
+                                    f"{spec.host!r} (it binds {sorted(binding)})"))
+        elif host is None:
             hint = suggest(spec.host, inventory.hosts)
             problems.append(Problem(spec.where, f"hosts.{role}.host",
                                     f"no host {spec.host!r} in {inventory.path}; hosts are "
@@ -102,7 +115,7 @@ def bind(profile: Profile, inventory: Inventory) -> Plan:
             role_hosts[role] = host
     if problems:
         raise InputError(problems)
-    plan = Plan(profile, inventory, role_hosts)
+    plan = Plan(profile, inventory, role_hosts, replica)
     for variant in profile.variants:
         for setting in variant.settings:
             if PLACEHOLDER.search(setting.target) and not plan.iface_of(setting.role):

@@ -128,6 +128,18 @@ class NapilabRecord(FrozenRecord, frozen=True):
     git_sha: str | None = None
 
 
+class ReplicaRecord(Record):
+    """One replica of a run over several host sets (inventory `replicas:`): its hosts,
+    where its own run directory is (relative to the fleet run's), and how it ended."""
+
+    name: str
+    hosts: dict[str, str]  # a profile's host name -> the inventory host
+    dir: str  # replicas/NAME
+    status: str = "pending"  # pending | running | complete | partial | failed | interrupted
+    exit_code: int | None = None
+    error: str | None = None
+
+
 class Manifest(Document):
     """A run's manifest.json."""
 
@@ -176,6 +188,11 @@ class Manifest(Document):
     resume_host_changes: list[JSON] | None = None
     resumed: list[float] | None = None
     argv_resume: list[str] | None = None
+    # a replica's run: the inventory replica whose hosts it ran on (harness.cli.fleet)
+    replica: str | None = None
+    # a run over several replicas: each replica's run, under replicas/NAME; such a run
+    # has no trials of its own
+    replicas: list[ReplicaRecord] | None = None
 
     def trial(self, index: int) -> TrialRecord:
         return self.trials[index - 1]

@@ -66,7 +66,7 @@ def new_manifest(plan: Plan) -> Manifest:
         inventory=InventoryRecord(plan.inventory.path, inventory_digest(plan),
                                   {n: h.public() for n, h in plan.hosts.items()}),
         napilab=NapilabRecord(__version__, git_sha()),
-        argv=list(sys.argv), pid=os.getpid())
+        argv=list(sys.argv), pid=os.getpid(), replica=plan.replica)
 
 
 def open_for_resume(plan: Plan, run_dir: str | Path) -> RunStore:

@@ -142,14 +142,15 @@ class RunStore:
 
     @classmethod
     def create(cls, results: str | Path, profile_name: str, manifest: Manifest,
-               run_id: str | None = None) -> RunStore:
+               run_id: str | None = None, *, directory: Path | None = None) -> RunStore:
         """A new run directory, which appears (renamed from a hidden name) with its
-        manifest in it."""
+        manifest in it: RESULTS/PROFILE/STAMP-RUN_ID, or `directory` (a replica's run,
+        under its fleet run)."""
         if why := unsafe(profile_name):  # validate refuses it first: never outside RESULTS
             raise StorageError(f"profile name {why}")
         run_id = run_id or new_run_id()
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        directory = Path(results) / profile_name / f"{stamp}-{run_id}"
+        directory = directory or Path(results) / profile_name / f"{stamp}-{run_id}"
         hidden = directory.with_name(f".{directory.name}.tmp")
         manifest.run_id = run_id
         store = cls(hidden, manifest)
