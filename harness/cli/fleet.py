@@ -14,7 +14,8 @@ or restored on its own. So a replica that fails (a host unreachable, a restore t
 failed) is reported, and the others go on. Each process is told SIGTERM if this one
 dies (PR_SET_PDEATHSIG): a controller killed with SIGKILL leaves replicas that restore
 their hosts and stop, and `napilab restore -i INVENTORY` for what a SIGKILL of them all
-left. Their output comes here line by line, each line named by its replica.
+left. Each one's output is kept in replicas/NAME.log and comes here line by line, named
+by its replica.
 
 The report of such a run (reports.fleet) pools each primary metric's change over the
 replicas and shows each replica's beside it.
@@ -109,11 +110,13 @@ def run_replicas(profile_path: str, profile: Profile, inventory: Inventory,
             argv = _child_argv(profile_path, inventory.path, record.name,
                                store.dir / record.dir, profile.seed, transport=transport,
                                keep_going=keep_going, break_lock=break_lock, quiet=quiet)
-            children[record.name] = child = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+            log = store.dir / f"{record.dir}.log"
+            with open(log, "wb") as out:
+                children[record.name] = child = subprocess.Popen(
+                    argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                    preexec_fn=_die_with_parent)
             record.status = "running"
-            reader = threading.Thread(target=_relay, args=(record.name, child, lock),
+            reader = threading.Thread(target=_relay, args=(record.name, child, log, lock),
                                       name=f"napilab-replica-{record.name}", daemon=True)
             reader.start()
             readers.append(reader)
@@ -177,14 +180,30 @@ def _die_with_parent() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C reaches the whole group
 
 
-def _relay(name: str, child: subprocess.Popen[bytes], lock: threading.Lock) -> None:
-    """The replica's output, each line named by it, on this process's stderr."""
-    assert child.stdout is not None
-    for raw in child.stdout:
-        line = raw.decode(errors="replace").rstrip("\n")
-        with lock:
-            sys.stderr.write(f"[{name}] {line}\n")
-            sys.stderr.flush()
+def _relay(name: str, child: subprocess.Popen[bytes], log: Path,
+           lock: threading.Lock) -> None:
+    """The replica's output, each line named by it, on this process's stderr, read from
+    its log (replicas/NAME.log, kept). A file, not a pipe: a replica whose controller
+    died still writes its restore's lines without a broken pipe stopping it."""
+    with open(log, "rb") as source:
+        pending = b""
+        while True:
+            ended = child.poll() is not None
+            chunk = source.read()
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            if lines:
+                with lock:
+                    for raw in lines:
+                        sys.stderr.write(f"[{name}] {raw.decode(errors='replace')}\n")
+                    sys.stderr.flush()
+            if ended and not chunk:
+                break
+            if not chunk:
+                time.sleep(0.1)
+        if pending:
+            with lock:
+                sys.stderr.write(f"[{name}] {pending.decode(errors='replace')}\n")
 
 
 def _wait(children: dict[str, subprocess.Popen[bytes]]) -> None:

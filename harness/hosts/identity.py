@@ -102,9 +102,13 @@ def _read(path: str) -> str:
 
 def pid_start(pid: int) -> int | None:
     """The start time of `pid` in clock ticks since boot (/proc/PID/stat field 22), or
-    None if it does not run. Two processes with one PID have different start times."""
+    None if it does not run. Two processes with one PID have different start times. A
+    zombie does not run: a controller killed with its replicas' processes (harness.cli.
+    fleet) leaves them unreaped until PID 1 gets to it, seconds in a container."""
     stat = _read(f"/proc/{pid}/stat")
     fields = stat.rpartition(")")[2].split()
+    if fields[:1] == ["Z"]:
+        return None
     try:
         return int(fields[19])
     except (IndexError, ValueError):
