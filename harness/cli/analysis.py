@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from napilab.harness.cli.options import run_options
+from napilab.harness.cli.options import nipa_options, run_options
 from napilab.harness.errors import ExitCode, InputError, NapilabError
 
 if TYPE_CHECKING:
@@ -156,10 +156,17 @@ def compare(runs: tuple[str, ...], allow_mismatch: bool, intended: tuple[str, ..
                    "that ran a different profile digest; repeatable.")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False),
               help="Write JUnit XML here (one testcase per metric x variant).")
+@click.option("--ktap", "ktap_path", type=click.Path(dir_okay=False),
+              help="Write KTAP here (the kernel's test output: a subtest per variant).")
+@click.option("--nipa", "nipa_path", type=click.Path(dir_okay=False),
+              help="Write the netdev CI's (NIPA's) result JSON here.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False),
               help="Write the JSON summary here.")
+@nipa_options
 def check(run_dir: str, baseline: str, limits: tuple[str, ...], intended: tuple[str, ...],
-          junit_path: str | None, json_path: str | None) -> None:
+          junit_path: str | None, ktap_path: str | None, nipa_path: str | None,
+          json_path: str | None, link: str | None, executor: str | None,
+          branch: str | None) -> None:
     """Nightly gate: exit 3 if RUN_DIR regressed beyond a threshold, 5 if nothing could be
     judged.
 
@@ -167,6 +174,7 @@ def check(run_dir: str, baseline: str, limits: tuple[str, ...], intended: tuple[
     Examples:
       napilab check RUN_DIR --baseline results --junit junit.xml
       napilab check RUN_DIR --baseline OLD_RUN --max-regression latency_p99=10
+      napilab check RUN_DIR --baseline results --ktap check.ktap --nipa check.nipa.json
     """
     from napilab.harness.store.store import atomic_write
     from napilab.reports.ab.compare import load_run
@@ -186,6 +194,7 @@ def check(run_dir: str, baseline: str, limits: tuple[str, ...], intended: tuple[
     report = gate(reference, candidate, thresholds)
     if junit_path:
         atomic_write(Path(junit_path), junit_xml(report))
+    _ci_files(report, ktap_path, nipa_path, (executor, branch, link))
     summary = gate_json(report)
     if json_path:
         atomic_write(Path(json_path), summary)
@@ -204,6 +213,21 @@ def check(run_dir: str, baseline: str, limits: tuple[str, ...], intended: tuple[
         _warn("not every gated metric was judged within: exit 5 (inconclusive), not a pass")
         sys.exit(int(ExitCode.INCONCLUSIVE))
     sys.exit(int(ExitCode.REGRESSION if report.regressions else ExitCode.OK))
+
+
+def _ci_files(report: Any, ktap_path: str | None, nipa_path: str | None,
+              nipa: tuple[str | None, str | None, str | None]) -> None:
+    """`check --ktap FILE --nipa FILE`: the gate's cases as KTAP and NIPA's JSON."""
+    from napilab.harness.store.store import atomic_write
+    from napilab.reports.ci.ktap import ktap
+    from napilab.reports.ci.nipa import NipaTarget, nipa_json
+    from napilab.reports.nightly.junit import gate_suite
+
+    suite = gate_suite(report)
+    if ktap_path:
+        atomic_write(Path(ktap_path), ktap(suite))
+    if nipa_path:
+        atomic_write(Path(nipa_path), nipa_json(suite, NipaTarget(*nipa)))
 
 
 @click.group()

@@ -36,6 +36,7 @@ from napilab.harness.cli.options import (
     LazyChoice,
     inventory_option,
     json_option,
+    nipa_options,
     run_options,
     transport_option,
 )
@@ -43,7 +44,7 @@ from napilab.harness.engine.progress import reporter
 from napilab.harness.errors import ExitCode, InputError, Interrupted, NapilabError
 
 DEMO_PROFILE = shipped.profile("demo.yaml")
-REPORT_FORMATS = ("html", "text", "md", "json", "junit", "csv")
+REPORT_FORMATS = ("html", "text", "md", "json", "junit", "ktap", "nipa", "csv")
 
 
 def _parser_names() -> list[str]:
@@ -265,9 +266,12 @@ def _replicas(profile: str, inventory: str, transport: str | None, names: str | 
 @click.option("--format", "formats", default="html", show_default=True,
               type=FormatList(REPORT_FORMATS),
               help="text is printed; the others are written to "
-                   "RUN_DIR/report.{html,md,json,junit.xml}, csv (the tidy samples table) "
-                   "to RUN_DIR/samples.csv.")
-def report(run_dir: str, formats: list[str]) -> None:
+                   "RUN_DIR/report.{html,md,json,junit.xml,ktap,nipa.json} (nipa: the "
+                   "netdev CI's result JSON), csv (the tidy samples table) to "
+                   "RUN_DIR/samples.csv.")
+@nipa_options
+def report(run_dir: str, formats: list[str], link: str | None, executor: str | None,
+           branch: str | None) -> None:
     """Render reports from a stored run (no host is contacted).
 
     \b
@@ -275,10 +279,13 @@ def report(run_dir: str, formats: list[str]) -> None:
       napilab report results/demo/20261129T204634Z-bbc627aa
       napilab report RUN_DIR --format text,md       # cover letter table, pull request
       napilab report RUN_DIR --format csv           # RUN_DIR/samples.csv
+      napilab report RUN_DIR --format junit,ktap,nipa --link https://ci.example/RUN
     """
+    from napilab.reports.ci.nipa import NipaTarget
     from napilab.reports.formats.render import report_files
 
-    written, printed = report_files(run_dir, formats)
+    written, printed = report_files(run_dir, formats,
+                                    nipa=NipaTarget(executor, branch, link))
     for path in written:
         click.echo(str(path))
     if printed is not None:

@@ -115,3 +115,21 @@ def run_options(command: F) -> F:
     )):
         command = option(command)
     return command
+
+
+def nipa_options(command: F) -> F:
+    """--link, --nipa-executor, --nipa-branch: what the netdev CI's result JSON needs
+    that a run does not say (reports.ci.nipa)."""
+    for option in reversed((
+        click.option("--link", metavar="URL",
+                     help="The URL the run directory is served at: the NIPA JSON's links "
+                          "point into it (default: the run directory as a file:// URL)."),
+        click.option("--nipa-executor", "executor", metavar="NAME",
+                     help="The NIPA JSON's executor (default: napilab-PROFILE)."),
+        click.option("--nipa-branch", "branch", metavar="NAME",
+                     help="The NIPA JSON's branch, the tree tested (default: "
+                          "PROFILE-YYYY-MM-DD--HH-MM of the run's start; NIPA reads a "
+                          "branch's last 17 characters as its date)."),
+    )):
+        command = option(command)
+    return command

@@ -126,7 +126,8 @@ RECORDS = {"manifest": "napilab.harness.store.manifest:Manifest",
            "history-csv": "napilab.reports.nightly.check_record:HistoryCsvRow",
            "samples": "napilab.harness.store.columns:SampleRow",
            "latency": "napilab.harness.store.columns:LatencyRow",
-           "summary": "napilab.harness.store.summary:RunSummary"}
+           "summary": "napilab.harness.store.summary:RunSummary",
+           "nipa": "napilab.reports.ci.nipa:NipaRun"}
 
 
 def record_schema_text(kind: str) -> str:

@@ -1,5 +1,6 @@
 """Renderers of a stored run: self-contained HTML, cover-letter text, Markdown for pull
-requests, JSON and JUnit for machines (`napilab report RUN_DIR --format ...`).
+requests, JSON, JUnit, KTAP and the netdev CI's result JSON for machines (`napilab report
+RUN_DIR --format ...`).
 
 Everything comes from RUN_DIR (manifest.json, samples.parquet, latency/, raw/); nothing
 is re-measured. HTML is rendered with Jinja2 autoescaping on, plots are inline SVG
@@ -23,6 +24,11 @@ from napilab.harness.store.manifest import TCG, Manifest
 from napilab.harness.store.store import atomic_write
 from napilab.reports.ab.compare import RunData, Table, load_run, table
 from napilab.reports.ab.model import format_ci, format_number, format_p, format_pct, p_text
+from napilab.reports.ci import ktap as ci_ktap
+from napilab.reports.ci import nipa as ci_nipa
+from napilab.reports.ci.nipa import NipaTarget
+from napilab.reports.fleet import table as fleet_table
+from napilab.reports.fleet import text as fleet_text
 from napilab.reports.formats import (
     markdown,
     report_json,
@@ -35,9 +41,10 @@ from napilab.reports.formats.text_table import text_table
 from napilab.reports.load import text as load_text
 from napilab.reports.load.curves import load_report
 
-FORMATS = ("html", "text", "md", "json", "junit", "csv")
+FORMATS = ("html", "text", "md", "json", "junit", "ktap", "nipa", "csv")
 FILES = {"html": "report.html", "text": "report.txt", "md": "report.md",
-         "json": "report.json", "junit": "report.junit.xml", "csv": "samples.csv"}
+         "json": "report.json", "junit": "report.junit.xml", "ktap": "report.ktap",
+         "nipa": "report.nipa.json", "csv": "samples.csv"}
 
 
 def relurl(path: str) -> str:
@@ -115,8 +122,10 @@ def text(run: RunData, width: int = 80, tab: Table | None = None) -> str:
     return out
 
 
-def render(run: RunData, fmt: str, tab: Table | None = None) -> str:
-    """One format of the report, as text."""
+def render(run: RunData, fmt: str, tab: Table | None = None,
+           nipa: NipaTarget = ci_nipa.DEFAULT) -> str:
+    """One format of the report, as text (`nipa`: the NIPA JSON's executor, branch and
+    link, reports.ci.nipa)."""
     tab = tab if tab is not None else table(run)
     if fmt == "html":
         return html(run, tab)
@@ -128,19 +137,26 @@ def render(run: RunData, fmt: str, tab: Table | None = None) -> str:
         return report_json.report_json(run, tab)
     if fmt == "junit":
         return table_junit.junit_xml(run, tab)
+    if fmt == "ktap":
+        return ci_ktap.ktap(table_junit.table_suite(run, tab))
+    if fmt == "nipa":
+        return ci_nipa.nipa_json(table_junit.table_suite(run, tab), nipa)
     if fmt == "csv":
         return samples_csv.samples_csv(run)
     raise ValueError(f"unknown report format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 
-def report_files(directory: str | Path, formats: list[str], *, print_text: bool = True
-                 ) -> tuple[list[Path], str | None]:
+def report_files(directory: str | Path, formats: list[str], *, print_text: bool = True,
+                 nipa: NipaTarget = ci_nipa.DEFAULT) -> tuple[list[Path], str | None]:
     """`napilab report`: the chosen formats written as RUN_DIR/report.{html,txt,md,json,
-    junit.xml}, except text when `print_text` (returned, for stdout, as the command has
-    always printed it). The table and its statistics are computed once for all."""
+    junit.xml,ktap,nipa.json}, except text when `print_text` (returned, for stdout, as
+    the command has always printed it). The table and its statistics are computed once
+    for all."""
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
         raise ValueError(f"unknown report format(s) {unknown}; expected {', '.join(FORMATS)}")
+    if fleet_table.is_fleet(directory):
+        return _fleet_files(Path(directory), formats, print_text=print_text)
     run = load_run(directory)
     tab = table(run)
     written = []
@@ -148,9 +164,27 @@ def report_files(directory: str | Path, formats: list[str], *, print_text: bool 
         if fmt == "text" and print_text:
             continue
         path = run.directory / FILES[fmt]
-        atomic_write(path, render(run, fmt, tab))
+        atomic_write(path, render(run, fmt, tab, nipa))
         written.append(path)
     return written, render(run, "text", tab) if print_text and "text" in formats else None
+
+
+def _fleet_files(directory: Path, formats: list[str], *, print_text: bool
+                 ) -> tuple[list[Path], str | None]:
+    """A run over replicas: each replica's own reports in its directory, and the
+    pooled table in the run's (text and Markdown; the other formats are each
+    replica's)."""
+    fleet = fleet_table.fleet_table(directory)
+    written = []
+    for name in fleet.replicas:
+        own = [f for f in formats if f != "text" or not print_text]
+        written += report_files(directory / "replicas" / name, own, print_text=False)[0]
+    for fmt, render_fleet in (("text", fleet_text.text), ("md", fleet_text.markdown)):
+        if fmt in formats and not (fmt == "text" and print_text):
+            path = directory / FILES[fmt]
+            atomic_write(path, render_fleet(fleet))
+            written.append(path)
+    return written, fleet_text.text(fleet) if print_text and "text" in formats else None
 
 
 def write_reports(directory: str | Path, formats: list[str]) -> list[Path]:

@@ -82,8 +82,8 @@ def test_every_option_has_help(path: tuple[str, ...], command: click.Command) ->
 def test_formats_and_tools_are_choices(capsys: pytest.CaptureFixture[str]) -> None:
     for argv, expected in (
             (["report", str(ROOT), "--format", "htm"],
-             "htm: expected one or more of html, text, md, json, junit, csv, comma-separated; "
-             "did you mean 'html'?"),
+             "htm: expected one or more of html, text, md, json, junit, ktap, nipa, csv, "
+             "comma-separated; did you mean 'html'?"),
             (["parse", "pingg", "x"], "did you mean 'ping'?"),
             (["compare", str(ROOT), str(ROOT), "--format", "xml"], "'xml' is not one of")):
         done = run_cli(capsys, *argv)

@@ -142,7 +142,7 @@ LAYERS = (
     ("harness.authoring", "harness.store"),
     ("harness.hosts", "harness.tune"),
     ("harness.engine",),
-    ("reports.ab",),
+    ("reports.ab", "reports.ci"),
     ("reports.load",),
     ("reports.plots",),
     ("reports.formats",),

@@ -99,6 +99,8 @@ def _filled(hint: Any, name: str) -> Any:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
         return _filled(next(a for a in args if a is not type(None)), name)
+    if origin is typing.Literal:
+        return args[-1]
     if origin is list:
         return [_filled(args[0], name)]
     if origin is tuple:
