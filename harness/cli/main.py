@@ -202,6 +202,7 @@ def _print_plan(profile: str, inventory: str, transport: str | None, as_json: bo
               help="(a replica's process) The run's directory itself.")
 @click.option("--seed", type=int, default=None, hidden=True,
               help="(a replica's process) The randomized order's seed.")
+@cli_reports.store_output
 def run(profile: str, inventory: str, results: str, transport: str | None, keep_going: bool,
         formats: list[str], break_lock: bool, resume: str | None, allow_host_change: bool,
         quiet: bool, as_json: bool, dry_run: bool, replicas: str | None,
@@ -395,6 +396,7 @@ cli.add_command(cli_analysis.calibrate)
 cli.add_command(cli_analysis.baseline)
 cli.add_command(cli_reports.history)
 cli.add_command(cli_reports.publish)
+cli.add_command(cli_reports.push)
 cli.add_command(cli_setup.init)
 cli.add_command(cli_setup.profiles)
 cli.add_command(cli_setup.docs)

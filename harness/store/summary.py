@@ -53,6 +53,7 @@ class MetricSummary(FrozenRecord, frozen=True):
     source: str = ""
     metric: str = ""
     role: str = ""
+    hosts: list[str] = msgspec.field(default_factory=list)  # whose values are summed
     unit: str = ""
     variants: dict[str, VariantValues] = msgspec.field(default_factory=dict)
 
@@ -127,7 +128,7 @@ def summary_keys(manifest: Manifest, stored: Iterable[tuple[str, str]] = ()) -> 
     return found[:DEFAULT_METRICS] or [f"{source}.{m}" for m in sorted(names)][:2]
 
 
-_COLUMNS = ["trial", "variant", "role", "source", "metric", "cpu", "value", "unit"]
+_COLUMNS = ["trial", "variant", "role", "host", "source", "metric", "cpu", "value", "unit"]
 
 
 def build_summary(directory: str | Path, manifest: Manifest | None = None, *,
@@ -141,6 +142,7 @@ def build_summary(directory: str | Path, manifest: Manifest | None = None, *,
     # (role, source, metric) -> variant -> trial -> sum over the role's hosts
     sums: dict[tuple[str, str, str], dict[str, dict[int, float]]] = {}
     units: dict[tuple[str, str, str], str] = {}
+    hosts: dict[tuple[str, str, str], set[str]] = {}
     for row in rows:
         source, metric = str(row["source"]), str(row["metric"])
         if row.get("cpu") is not None or not ({metric, f"{source}.{metric}"} & wanted):
@@ -151,6 +153,7 @@ def build_summary(directory: str | Path, manifest: Manifest | None = None, *,
         per[trial] = per.get(trial, 0.0) + float(row["value"])  # type: ignore[arg-type]
         if row.get("unit") and key not in units:
             units[key] = str(row["unit"])
+        hosts.setdefault(key, set()).add(str(row.get("host")))
     metrics = []
     for (role, source, metric), per_variant in sorted(sums.items()):
         variants = {}
@@ -160,6 +163,7 @@ def build_summary(directory: str | Path, manifest: Manifest | None = None, *,
                                               median=statistics.median(values),
                                               values=values)
         metrics.append(MetricSummary(source=source, metric=metric, role=role,
+                                     hosts=sorted(hosts[(role, source, metric)]),
                                      unit=units.get((role, source, metric), ""),
                                      variants=variants))
     facts = manifest.host_facts or {}

@@ -397,6 +397,11 @@ class SSHTransport:
         transport = client.get_transport() if client is not None else None
         return transport is not None and transport.is_active()
 
+    def open_sftp(self) -> paramiko.SFTPClient:
+        """An SFTP session on this host's connection (a results store over sftp://,
+        harness.stores.sftp), connecting first if needed."""
+        return self._session().open_sftp()
+
     def close(self) -> None:
         if self._sh is not None:
             self._sh.close()

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import os
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from napilab.harness.store.store import (
     read_parquet_files,
     sample_files,
 )
+from napilab.harness.store.summary import SUMMARY_FILE, RunSummary, read_summary
 from napilab.reports.ab.model import format_number, with_unit
 from napilab.reports.formats.text_table import MAX_HEADER_LINES, MIN_COLUMN, narrowest, wrap_name
 from napilab.reports.nightly.check_record import CheckRecord, HistoryRecord, read_check
@@ -107,6 +109,8 @@ class RunInfo:
     trials: int
     trials_ok: int
     check: CheckRecord | None  # RUN_DIR/check.json, when `napilab check` ran on it
+    summary: RunSummary | None = None  # RUN_DIR/summary.json: read instead of the rest
+    replica: str | None = None
 
     def kernel(self, host: str | None = None) -> str:
         """The host's kernel release, or every distinct one in host order."""
@@ -153,6 +157,22 @@ def _run_info(directory: Path, manifest: Manifest) -> RunInfo:
                    check)
 
 
+def _summary_info(directory: Path, summary: RunSummary) -> RunInfo:
+    check = None
+    with contextlib.suppress(InputError):
+        check = read_check(directory)
+    return RunInfo(directory, summary.run_id or directory.name,
+                   summary.profile or directory.parent.name, summary.description,
+                   summary.started, summary.status, summary.kernels(),
+                   tuple(summary.variants), summary.trials, summary.trials_ok, check,
+                   summary, summary.replica)
+
+
+# Fetches what a report needs of runs whose files are not all here (a remote store's
+# mirror: harness.stores.store.Mirror.materialize): the runs, and the files (None: all)
+Fetch = Callable[[Sequence[Path], Sequence[str] | None], None]
+
+
 def find_runs(results: str | Path, profile: str | None = None) -> list[RunInfo]:
     """Runs under RESULTS/<profile>/ (every profile when None), oldest first."""
     return scan_runs(results, profile)[0]
@@ -170,27 +190,97 @@ def scan_runs(results: str | Path, profile: str | None = None
     results = Path(results)
     if not results.is_dir():
         raise InputError(f"{results}: no such results directory")
-    pattern = f"{profile}/*/manifest.json" if profile else "*/*/manifest.json"
     runs, damaged = [], []
-    for path in sorted(results.glob(pattern)):
-        loaded = _load(path.parent)
+    for directory in _run_dirs(results, profile):
+        summary: RunSummary | str | None
+        try:
+            summary = read_summary(directory)
+        except InputError as exc:  # a damaged summary: the manifest is read instead
+            summary = exc.message
+        if isinstance(summary, RunSummary):
+            runs.append(_summary_info(directory, summary))
+            continue
+        if not (directory / "manifest.json").exists():
+            if isinstance(summary, str):
+                damaged.append((str(directory), summary))
+            continue
+        loaded = _load(directory)
         if isinstance(loaded, Manifest):
-            loaded = damaged_samples(path.parent) or loaded
+            loaded = damaged_samples(directory) or loaded
         if isinstance(loaded, str):
-            damaged.append((str(path.parent), loaded))
+            damaged.append((str(directory), loaded))
         else:
-            runs.append(_run_info(path.parent, loaded))
+            runs.append(_run_info(directory, loaded))
     if profile:
         runs = [r for r in runs if r.profile == profile]
     return sorted(runs, key=lambda r: (r.started or 0.0, r.directory.name)), tuple(damaged)
 
 
-def medians(runs: Sequence[RunInfo], metrics: Sequence[str], host: str | None = None
-            ) -> pd.DataFrame:
-    """Columns run (directory name), role, source, metric, variant, median, n, unit."""
-    files = [str(path) for r in runs for path in sample_files(r.directory)]
+def _run_dirs(results: Path, profile: str | None) -> list[Path]:
+    """RESULTS/PROFILE/RUN directories that hold a manifest or a summary (a remote
+    store's mirror holds the summary alone), hidden ones (a run being made) left out."""
+    profiles = [results / profile] if profile else sorted(
+        e.path for e in os.scandir(results) if e.is_dir() and not e.name.startswith("."))
+    found = []
+    for base in map(Path, profiles):
+        try:
+            entries = sorted(e.name for e in os.scandir(base)
+                             if e.is_dir() and not e.name.startswith("."))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for name in entries:
+            run = base / name
+            if (run / SUMMARY_FILE).exists() or (run / "manifest.json").exists():
+                found.append(run)
+    return found
+
+
+def _covered(summary: RunSummary | None, metrics: Sequence[str], host: str | None) -> bool:
+    """The summary holds every one of `metrics` (by name or source.metric), and with a
+    `host` each of its metrics is that host's alone or none of its values."""
+    if summary is None:
+        return False
+    keys = set(summary.keys) | {k.split(".", 1)[-1] for k in summary.keys}
+    return all(m in keys for m in metrics) and (host is None or all(
+        m.hosts == [host] or (m.hosts and host not in m.hosts) for m in summary.metrics))
+
+
+def _from_summaries(runs: Sequence[RunInfo], metrics: Sequence[str], host: str | None
+                    ) -> pd.DataFrame:
+    names = set(metrics)
+    rows = [(r.directory.name, m.role, m.source, m.metric, variant, v.median, v.n, m.unit)
+            for r in runs if r.summary is not None for m in r.summary.metrics
+            if {m.metric, f"{m.source}.{m.metric}"} & names
+            and (host is None or m.hosts == [host])
+            for variant, v in m.variants.items() if v.n]
+    return pd.DataFrame(rows, columns=["run", "role", "source", "metric", "variant",
+                                       "median", "n", "unit"])
+
+
+def medians(runs: Sequence[RunInfo], metrics: Sequence[str], host: str | None = None,
+            fetch: Fetch | None = None) -> pd.DataFrame:
+    """Columns run (directory name), role, source, metric, variant, median, n, unit:
+    from the runs' summaries where they hold the metrics (and the host's values apart,
+    when one is asked for), else from their samples (fetched first by `fetch` where
+    they are not here)."""
     columns = ["run", "role", "source", "metric", "variant", "median", "n", "unit"]
-    if not files or not metrics:
+    if not metrics:
+        return pd.DataFrame({c: [] for c in columns})
+    summed = [r for r in runs if _covered(r.summary, metrics, host)]
+    rest = [r for r in runs if not _covered(r.summary, metrics, host)]
+    if fetch is not None and rest:
+        fetch([r.directory for r in rest], None)
+    frame = _from_summaries(summed, metrics, host) if summed else None
+    if not rest:
+        return frame if frame is not None else pd.DataFrame({c: [] for c in columns})
+    sampled = _sampled(rest, metrics, host, columns)
+    return sampled if frame is None else pd.concat([frame, sampled], ignore_index=True)
+
+
+def _sampled(runs: Sequence[RunInfo], metrics: Sequence[str], host: str | None,
+             columns: list[str]) -> pd.DataFrame:
+    files = [str(path) for r in runs for path in sample_files(r.directory)]
+    if not files:
         return pd.DataFrame({c: [] for c in columns})
     with duckdb.connect() as con:
         try:
@@ -221,6 +311,8 @@ def default_metrics(runs: Sequence[RunInfo]) -> list[str]:
     workload's defaults: harness.stats.family), then its `report.table` rows, else its
     workload's headline metrics: the trend shows what the gate judges."""
     for run in reversed(runs):
+        if run.summary is not None and run.summary.keys:
+            return list(run.summary.keys)
         manifest = _manifest(run.directory)
         if manifest is None:
             continue
@@ -271,7 +363,7 @@ def _keys(frame: pd.DataFrame) -> pd.Series:
 
 
 def history(results: str | Path, profile: str, metrics: Sequence[str] = (),
-            host: str | None = None) -> History:
+            host: str | None = None, fetch: Fetch | None = None) -> History:
     runs, damaged = scan_runs(results, profile)
     if not runs:
         known = sorted({r.profile for r in find_runs(results)})
@@ -280,7 +372,7 @@ def history(results: str | Path, profile: str, metrics: Sequence[str] = (),
                             "it holds no run at all"),
                          hint="runs are stored as RESULTS/<profile>/<time>-<id>/")
     wanted = list(metrics) or default_metrics(runs)
-    frame = medians(runs, wanted, host)
+    frame = medians(runs, wanted, host, fetch)
     if metrics:
         found = set(frame["metric"]) | set(frame["source"] + "." + frame["metric"])
         missing = [m for m in metrics if m not in found]

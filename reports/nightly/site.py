@@ -37,7 +37,7 @@ from napilab.reports.ab.compare import load_run
 from napilab.reports.formats.render import environment, html, relurl
 from napilab.reports.nightly import feed
 from napilab.reports.nightly.check_record import CHECK_FILE
-from napilab.reports.nightly.history import Damaged, RunInfo, scan_runs
+from napilab.reports.nightly.history import Damaged, Fetch, RunInfo, scan_runs
 from napilab.reports.nightly.trends import hosts_of, trend
 from napilab.reports.plots.plots import Omitted, Plot
 
@@ -75,9 +75,11 @@ class Site:
         return sum(1 for p in self.profiles for r in p.runs if r.rendered)
 
 
-def _copy_report(run: RunInfo, target: Path) -> bool:
+def _copy_report(run: RunInfo, target: Path, fetch: Fetch | None = None) -> bool:
     """report.html into the site; True when it had to be rendered (the run has none)."""
     source = run.directory / "report.html"
+    if not source.exists() and fetch is not None:
+        fetch([run.directory], None)
     if source.exists():
         stat = source.stat()
         current = target.stat() if target.exists() else None
@@ -133,7 +135,10 @@ def _redacting_copy(run_dir: Path) -> Callable[[str, str], object]:
 
 
 def publish(results: str | Path, site: str | Path, *, raw: str = "link",
-            base_url: str | None = None) -> Site:
+            base_url: str | None = None, fetch: Fetch | None = None,
+            title: str | None = None) -> Site:
+    """The site of every run under RESULTS (a results directory, or a store's mirror
+    whose run files `fetch` brings when a report must be rendered)."""
     if raw not in RAW_MODES:
         raise ValueError(f"raw must be one of {RAW_MODES}, got {raw!r}")
     results, site = Path(results), Path(site)
@@ -151,7 +156,7 @@ def publish(results: str | Path, site: str | Path, *, raw: str = "link",
             folder, leaf = run.directory.parent.name, run.directory.name
             href = f"runs/{relurl(folder)}/{relurl(leaf)}/report.html"
             target = site / "runs" / folder / leaf
-            rendered = _copy_report(run, target / "report.html")
+            rendered = _copy_report(run, target / "report.html", fetch)
             _raw(run, target / "raw", raw)
             published.append(Published(run, href, rendered))
             if run.check is not None:
@@ -162,16 +167,18 @@ def publish(results: str | Path, site: str | Path, *, raw: str = "link",
                     entries.append(entry)
         description = next((r.description for r in reversed(by_profile[name])
                             if r.description), "")
-        trends = [trend(name, host, by_profile[name]) for host in hosts_of(by_profile[name])]
+        trends = [trend(name, host, by_profile[name], fetch=fetch)
+                  for host in hosts_of(by_profile[name])]
         pages.append(ProfilePage(name, description, published, trends))
     now = dt.datetime.now(dt.UTC)
     feed_id = (base_url.rstrip("/") + "/feed.xml" if base_url else "urn:napilab:site:" +
                hashlib.sha256(str(results.resolve()).encode()).hexdigest()[:16])
     atomic_write(site / "feed.xml", feed.atom(entries, title=f"napilab regressions: "
-                                              f"{results.resolve().name}", feed_id=feed_id,
+                                              f"{title or results.resolve().name}",
+                                              feed_id=feed_id,
                                               updated=now, base_url=base_url))
     out = Site(site, pages, len(entries), damaged)
-    atomic_write(site / "index.html", index_html(out, now, results.resolve().name))
+    atomic_write(site / "index.html", index_html(out, now, title or results.resolve().name))
     return out
 
 

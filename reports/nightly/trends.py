@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 
 from napilab.harness.stats.changes import change_points
 from napilab.reports.ab.model import with_unit
-from napilab.reports.nightly.history import RunInfo, default_metrics, medians
+from napilab.reports.nightly.history import Fetch, RunInfo, default_metrics, medians
 from napilab.reports.plots.latency import MAX_LINES
 from napilab.reports.plots.plots import Omitted, Plot
 from napilab.reports.plots.svg import RC, SvgRejected, color, figure_svg, label, numbers
@@ -42,11 +42,12 @@ def time_span(moments: Sequence[dt.datetime]) -> tuple[dt.datetime, dt.datetime]
 
 
 def trend(profile: str, host: str, runs: Sequence[RunInfo],
-          metrics: Sequence[str] | None = None) -> Plot | Omitted:
+          metrics: Sequence[str] | None = None, fetch: Fetch | None = None
+          ) -> Plot | Omitted:
     name = f"trend-{profile}-{host}"
     title = f"{profile} on {host}: median per variant over runs"
     wanted = list(metrics) if metrics is not None else default_metrics(runs)[:MAX_METRICS]
-    frame = medians(runs, wanted, host)
+    frame = medians(runs, wanted, host, fetch)
     if not len(frame):
         return Omitted(name, title, f"none of {', '.join(wanted) or 'the metrics'} was "
                                     f"measured on {host}")
