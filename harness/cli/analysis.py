@@ -41,10 +41,17 @@ def _refuse(found: list[tuple[Any, Confounders]], base: str) -> InputError:
 
 
 def _labelled(argument: str) -> tuple[str | None, str]:
-    """`LABEL=RUN_DIR` or `RUN_DIR` (an existing directory wins over a label split)."""
+    """`LABEL=RUN_DIR` or `RUN_DIR` (an existing directory wins over a label split); a
+    run's URL in a store (STORE/PROFILE/RUN) is fetched into the store's mirror."""
+    from napilab.harness.stores.url import is_url
+
     if Path(argument).is_dir():
         return None, argument
-    label, sep, path = argument.partition("=")
+    label, sep, path = argument.partition("=") if not is_url(argument) else ("", "", argument)
+    if is_url(path):
+        from napilab.harness.stores.store import fetch_run
+
+        return label or None, str(fetch_run(path))
     if not sep:
         raise InputError(f"{argument}: no such run directory")
     if not Path(path).is_dir():
@@ -143,8 +150,9 @@ def compare(runs: tuple[str, ...], allow_mismatch: bool, intended: tuple[str, ..
 
 @click.command()
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
-@click.option("--baseline", required=True, type=click.Path(file_okay=False, exists=True),
-              help="A run directory, or a results directory: the series of earlier runs "
+@click.option("--baseline", required=True, metavar="RUN_OR_RESULTS|URL",
+              help="A run directory, or a results directory (or a store's URL, or a run's "
+                   "there: docs/stores.md): the series of earlier runs "
                    "of the profile (each metric against the anchor level of its first "
                    "nights), or its pinned run.")
 @click.option("--max-regression", "limits", multiple=True, metavar="METRIC=PCT",
@@ -190,7 +198,8 @@ def check(run_dir: str, baseline: str, limits: tuple[str, ...], intended: tuple[
 
     thresholds = parse_thresholds(limits)
     candidate = load_run(run_dir)
-    reference = find_reference(Path(baseline), candidate, intended="profile" in intended)
+    reference = find_reference(_baseline(baseline, candidate), candidate,
+                               intended="profile" in intended)
     report = gate(reference, candidate, thresholds)
     if junit_path:
         atomic_write(Path(junit_path), junit_xml(report))
@@ -228,6 +237,27 @@ def _ci_files(report: Any, ktap_path: str | None, nipa_path: str | None,
         atomic_write(Path(ktap_path), ktap(suite))
     if nipa_path:
         atomic_write(Path(nipa_path), nipa_json(suite, NipaTarget(*nipa)))
+
+
+def _baseline(baseline: str, candidate: Any) -> Path:
+    """--baseline as a path: itself, or a store's run or series fetched into its mirror
+    (the series chosen by the runs' summaries: harness.stores.store.series)."""
+    from napilab.harness.stores.url import is_url
+
+    if not is_url(baseline):
+        if not Path(baseline).is_dir():
+            raise InputError(f"--baseline {baseline}: no such run or results directory")
+        return Path(baseline)
+    from napilab.harness.stores.store import fetch_run, is_run_url, series
+    from napilab.reports.nightly.baselines import SERIES_MAX
+    from napilab.reports.nightly.check_record import PIN_FILE
+
+    if is_run_url(baseline):
+        return fetch_run(baseline)
+    manifest = candidate.manifest
+    started = manifest.started if isinstance(manifest.started, int | float) else None
+    return series(baseline, manifest.profile.name, started, manifest.profile.digest or "",
+                  SERIES_MAX, PIN_FILE)
 
 
 @click.group()

@@ -31,6 +31,7 @@ from typing import Protocol
 
 from napilab.harness.errors import InputError, StorageError
 from napilab.harness.grammar.names import unsafe
+from napilab.harness.records import codec
 from napilab.harness.store.store import atomic_write, load_manifest
 from napilab.harness.store.summary import SUMMARY_FILE, parse_summary, write_summary
 from napilab.harness.stores.url import StoreUrl, parse
@@ -68,9 +69,9 @@ class Store:
             return list(pool.map(fn, keys))
 
 
-def open_store(text: str) -> Store:
+def open_store(text: str | StoreUrl) -> Store:
     """The store a URL or a directory names (url.parse's errors: exit 2)."""
-    url = parse(text)
+    url = text if isinstance(text, StoreUrl) else parse(text)
     backend: Backend
     if url.scheme == "file":
         from napilab.harness.stores.local import LocalBackend
@@ -295,3 +296,69 @@ def _run_all(store: Store, fn: Callable[[tuple[str, Path]], int],
         return [fn(i) for i in items]
     with ThreadPoolExecutor(store.backend.parallel) as pool:
         return list(pool.map(fn, items))
+
+
+# -- one run, or a series, of a store, for `compare` and `check --baseline` ------------
+
+
+def _parent(url: StoreUrl, levels: int) -> tuple[StoreUrl, list[str]]:
+    parts = [p for p in url.path.split("/") if p]
+    if len(parts) < levels:
+        raise InputError(f"{url}: not a run of a store (STORE/PROFILE/RUN)")
+    path = "/".join(parts[:-levels])
+    if url.scheme == "sftp" and url.path.startswith("/"):
+        path = "/" + path
+    return StoreUrl(url.scheme, path, url.host, url.user, url.port, url.bucket), \
+        parts[-levels:]
+
+
+def fetch_run(text: str, cache: Path | None = None) -> Path:
+    """A run of a store by its URL (STORE/PROFILE/RUN), every file of it in the store's
+    mirror; an InputError when the store holds no whole run there."""
+    base, (profile, run) = _parent(parse(text), 2)
+    with open_store(base) as store:
+        mirror = Mirror.of(store, cache)
+        data = store.backend.read(f"{profile}/{run}/{SUMMARY_FILE}")
+        if data is None or unsafe(profile) or unsafe(run):
+            raise InputError(f"{text}: no whole run there (no {SUMMARY_FILE})",
+                             hint="a run's URL is STORE/PROFILE/RUN, e.g. "
+                                  "s3://bucket/prefix/demo/20261129T204634Z-bbc627aa")
+        atomic_write(mirror.directory / profile / run / SUMMARY_FILE, data)
+        mirror.materialize([mirror.directory / profile / run])
+        return mirror.directory / profile / run
+
+
+def is_run_url(text: str) -> bool:
+    """The URL names a whole run of a store (its summary.json is there)."""
+    url = parse(text)
+    with open_store(url) as store:
+        return store.backend.read(SUMMARY_FILE) is not None
+
+
+def series(text: str, profile: str, started: float | None, digest: str, limit: int,
+           pin_file: str, cache: Path | None = None) -> Path:
+    """`check --baseline URL`: the store's mirror holding, whole, the `limit` newest
+    complete runs of `profile` started before `started` (the candidate's profile digest
+    first), and the profile's pin with its run; their summaries chose them."""
+    with open_store(text) as store:
+        mirror = Mirror.of(store, cache)
+        mirror.sync(profile)
+        chosen = []
+        for summary_path in (mirror.directory / profile).glob(f"*/{SUMMARY_FILE}"):
+            summary = parse_summary(summary_path.read_bytes(), str(summary_path))
+            if summary.status == "complete" and summary.profile == profile and (
+                    started is None or (summary.started or 0) < started):
+                chosen.append((summary.digest == digest, summary.started or 0,
+                               summary_path.parent))
+        chosen.sort(reverse=True)
+        runs = [d for *_, d in chosen[:limit]]
+        pin = store.backend.read(f"{profile}/{pin_file}")
+        if pin is not None:  # the pin and its run (reports.nightly.baselines reads it)
+            atomic_write(mirror.directory / profile / pin_file, pin)
+            doc = codec.parse_json(pin, f"{store.url}/{profile}/{pin_file}")
+            name = doc.get("run") if isinstance(doc, dict) else None
+            if isinstance(name, str) and not unsafe(name) and \
+                    (mirror.directory / profile / name).is_dir():
+                runs.append(mirror.directory / profile / name)
+        mirror.materialize(runs)
+        return mirror.directory
