@@ -13,7 +13,7 @@ def _rows(fleet: FleetTable) -> tuple[list[str], list[list[str]]]:
             *fleet.replicas]
     rows = []
     for line in fleet.lines:
-        unit = f" ({line.unit})" if line.unit else ""
+        unit = f" ({line.unit})" if line.unit and f"({line.unit})" not in line.label else ""
         if line.pooled is not None:
             low, high = pooled_ci(line.pooled)
             pooled = f"{pct(pooled_change(line.pooled))} [{pct(low)}, {pct(high)}]"

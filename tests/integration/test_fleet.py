@@ -1,0 +1,201 @@
+"""A fleet in one run (issue 38, item 1): three netns pairs brought up at once with one
+inventory whose replicas bind the demo's host names a and b to each pair; one `napilab
+run` of the demo profile, unchanged, drives the three replicas at the same time; every
+knob of every host is as it was afterwards, also when the controller is killed with
+SIGKILL mid-trial (each replica restores its own hosts; `napilab restore` finds nothing
+left) and when the controller and every replica are killed (`napilab restore` puts it
+all back). Real namespaces, sshd, paramiko and sysfs; the pairs are removed at the end."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from napilab.harness.lab import netns as tb
+from napilab.harness.store.store import load_manifest
+from tests.cli import run_napilab, start_napilab
+from tests.conftest import napilab_leftovers
+
+REPO = Path(__file__).resolve().parents[2]
+PAIRS = 3
+PREFIX = "napilabf"  # beside the suite's testbeds (198.51.100.128/26): 198.51.100.192/27
+BLOCK = 192
+KNOBS = ("gro_flush_timeout", "napi_defer_hard_irqs", "queues/rx-0/rps_cpus")
+KILLED = """\
+name: fleet-kill
+hosts:
+  sender: {host: a}
+  receiver: {host: b}
+setup:
+  receiver:
+    netdev: {data0: {gro_flush_timeout: 30000, napi_defer_hard_irqs: 3}}
+workload:
+  tool: ping
+  duration: 4
+  client: {role: sender}
+  server: {role: receiver}
+variants:
+  rps-off: {setup: {receiver: {rps: {data0: none}}}}
+  rps-remote: {setup: {receiver: {rps: {data0: "1"}}}}
+repeat: 2
+"""
+
+
+@pytest.fixture(scope="module")
+def pairs(root_only: None) -> Iterator[list[tb.Testbed]]:
+    if shutil.which("sshd") is None and not Path("/usr/sbin/sshd").exists():
+        pytest.skip("needs openssh-server (make test installs it as root)")
+    beds = tb.pair_testbeds(PAIRS, prefix=PREFIX, block=BLOCK)
+    for bed in beds:
+        bed.down()
+    tb.up_pairs(beds, ssh=True)
+    try:
+        yield beds
+    finally:
+        for bed in beds:
+            bed.down()
+
+
+def knob_values(beds: list[tb.Testbed]) -> dict[str, str]:
+    out = {}
+    for bed in beds:
+        for node in bed.nodes:
+            for knob in KNOBS:
+                out[f"{node.netns}/{knob}"] = subprocess.run(
+                    ["ip", "netns", "exec", node.netns, "cat", f"/sys/class/net/data0/{knob}"],
+                    capture_output=True, text=True, check=True).stdout.strip()
+    return out
+
+
+def replica_processes(run_dir: Path | str) -> list[int]:
+    """The replicas' `napilab run` processes still running (their command line names
+    the run directory)."""
+    needle = str(run_dir).encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if needle in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_the_demo_over_three_replicas_at_once(pairs: list[tb.Testbed], tmp_path: Path) -> None:
+    inventory = pairs[0].inventory_path
+    assert yaml.safe_load(inventory.read_text())["replicas"] == {
+        f"pair{i}": {"a": "a" if i == 1 else f"a{i}", "b": "b" if i == 1 else f"b{i}"}
+        for i in range(1, PAIRS + 1)}
+    before = knob_values(pairs)
+    started = time.monotonic()
+    result = run_napilab("run", str(REPO / "profiles" / "demo.yaml"), "-i", str(inventory),
+                         "-o", str(tmp_path), "--format", "text,json", timeout=600)
+    took = time.monotonic() - started
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert knob_values(pairs) == before
+    assert napilab_leftovers() == []
+    run_dir = next((tmp_path / "demo").iterdir())
+    manifest = load_manifest(run_dir)
+    assert [r.name for r in manifest.replicas or []] == ["pair1", "pair2", "pair3"]
+    assert {r.status for r in manifest.replicas or []} == {"complete"}
+    assert manifest.status == "complete" and manifest.trials == []
+    starts = []
+    for i, record in enumerate(manifest.replicas or [], 1):
+        own = load_manifest(run_dir / record.dir)
+        assert own.replica == record.name and own.status == "complete"
+        assert sorted(own.host_facts or {}) == (["a", "b"] if i == 1 else [f"a{i}", f"b{i}"])
+        assert [t.status for t in own.trials] == ["ok"] * 10
+        starts.append(own.started or 0)
+    # at the same time: every replica started before any could have ended its first trial
+    assert max(starts) - min(starts) < 4, starts
+    for name in ("pair1", "pair2", "pair3"):  # each replica's output, named
+        assert re.search(rf"^\[{name}\] trial 10/10", result.stderr, re.M), result.stderr[-2000:]
+    text = (run_dir / "report.txt").read_text()
+    for name in ("pair1", "pair2", "pair3"):
+        assert name in text
+    assert "pooled" in text
+    print(f"3 replicas x 10 trials of the demo: {took:.1f} s")
+
+
+def test_sigkill_of_the_controller_leaves_each_replica_restoring_its_hosts(
+        pairs: list[tb.Testbed], tmp_path: Path) -> None:
+    """The controller dies with SIGKILL while every replica is in its first trial's
+    workload: each replica's process is told SIGTERM (PR_SET_PDEATHSIG), restores its
+    hosts and stops; `napilab restore` then finds nothing left."""
+    _killed_mid_trial(pairs, tmp_path, whole_group=False)
+
+
+def test_sigkill_of_controller_and_replicas_then_restore(
+        pairs: list[tb.Testbed], tmp_path: Path) -> None:
+    """Everything killed with SIGKILL mid-trial: the hosts keep their journals, and
+    `napilab restore -i INVENTORY` puts every knob of every replica back."""
+    _killed_mid_trial(pairs, tmp_path, whole_group=True)
+
+
+def _killed_mid_trial(pairs: list[tb.Testbed], tmp_path: Path, *, whole_group: bool) -> None:
+    inventory = str(pairs[0].inventory_path)
+    profile = tmp_path / "fleet-kill.yaml"
+    profile.write_text(KILLED)
+    before = knob_values(pairs)
+    proc = start_napilab("run", str(profile), "-i", inventory, "-o", str(tmp_path / "r"),
+                         "--format", "", stderr=subprocess.STDOUT, start_new_session=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")),  # type: ignore[union-attr]
+                              daemon=True)
+    reader.start()
+    run_dir = None
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            pinging = {m.group(1) for ln in list(lines)
+                       if (m := re.match(r"\[(pair\d)\]\s+a\d?: ping", ln))}
+            if len(pinging) == PAIRS:
+                break
+            assert proc.poll() is None, "".join(lines)
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the replicas never all reached a workload: " + "".join(lines))
+        changed = knob_values(pairs)
+        assert changed != before  # settings are on the hosts
+        run_dir = next((tmp_path / "r" / "fleet-kill").iterdir())
+        if whole_group:
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 120  # the replicas restore (whole group: already dead)
+        while replica_processes(run_dir) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert replica_processes(run_dir) == []
+        if not whole_group:
+            assert knob_values(pairs) == before  # restored by the replicas themselves
+            assert napilab_leftovers() == []
+        restore = run_napilab("restore", "-i", inventory, timeout=300)
+        assert restore.returncode == 0, restore.stdout + restore.stderr
+        assert knob_values(pairs) == before
+        assert napilab_leftovers() == [], restore.stdout + restore.stderr
+        for name in ("pair1", "pair2", "pair3"):
+            own = load_manifest(run_dir / "replicas" / name)
+            assert own.status == ("interrupted" if not whole_group else "running"), own.status
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        for pid in replica_processes(run_dir or tmp_path / "r"):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if napilab_leftovers():
+            run_napilab("restore", "-i", inventory, timeout=300)
