@@ -8,6 +8,7 @@ all back). Real namespaces, sshd, paramiko and sysfs; the pairs are removed at t
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -193,9 +194,7 @@ def _killed_mid_trial(pairs: list[tb.Testbed], tmp_path: Path, *, whole_group: b
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         for pid in replica_processes(run_dir or tmp_path / "r"):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         if napilab_leftovers():
             run_napilab("restore", "-i", inventory, timeout=300)
