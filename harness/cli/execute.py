@@ -17,8 +17,11 @@ from napilab.harness.errors import ExitCode, InputError, NapilabError
 
 if TYPE_CHECKING:
     from napilab.harness.hosts.session import HostSession
+    from napilab.harness.hosts.waits import Waits
     from napilab.harness.inventory.inventory import Inventory
     from napilab.harness.profile.plan import Plan
+    from napilab.harness.store.manifest import WaitRecord
+    from napilab.harness.store.store import RunStore
 
 
 def load(profile: str, inventory: str | None, transport: str | None = None, *,
@@ -46,14 +49,15 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
             progress: Progress | None = None, resume: str | None = None,
             allow_host_change: bool = False,
             on_store: Callable[[Path], None] | None = None,
-            run_dir: Path | None = None) -> ExitCode:
+            run_dir: Path | None = None, waits: Waits | None = None) -> ExitCode:
     """Lock the hosts, run (or resume) the plan, release, render the reports.
 
     Every host's lock is released on its own: one that cannot be reached (or was not
     restored) keeps its lock and is named, and the error that ended the run is the one
     raised. ON_STORE is told the run directory once it exists (before any trial). RUN_DIR:
     the run's directory itself (a replica's, under its fleet run: harness.cli.fleet)
-    instead of RESULTS/PROFILE/STAMP-RUN_ID."""
+    instead of RESULTS/PROFILE/STAMP-RUN_ID. WAITS: what to wait for before the first
+    trial (harness.hosts.waits), recorded in the manifest."""
     from napilab.harness.hosts.session import close_sessions
     from napilab.harness.store.store import check_room
 
@@ -73,11 +77,11 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
     run_id = store.run_id if store else new_run_id()
     locked: list[Any] = []
     try:
-        locked = lock.acquire_all([s.transport for s in sessions.values()], run_id,
-                                  break_lock=break_lock)
+        locked, waited = _lock_hosts(sessions, run_id, break_lock, waits, progress)
         if store is None:
             store = RunStore.create(results, bound.profile.name, new_manifest(bound),
                                     run_id=run_id, directory=run_dir)
+        _record_waits(store, waited)
     except BaseException:
         lock.release_all(locked, run_id)
         close_sessions(sessions.values())
@@ -99,6 +103,28 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
         raise NapilabError(f"the run is stored in {store.dir}, but {report_error}",
                            hint=f"`napilab report {store.dir}` renders it later")
     return code
+
+
+def _lock_hosts(sessions: dict[str, HostSession], run_id: str, break_lock: bool,
+                waits: Waits | None, progress: Progress) -> tuple[list[Any], list[WaitRecord]]:
+    """Every host locked (harness.hosts.lock), waiting for a live run's lock and for quiet
+    hosts when asked (harness.hosts.waits)."""
+    from napilab.harness.hosts import lock
+
+    transports = [s.transport for s in sessions.values()]
+    if waits is None:
+        return lock.acquire_all(transports, run_id, break_lock=break_lock), []
+    from napilab.harness.hosts.waits import lock_hosts
+
+    return lock_hosts(transports, run_id, break_lock=break_lock, waits=waits,
+                      say=progress.note)
+
+
+def _record_waits(store: RunStore, waited: list[WaitRecord]) -> None:
+    """The waits in the manifest (a resumed run adds its own to the first run's)."""
+    if waited:
+        store.manifest.waits = [*(store.manifest.waits or []), *waited]
+        store.save_manifest()
 
 
 def _connect_while_importing(bound: Plan) -> dict[str, HostSession]:

@@ -39,6 +39,7 @@ from napilab.harness.cli.options import (
     nipa_options,
     run_options,
     transport_option,
+    wait_options,
 )
 from napilab.harness.engine.progress import reporter
 from napilab.harness.errors import ExitCode, InputError, Interrupted, NapilabError
@@ -202,11 +203,13 @@ def _print_plan(profile: str, inventory: str, transport: str | None, as_json: bo
               help="(a replica's process) The run's directory itself.")
 @click.option("--seed", type=int, default=None, hidden=True,
               help="(a replica's process) The randomized order's seed.")
+@wait_options
 @cli_reports.store_output
 def run(profile: str, inventory: str, results: str, transport: str | None, keep_going: bool,
         formats: list[str], break_lock: bool, resume: str | None, allow_host_change: bool,
         quiet: bool, as_json: bool, dry_run: bool, replicas: str | None,
-        run_dir: str | None, seed: int | None) -> None:
+        run_dir: str | None, seed: int | None, wait_lock: float | None,
+        wait_quiet: tuple[float, float | None] | None, wait_quiet_max: float) -> None:
     """Run a profile: apply, measure, restore, store, report.
 
     \b
@@ -215,13 +218,18 @@ def run(profile: str, inventory: str, results: str, transport: str | None, keep_
       napilab run profile.yaml -i lab.yaml --dry-run        # the plan, nothing run
       napilab run profile.yaml -i lab.yaml --resume results/p/20261129T204634Z-bbc627aa
       napilab run profile.yaml -i fleet.yaml --replicas pair1,pair2   # two host sets
+      napilab run profile.yaml -i lab.yaml --wait-lock 30m --wait-quiet 1.0,5
     """
     if dry_run:
         _print_plan(profile, inventory, transport, as_json)
         return
     progress = reporter(quiet=quiet, as_json=as_json)
     prof, inv, plans = _replicas(profile, inventory, transport, replicas, seed)
+    waits = _waits(wait_lock, wait_quiet, wait_quiet_max)
     if plans:
+        if waits is not None and len(plans) > 1:
+            raise InputError("--wait-lock and --wait-quiet take a run on one set of hosts; "
+                             "not yet a run over replicas")
         if len(plans) > 1 and not resume and run_dir is None:
             code = cli_fleet.run_replicas(profile, prof, inv, plans, results,
                                           transport=transport, keep_going=keep_going,
@@ -240,8 +248,18 @@ def run(profile: str, inventory: str, results: str, transport: str | None, keep_
     code = execute(bound, results, keep_going=keep_going, formats=formats,
                    break_lock=break_lock, progress=progress,
                    resume=resume, allow_host_change=allow_host_change,
-                   run_dir=Path(run_dir) if run_dir else None)
+                   run_dir=Path(run_dir) if run_dir else None, waits=waits)
     sys.exit(int(code))
+
+
+def _waits(lock_seconds: float | None, quiet: tuple[float, float | None] | None,
+           quiet_max: float) -> Any:
+    """`run --wait-lock/--wait-quiet` as harness.hosts.waits.Waits (None: no wait)."""
+    if lock_seconds is None and quiet is None:
+        return None
+    from napilab.harness.hosts.waits import Quiet, Waits
+
+    return Waits(lock_seconds, None if quiet is None else Quiet(*quiet, quiet_max))
 
 
 def _replicas(profile: str, inventory: str, transport: str | None, names: str | None,

@@ -133,3 +133,61 @@ def nipa_options(command: F) -> F:
     )):
         command = option(command)
     return command
+
+
+class Duration(click.ParamType[float]):
+    """A time like 600, 90s, 30m or 2h, in seconds (more than 0)."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> float:
+        if isinstance(value, float):
+            return value
+        import re
+
+        match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(s|m|h)?", str(value).strip())
+        if not match or float(match[1]) <= 0:
+            self.fail(f"{value!r}: expected a time like 600, 90s, 30m or 2h", param, ctx)
+        return float(match[1]) * {"s": 1.0, "m": 60.0, "h": 3600.0}[match[2] or "s"]
+
+
+class QuietLimits(click.ParamType[tuple[float, float | None]]):
+    """LOAD[,STEAL]: a 1-minute load average and, optionally, a CPU steal in percent."""
+
+    name = "load[,steal]"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> tuple[float, float | None]:
+        if isinstance(value, tuple):
+            return value
+        parts = [p.strip().removesuffix("%") for p in str(value).split(",")]
+        try:
+            numbers = [float(p) for p in parts]
+        except ValueError:
+            numbers = []
+        if not 1 <= len(numbers) <= 2 or any(n < 0 for n in numbers) or (
+                len(numbers) == 2 and numbers[1] > 100):
+            self.fail(f"{value!r}: expected LOAD[,STEAL]: a 1-minute load average and "
+                      "optionally a CPU steal in percent (0-100), e.g. 1.5 or 1.5,5",
+                      param, ctx)
+        return numbers[0], numbers[1] if len(numbers) == 2 else None
+
+
+def wait_options(command: F) -> F:
+    """--wait-lock, --wait-quiet, --wait-quiet-max (harness.hosts.waits)."""
+    for option in reversed((
+        click.option("--wait-lock", type=Duration(), metavar="DURATION",
+                     help="Hosts locked by another live run: wait for them up to DURATION "
+                          "(600, 90s, 30m, 2h) instead of failing at once."),
+        click.option("--wait-quiet", type=QuietLimits(), metavar="LOAD[,STEAL]",
+                     help="Before the first trial, wait until every host's 1-minute load "
+                          "average is at most LOAD (and its CPU steal at most STEAL "
+                          "percent); recorded in the manifest."),
+        click.option("--wait-quiet-max", type=Duration(), default="10m", show_default=True,
+                     metavar="DURATION",
+                     help="The longest --wait-quiet waits; then the run fails, no trial "
+                          "run."),
+    )):
+        command = option(command)
+    return command

@@ -47,6 +47,11 @@ def lock_path(transport: Transport) -> str:
     return f"{JOURNAL_DIR}/lock-{identity.of(transport).key}.json"
 
 
+class Locked(HostError):
+    """A host is locked by another run that is alive: the one refusal that waiting can
+    end (`napilab run --wait-lock`, harness.hosts.waits)."""
+
+
 @dataclass(frozen=True)
 class Corrupt:
     """A lock file that is empty or not a lock napilab wrote (its first bytes)."""
@@ -191,9 +196,9 @@ def _refuse(host: str, path: str, holder: LockRecord | Corrupt | None, stderr: s
                         hint="it may have left settings changed: `napilab restore -i "
                         "INVENTORY` replays its journal and clears the stale lock; "
                         "--break-lock runs anyway")
-    raise HostError(f"{host}: locked by {describe(holder)}",
-                    hint="one napilab run per host at a time; wait for it, or use "
-                    "--break-lock if you know it is dead")
+    raise Locked(f"{host}: locked by {describe(holder)}",
+                 hint="one napilab run per host at a time; wait for it (--wait-lock "
+                 "DURATION), or use --break-lock if you know it is dead")
 
 
 def _refuse_leftover_journals(transport: Transport, run_id: str) -> None:

@@ -140,6 +140,22 @@ class ReplicaRecord(Record):
     error: str | None = None
 
 
+class WaitRecord(FrozenRecord, frozen=True):
+    """What a run waited for before its first trial and how long (`napilab run
+    --wait-lock`, `--wait-quiet`: harness.hosts.waits)."""
+
+    WHAT = "a wait"
+
+    what: str  # lock: hosts locked by another run | quiet: load average and CPU steal
+    started: float  # seconds since the epoch
+    seconds: float  # how long it waited
+    max_seconds: float  # the most it would have waited
+    reason: str = ""  # what it waited for, as it said it (empty: it did not wait)
+    # quiet: the limits (load1, steal_pct) and each host's last reading of them
+    limits: dict[str, float] | None = None
+    hosts: dict[str, dict[str, float]] | None = None
+
+
 class Manifest(Document):
     """A run's manifest.json."""
 
@@ -193,6 +209,9 @@ class Manifest(Document):
     # a run over several replicas: each replica's run, under replicas/NAME; such a run
     # has no trials of its own
     replicas: list[ReplicaRecord] | None = None
+    # what the run waited for before its first trial (run --wait-lock, --wait-quiet); a
+    # resumed run adds its own waits; None: it was not asked to wait
+    waits: list[WaitRecord] | None = None
 
     def trial(self, index: int) -> TrialRecord:
         return self.trials[index - 1]
