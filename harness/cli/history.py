@@ -27,11 +27,14 @@ STORE_FORMS = "a directory, sftp://[user@]host[:port]/path or s3://bucket[/prefi
                    "primary metrics, then its report.table metrics (4 in all), else the "
                    "workload's latency and throughput.")
 @click.option("--host", help="Only values measured on this host.")
+@click.option("--series", default=None, metavar="NAME",
+              help="Only the nights of this series: `replica NAME` (a run over replicas) "
+                   "or `hosts a+b` (default: every series, each apart).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text",
               show_default=True, help="Tables, JSON, or CSV: a row per run, metric and "
                                       "variant.")
 def history(results: str, profile: str, metrics: tuple[str, ...], host: str | None,
-            fmt: str) -> None:
+            series: str | None, fmt: str) -> None:
     """Trend across the runs of a profile: per run, the median of each metric per variant.
     RESULTS is a results directory or a store (sftp://..., s3://...: docs/stores.md).
 
@@ -48,7 +51,8 @@ def history(results: str, profile: str, metrics: tuple[str, ...], host: str | No
     from napilab.reports.nightly.history_csv import history_csv
 
     where, mirror = results_dir(results, profile=profile)
-    found = build(where, profile, metrics, host, mirror.materialize if mirror else None)
+    found = build(where, profile, metrics, host, mirror.materialize if mirror else None,
+                  series)
     render = {"json": history_json, "csv": history_csv, "text": history_text}[fmt]
     click.echo(render(found), nl=False)
     if fmt != "text":  # the text says them itself

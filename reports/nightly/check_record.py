@@ -173,6 +173,10 @@ class HistoryRun(FrozenRecord, frozen=True, omit_defaults=False):
     check: str | None = None  # the status of `napilab check` on it, when one ran
     medians: dict[str, dict[str, float | None]] = msgspec.field(
         default_factory=dict)  # metric -> variant -> median
+    # the series it joins (reports.nightly.series: `replica NAME` or `hosts a+b`) and the
+    # replica of a run over replicas
+    series: str = ""
+    replica: str | None = None
 
 
 class MetricRef(FrozenRecord, frozen=True, omit_defaults=False):

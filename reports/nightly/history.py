@@ -22,7 +22,7 @@ import datetime as dt
 import os
 import textwrap
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +40,11 @@ from napilab.harness.store.store import (
     read_parquet_files,
     sample_files,
 )
-from napilab.harness.store.summary import SUMMARY_FILE, RunSummary, read_summary
+from napilab.harness.store.summary import RunSummary, read_summary
 from napilab.reports.ab.model import format_number, with_unit
 from napilab.reports.formats.text_table import MAX_HEADER_LINES, MIN_COLUMN, narrowest, wrap_name
 from napilab.reports.nightly.check_record import CheckRecord, HistoryRecord, read_check
+from napilab.reports.nightly.series import REPLICAS_DIR, run_key, runs_under, series_name
 
 DEFAULT_METRICS = 4  # metrics shown when none are asked for
 _PREFERRED = ("latency_p99", "latency_p50", "rtt_avg", "latency_mean", "throughput",
@@ -112,6 +113,26 @@ class RunInfo:
     summary: RunSummary | None = None  # RUN_DIR/summary.json: read instead of the rest
     replica: str | None = None
 
+    @property
+    def profile_dir_name(self) -> str:
+        """The name of RESULTS/PROFILE, the folder the run is under."""
+        return (self.directory.parent.parent.parent if self.replica_dir else
+                self.directory.parent).name
+
+    @property
+    def replica_dir(self) -> bool:
+        return self.directory.parent.name == REPLICAS_DIR
+
+    @property
+    def key(self) -> str:
+        """The run's name among its profile's nights (reports.nightly.series.run_key)."""
+        return run_key(self.directory)
+
+    @property
+    def series(self) -> str:
+        """The series the run joins (reports.nightly.series): its replica or host set."""
+        return series_name(self.replica, self.kernels)
+
     def kernel(self, host: str | None = None) -> str:
         """The host's kernel release, or every distinct one in host order."""
         if host is not None:
@@ -154,7 +175,7 @@ def _run_info(directory: Path, manifest: Manifest) -> RunInfo:
                    {h: f.kernel_release or "-" for h, f in (manifest.host_facts or {}).items()},
                    tuple(manifest.variants), len(manifest.trials),
                    sum(1 for t in manifest.trials if t.status == "ok"),
-                   check)
+                   check, None, manifest.replica)
 
 
 def _summary_info(directory: Path, summary: RunSummary) -> RunInfo:
@@ -213,7 +234,7 @@ def scan_runs(results: str | Path, profile: str | None = None
             runs.append(_run_info(directory, loaded))
     if profile:
         runs = [r for r in runs if r.profile == profile]
-    return sorted(runs, key=lambda r: (r.started or 0.0, r.directory.name)), tuple(damaged)
+    return sorted(runs, key=lambda r: (r.started or 0.0, r.key)), tuple(damaged)
 
 
 def _run_dirs(results: Path, profile: str | None) -> list[Path]:
@@ -221,18 +242,7 @@ def _run_dirs(results: Path, profile: str | None) -> list[Path]:
     store's mirror holds the summary alone), hidden ones (a run being made) left out."""
     profiles = [results / profile] if profile else sorted(
         e.path for e in os.scandir(results) if e.is_dir() and not e.name.startswith("."))
-    found = []
-    for base in map(Path, profiles):
-        try:
-            entries = sorted(e.name for e in os.scandir(base)
-                             if e.is_dir() and not e.name.startswith("."))
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        for name in entries:
-            run = base / name
-            if (run / SUMMARY_FILE).exists() or (run / "manifest.json").exists():
-                found.append(run)
-    return found
+    return [run for base in map(Path, profiles) for run in runs_under(base)]
 
 
 def _covered(summary: RunSummary | None, metrics: Sequence[str], host: str | None) -> bool:
@@ -248,7 +258,7 @@ def _covered(summary: RunSummary | None, metrics: Sequence[str], host: str | Non
 def _from_summaries(runs: Sequence[RunInfo], metrics: Sequence[str], host: str | None
                     ) -> pd.DataFrame:
     names = set(metrics)
-    rows = [(r.directory.name, m.role, m.source, m.metric, variant, v.median, v.n, m.unit)
+    rows = [(r.key, m.role, m.source, m.metric, variant, v.median, v.n, m.unit)
             for r in runs if r.summary is not None for m in r.summary.metrics
             if {m.metric, f"{m.source}.{m.metric}"} & names
             and (host is None or m.hosts == [host])
@@ -259,7 +269,7 @@ def _from_summaries(runs: Sequence[RunInfo], metrics: Sequence[str], host: str |
 
 def medians(runs: Sequence[RunInfo], metrics: Sequence[str], host: str | None = None,
             fetch: Fetch | None = None) -> pd.DataFrame:
-    """Columns run (directory name), role, source, metric, variant, median, n, unit:
+    """Columns run (RunInfo.key), role, source, metric, variant, median, n, unit:
     from the runs' summaries where they hold the metrics (and the host's values apart,
     when one is asked for), else from their samples (fetched first by `fetch` where
     they are not here)."""
@@ -292,7 +302,7 @@ def _sampled(runs: Sequence[RunInfo], metrics: Sequence[str], host: str | None,
                                f"({str(exc).splitlines()[0]})",
                                hint="the run directory is damaged: move it out of the "
                                     "results directory, or run the profile again") from None
-    frame["run"] = [Path(d).name for d in frame.pop("rundir")]
+    frame["run"] = [run_key(Path(d)) for d in frame.pop("rundir")]
     return frame[columns]
 
 
@@ -342,16 +352,31 @@ class History:
     values: dict[tuple[str, str, str], tuple[float, int]]  # (run, key, variant) -> (median, n)
     damaged: Damaged = ()  # left out of the trend, and said
 
+    @property
+    def series(self) -> tuple[str, ...]:
+        """The series of the runs (reports.nightly.series), in order of first night."""
+        return tuple(dict.fromkeys(r.series for r in self.runs))
+
+    def of_series(self, name: str) -> History:
+        """The runs of one series (their values, and the damaged runs of all)."""
+        runs = tuple(r for r in self.runs if r.series == name)
+        keys = {r.key for r in runs}
+        return replace(self, runs=runs,
+                       values={k: v for k, v in self.values.items() if k[0] in keys})
+
     def change_points(self) -> dict[str, dict[str, list[tuple[RunInfo, ChangePoint]]]]:
-        """key -> variant -> (first run of the new level, change point), oldest first."""
+        """key -> variant -> (first run of the new level, change point), oldest first;
+        searched in each series alone (another host set's level is not a shift)."""
         out: dict[str, dict[str, list[tuple[RunInfo, ChangePoint]]]] = {}
         for key, _ in self.metrics:
             for variant in self.variants:
-                runs = [r for r in self.runs if (r.directory.name, key, variant) in self.values]
-                series = [self.values[(r.directory.name, key, variant)][0] for r in runs]
-                found = [(runs[p.index], p) for p in change_points(series)]
-                if found:
-                    out.setdefault(key, {})[variant] = found
+                for name in self.series:
+                    runs = [r for r in self.runs
+                            if r.series == name and (r.key, key, variant) in self.values]
+                    levels = [self.values[(r.key, key, variant)][0] for r in runs]
+                    found = [(runs[p.index], p) for p in change_points(levels)]
+                    if found:
+                        out.setdefault(key, {}).setdefault(variant, []).extend(found)
         return out
 
 
@@ -363,8 +388,15 @@ def _keys(frame: pd.DataFrame) -> pd.Series:
 
 
 def history(results: str | Path, profile: str, metrics: Sequence[str] = (),
-            host: str | None = None, fetch: Fetch | None = None) -> History:
+            host: str | None = None, fetch: Fetch | None = None,
+            series: str | None = None) -> History:
     runs, damaged = scan_runs(results, profile)
+    if series is not None:
+        known = sorted({r.series for r in runs})
+        runs = [r for r in runs if r.series == series]
+        if not runs:
+            raise InputError(f"--series {series!r}: profile {profile!r} under {results} has "
+                             f"the series {known}")
     if not runs:
         known = sorted({r.profile for r in find_runs(results)})
         raise InputError(f"no run of profile {profile!r} under {results}; "
@@ -476,14 +508,24 @@ def _block(found: History, cells: dict[tuple[str, str], str], left: Sequence[tup
         row_left = "  ".join(f"{t:<{w}}" for t, (_, w) in
                              zip(_left(run, left, found.host), left, strict=True))
         out.append(("  " + row_left + "".join(
-            f"  {cells[(run.directory.name, v)]:>{column}}" for v in block)).rstrip())
+            f"  {cells[(run.key, v)]:>{column}}" for v in block)).rstrip())
     return out
 
 
 def history_text(found: History, width: int = 80) -> str:
     """The runs (status, kernel) once, then one table per metric: a row per run (newest
     first), the variants side by side, at most `width` columns (the variants split into
-    equal blocks that repeat time and run only when they cannot fit one)."""
+    equal blocks that repeat time and run only when they cannot fit one). Several
+    series (replicas, host sets): each one's, under its name."""
+    if len(found.series) > 1:
+        return "\n".join(f"== series {name}: {len(part.runs)} night(s)\n"
+                         + _series_text(part, width)
+                         for name in found.series
+                         for part in (found.of_series(name),))
+    return _series_text(found, width)
+
+
+def _series_text(found: History, width: int) -> str:
     where = f" on host {found.host}" if found.host else ""
     out = textwrap.wrap(f"{found.profile}{where}: {len(found.runs)} run(s), median over "
                         "repetitions per variant", width, break_on_hyphens=False)
@@ -496,7 +538,7 @@ def history_text(found: History, width: int = 80) -> str:
         return "\n".join([*out, "  no metric to show (no samples stored)"]) + "\n"
     shifts = found.change_points()
     for key, unit in found.metrics:
-        cells = {(r.directory.name, v): _cell(found.values.get((r.directory.name, key, v)))
+        cells = {(r.key, v): _cell(found.values.get((r.key, key, v)))
                  for r in found.runs for v in found.variants}
         shape = _columns(found.variants, cells, width)
         out += ["", with_unit(key, unit)]
@@ -528,12 +570,13 @@ def history_doc(found: History) -> dict[str, Any]:
         "metrics": [{"key": k, "unit": u} for k, u in found.metrics],
         "variants": list(found.variants),
         "runs": [{"run_id": r.run_id, "dir": str(r.directory), "started": r.started,
+                  "series": r.series, "replica": r.replica,
                   "time": r.when, "status": r.status, "kernel": r.kernels,
                   "trials": r.trials, "trials_ok": r.trials_ok,
                   "check": None if r.check is None else r.check.status,
-                  "medians": {k: {v: found.values[(r.directory.name, k, v)][0]
+                  "medians": {k: {v: found.values[(r.key, k, v)][0]
                                   for v in found.variants
-                                  if (r.directory.name, k, v) in found.values}
+                                  if (r.key, k, v) in found.values}
                               for k, _ in found.metrics}}
                  for r in reversed(found.runs)],
     }

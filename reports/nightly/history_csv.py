@@ -24,7 +24,7 @@ def history_csv(found: History) -> str:
             run.started, dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
         for key, unit in found.metrics:
             for variant in found.variants:
-                value = found.values.get((run.directory.name, key, variant))
+                value = found.values.get((run.key, key, variant))
                 if value is not None:
                     writer.writerow((found.profile, run.run_id, started, run.status,
                                      run.kernel(found.host), key, unit, variant,

@@ -153,7 +153,7 @@ def publish(results: str | Path, site: str | Path, *, raw: str = "link",
         for run in reversed(by_profile[name]):  # newest first
             # Paths from the run's directory names, not from the manifest: a profile name
             # is data, and "../x" must not place files outside the site.
-            folder, leaf = run.directory.parent.name, run.directory.name
+            folder, leaf = run.profile_dir_name, run.key.replace("/", "-")
             href = f"runs/{relurl(folder)}/{relurl(leaf)}/report.html"
             target = site / "runs" / folder / leaf
             rendered = _copy_report(run, target / "report.html", fetch)

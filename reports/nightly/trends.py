@@ -56,9 +56,9 @@ def trend(profile: str, host: str, runs: Sequence[RunInfo],
     by_name = {f"{s}.{m}": m for s, m in zip(frame["source"], frame["metric"], strict=True)}
     keys = [k for w in wanted for k in sorted(present) if w in (k, by_name[k])]
     keys = list(dict.fromkeys(keys))[:MAX_METRICS]
-    when = {r.directory.name: dt.datetime.fromtimestamp(r.started or 0, dt.UTC) for r in runs}
-    complete = {r.directory.name: r.status == "complete" for r in runs}
-    regressed = [when[r.directory.name] for r in runs
+    when = {r.key: dt.datetime.fromtimestamp(r.started or 0, dt.UTC) for r in runs}
+    complete = {r.key: r.status == "complete" for r in runs}
+    regressed = [when[r.key] for r in runs
                  if r.check is not None and r.check.status == "regression"]
     order = list(dict.fromkeys(v for r in runs for v in r.variants))
     shifts = 0
