@@ -148,6 +148,13 @@ def compare(runs: tuple[str, ...], allow_mismatch: bool, intended: tuple[str, ..
         click.echo(text_table(tab, absent=absent), nl=False)
 
 
+# A series gates from its first earlier night: the simulations (docs/statistics.md,
+# "nightly pool") put A/A nights red at <= 2% from the first nights on, a short series
+# being inconclusive rather than red; --min-nights is for a fleet that adds hardware
+# and wants its first nights seen before they gate (the netdev CI waits for 15 passes).
+MIN_NIGHTS = 1
+
+
 @click.command()
 @click.argument("run_dir", type=click.Path(file_okay=False, exists=True))
 @click.option("--baseline", required=True, metavar="RUN_OR_RESULTS|URL",
@@ -170,13 +177,19 @@ def compare(runs: tuple[str, ...], allow_mismatch: bool, intended: tuple[str, ..
               help="Write the netdev CI's (NIPA's) result JSON here.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False),
               help="Write the JSON summary here.")
+@click.option("--min-nights", type=click.IntRange(1, 1000), default=MIN_NIGHTS,
+              show_default=True,
+              help="A series of fewer earlier nights is judged and reported but does not "
+                   "fail the gate (exit 0): its reference level is not settled yet.")
 @nipa_options
 def check(run_dir: str, baseline: str, limits: tuple[str, ...], intended: tuple[str, ...],
           junit_path: str | None, ktap_path: str | None, nipa_path: str | None,
-          json_path: str | None, link: str | None, executor: str | None,
+          json_path: str | None, min_nights: int, link: str | None, executor: str | None,
           branch: str | None) -> None:
     """Nightly gate: exit 3 if RUN_DIR regressed beyond a threshold, 5 if nothing could be
-    judged.
+    judged. A run over replicas is checked replica by replica, each against the nights
+    of its own series (the output files get the replica's name: junit.pair1.xml); the
+    exit code is the worst of them.
 
     \b
     Examples:
@@ -184,6 +197,34 @@ def check(run_dir: str, baseline: str, limits: tuple[str, ...], intended: tuple[
       napilab check RUN_DIR --baseline OLD_RUN --max-regression latency_p99=10
       napilab check RUN_DIR --baseline results --ktap check.ktap --nipa check.nipa.json
     """
+    from napilab.reports.nightly.series import REPLICAS_DIR, nights
+
+    replicas = (Path(run_dir) / REPLICAS_DIR).is_dir()
+    codes = []
+    for night in nights(Path(run_dir)) if replicas else [Path(run_dir)]:
+        if replicas:
+            click.echo(f"== replica {night.name}")
+        outputs = [_named(p, night.name if replicas else None)
+                   for p in (junit_path, ktap_path, nipa_path, json_path)]
+        codes.append(_check_one(night, baseline, limits, intended, outputs, min_nights,
+                                (executor, branch, link)))
+    if not codes:
+        raise InputError(f"{run_dir}: a run over replicas with no replica's run in it")
+    worst = max(codes, key=[ExitCode.OK, ExitCode.INCONCLUSIVE, ExitCode.REGRESSION].index)
+    sys.exit(int(worst))
+
+
+def _named(path: str | None, replica: str | None) -> str | None:
+    """An output file of `check` for one replica: junit.xml -> junit.pair1.xml."""
+    if path is None or replica is None:
+        return path
+    target = Path(path)
+    return str(target.with_name(f"{target.stem}.{replica}{target.suffix}"))
+
+
+def _check_one(run_dir: Path, baseline: str, limits: tuple[str, ...],
+               intended: tuple[str, ...], outputs: list[str | None], min_nights: int,
+               nipa: tuple[str | None, str | None, str | None]) -> ExitCode:
     from napilab.harness.store.store import atomic_write
     from napilab.reports.ab.compare import load_run
     from napilab.reports.nightly.baselines import find_reference
@@ -196,6 +237,7 @@ def check(run_dir: str, baseline: str, limits: tuple[str, ...], intended: tuple[
     )
     from napilab.reports.nightly.junit import junit_xml
 
+    junit_path, ktap_path, nipa_path, json_path = outputs
     thresholds = parse_thresholds(limits)
     candidate = load_run(run_dir)
     reference = find_reference(_baseline(baseline, candidate), candidate,
@@ -203,7 +245,7 @@ def check(run_dir: str, baseline: str, limits: tuple[str, ...], intended: tuple[
     report = gate(reference, candidate, thresholds)
     if junit_path:
         atomic_write(Path(junit_path), junit_xml(report))
-    _ci_files(report, ktap_path, nipa_path, (executor, branch, link))
+    _ci_files(report, ktap_path, nipa_path, nipa)
     summary = gate_json(report)
     if json_path:
         atomic_write(Path(json_path), summary)
@@ -218,10 +260,15 @@ def check(run_dir: str, baseline: str, limits: tuple[str, ...], intended: tuple[
         _warn(f"left out of the reference, damaged: {why}")
     for difference in report.confounders.confounders:
         _warn(f"runs differ: {difference}")
+    if reference.kind == "series" and len(reference.runs) < min_nights:
+        _warn(f"series {reference.name} has {len(reference.runs)} earlier night(s), fewer "
+              f"than --min-nights {min_nights}: {report.status}, reported, not gated "
+              "(exit 0)")
+        return ExitCode.OK
     if report.status == "inconclusive":
         _warn("not every gated metric was judged within: exit 5 (inconclusive), not a pass")
-        sys.exit(int(ExitCode.INCONCLUSIVE))
-    sys.exit(int(ExitCode.REGRESSION if report.regressions else ExitCode.OK))
+        return ExitCode.INCONCLUSIVE
+    return ExitCode.REGRESSION if report.regressions else ExitCode.OK
 
 
 def _ci_files(report: Any, ktap_path: str | None, nipa_path: str | None,

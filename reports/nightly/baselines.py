@@ -20,6 +20,7 @@ unless the difference is declared intended (`--intended profile`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,7 @@ import pandas as pd
 from napilab.harness.errors import InputError, StorageError
 from napilab.reports.ab.compare import Column, RunData, column, load_run
 from napilab.reports.nightly.check_record import PIN_FILE, read_pin
+from napilab.reports.nightly.series import of_manifest, run_key, runs_under
 
 SERIES_MAX = 60  # nights of a series read for the anchor and the noise
 _TRIAL_STRIDE = 1_000_000  # pooled trial numbers: run k's trial t becomes k*stride + t
@@ -39,6 +41,7 @@ class Reference:
     runs: tuple[RunData, ...]  # newest first
     # runs of the series left out because a file of theirs cannot be read: (dir, why)
     damaged: tuple[tuple[str, str], ...] = ()
+    name: str = ""  # the series the candidate joins (reports.nightly.series)
 
     @property
     def newest(self) -> RunData:
@@ -55,9 +58,10 @@ class Reference:
 
     def describe(self) -> str:
         if self.kind == "series":
-            first, last = self.series[0].directory.name, self.newest.directory.name
-            return (f"series of {len(self.runs)} night(s), {first} .. {last}"
-                    if len(self.runs) > 1 else f"series of 1 night, {first}")
+            first, last = run_key(self.series[0].directory), run_key(self.newest.directory)
+            which = f"series {self.name}: " if self.name else "series of "
+            return (f"{which}{len(self.runs)} night(s), {first} .. {last}"
+                    if len(self.runs) > 1 else f"{which}1 night, {first}")
         if self.kind == "pinned":
             return (f"pinned {self.series[0].directory}"
                     + (f" and {len(self.runs) - 1} night(s) since" if len(self.runs) > 1
@@ -103,6 +107,32 @@ def pinned(path: Path, name: str) -> Path | None:
     return run
 
 
+def _nights(profile: Path, damaged: list[tuple[str, str]]) -> Iterator[RunData]:
+    """The runs of RESULTS/PROFILE that can be read (a run over replicas: each replica's),
+    the damaged ones added to `damaged`."""
+    for directory in runs_under(profile):
+        if not (directory / "manifest.json").exists():
+            continue
+        try:
+            yield load_run(directory)
+        except InputError:
+            continue  # not a run of this napilab, or half written: no reference
+        except StorageError as exc:  # damaged: no reference either, and said
+            damaged.append((str(directory), exc.message))
+
+
+def _earlier_night(run: RunData, candidate: RunData, mine: Path,
+                   pinned_run: RunData | None) -> bool:
+    """`run` can be a night of the candidate's reference: complete, of its profile, not
+    itself, started before it (and after the pinned run)."""
+    name = candidate.manifest.profile.name
+    return not (run.directory.resolve() == mine or run.manifest.status != "complete"
+                or run.manifest.profile.name != name
+                or run.manifest.run_id == candidate.manifest.run_id
+                or (_started(candidate) and _started(run) >= _started(candidate))
+                or (pinned_run is not None and _started(run) <= _started(pinned_run)))
+
+
 def find_reference(path: Path, candidate: RunData, *, intended: bool = False,
                    series_max: int = SERIES_MAX) -> Reference:
     """The reference for `candidate` (module doc)."""
@@ -121,20 +151,13 @@ def find_reference(path: Path, candidate: RunData, *, intended: bool = False,
         _same_digest(pinned_run, candidate, intended, "pinned baseline")
     found: list[RunData] = []
     damaged: list[tuple[str, str]] = []
-    other_digest = 0
-    for manifest in sorted(profile_dir(path, name).glob("*/manifest.json")):
-        try:
-            run = load_run(manifest.parent)
-        except InputError:
-            continue  # not a run of this napilab, or half written: no reference
-        except StorageError as exc:  # damaged: no reference either, and said
-            damaged.append((str(manifest.parent), exc.message))
+    other_digest = other_series = 0
+    joins = of_manifest(candidate.manifest)
+    for run in _nights(profile_dir(path, name), damaged):
+        if not _earlier_night(run, candidate, mine, pinned_run):
             continue
-        if (run.directory.resolve() == mine or run.manifest.status != "complete"
-                or run.manifest.profile.name != name
-                or run.manifest.run_id == candidate.manifest.run_id
-                or (_started(candidate) and _started(run) >= _started(candidate))
-                or (pinned_run is not None and _started(run) <= _started(pinned_run))):
+        if of_manifest(run.manifest) != joins:  # another replica or host set
+            other_series += 1
             continue
         if digest(run) != digest(candidate) and not intended:
             other_digest += 1
@@ -143,16 +166,24 @@ def find_reference(path: Path, candidate: RunData, *, intended: bool = False,
     found.sort(key=lambda r: (_started(r), r.directory.name), reverse=True)
     found = found[:series_max - (pinned_run is not None)]
     if pinned_run is not None:
-        return Reference("pinned", (*found, pinned_run), tuple(damaged))
+        return Reference("pinned", (*found, pinned_run), tuple(damaged), joins)
     if not found:
-        why = (f"; {other_digest} ran a different profile digest (--intended profile uses "
-               "them)" if other_digest else "")
-        if damaged:
-            why += f"; {len(damaged)} left out, damaged: {damaged[0][1]}"
         raise InputError(f"--baseline {path}: no complete run of profile {name!r} started "
-                         f"before {candidate.directory}{why}",
+                         f"before {candidate.directory}"
+                         + _none_because(other_digest, other_series, joins, damaged),
                          hint="pass a run directory, or the results directory of earlier runs")
-    return Reference("series", tuple(found), tuple(damaged))
+    return Reference("series", tuple(found), tuple(damaged), joins)
+
+
+def _none_because(other_digest: int, other_series: int, joins: str,
+                  damaged: list[tuple[str, str]]) -> str:
+    why = (f"; {other_digest} ran a different profile digest (--intended profile uses "
+           "them)" if other_digest else "")
+    if other_series:
+        why += f"; {other_series} ran in other series than {joins}"
+    if damaged:
+        why += f"; {len(damaged)} left out, damaged: {damaged[0][1]}"
+    return why
 
 
 def reference_column(ref: Reference, variant: str, name: str) -> Column:

@@ -14,6 +14,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from napilab.harness.store.manifest import Manifest
+
 REPLICAS_DIR = "replicas"  # harness.cli.fleet's
 MARKERS = ("summary.json", "manifest.json")
 
@@ -23,6 +25,11 @@ def series_name(replica: str | None, hosts: Iterable[str]) -> str:
         return f"replica {replica}"
     names = sorted(hosts)
     return "hosts " + "+".join(names) if names else "hosts -"
+
+
+def of_manifest(manifest: Manifest) -> str:
+    """The series of a stored run."""
+    return series_name(manifest.replica, (manifest.host_facts or {}).keys())
 
 
 def nights(run: Path) -> list[Path]:

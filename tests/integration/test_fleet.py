@@ -198,3 +198,41 @@ def _killed_mid_trial(pairs: list[tb.Testbed], tmp_path: Path, *, whole_group: b
                 os.kill(pid, signal.SIGKILL)
         if napilab_leftovers():
             run_napilab("restore", "-i", inventory, timeout=300)
+
+
+QUICK = KILLED.replace("duration: 4", "duration: 1").replace("name: fleet-kill",
+                                                            "name: fleet-nights")
+
+
+def test_two_nights_over_replicas_each_replica_its_own_series(
+        pairs: list[tb.Testbed], tmp_path: Path) -> None:
+    """Two nights of a run over three replicas: `history` shows three series of two
+    nights each; `check` of the second night judges each replica against its own
+    series (its output files named by the replica), and with --min-nights 2 a series
+    of one earlier night is reported but does not fail the gate."""
+    inventory = str(pairs[0].inventory_path)
+    profile = tmp_path / "fleet-nights.yaml"
+    profile.write_text(QUICK)
+    results = tmp_path / "r"
+    for _ in range(2):
+        night = run_napilab("run", str(profile), "-i", inventory, "-o", str(results),
+                            "--format", "", timeout=300)
+        assert night.returncode == 0, night.stderr[-2000:]
+    first, second = sorted((results / "fleet-nights").iterdir())
+    history = run_napilab("history", str(results), "--profile", "fleet-nights",
+                          "--metric", "rtt_avg")
+    assert history.returncode == 0, history.stderr
+    for i in (1, 2, 3):
+        assert f"== series replica pair{i}: 2 night(s)" in history.stdout, history.stdout
+    check = run_napilab("check", str(second), "--baseline", str(results), "--junit",
+                        str(tmp_path / "junit.xml"))
+    assert check.returncode in (0, 3, 5), check.stderr
+    for i in (1, 2, 3):
+        assert f"== replica pair{i}" in check.stdout
+        assert (tmp_path / f"junit.pair{i}.xml").exists()
+        assert f"series replica pair{i}: 1 night, {first.name}/pair{i}" in check.stdout, \
+            check.stdout
+        assert (second / "replicas" / f"pair{i}" / "check.json").exists()
+    young = run_napilab("check", str(second), "--baseline", str(results), "--min-nights", "2")
+    assert young.returncode == 0, young.stderr
+    assert young.stderr.count("fewer than --min-nights 2") == 3, young.stderr
