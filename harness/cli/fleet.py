@@ -81,9 +81,11 @@ def bind_all(profile: Profile, inventory: Inventory, names: list[str]) -> dict[s
 def run_replicas(profile_path: str, profile: Profile, inventory: Inventory,
                  plans: dict[str, Plan], results: str, *, transport: str | None,
                  keep_going: bool, break_lock: bool, formats: list[str],
-                 progress: Progress, quiet: bool) -> ExitCode:
+                 progress: Progress, quiet: bool, passed: list[str] | None = None) -> ExitCode:
     """Run every replica at once; the run's manifest says how each ended. Exit: OK when
-    every replica completed, ERROR when none did, PARTIAL otherwise."""
+    every replica completed, ERROR when none did, PARTIAL otherwise. `passed`: options
+    each replica's process takes as they are (--wait-lock, --wait-quiet: each waits for
+    its own hosts)."""
     from napilab.harness.store.manifest import InventoryRecord, ReplicaRecord
     from napilab.harness.store.runs import new_manifest
     from napilab.harness.store.store import RunStore, check_room
@@ -110,6 +112,7 @@ def run_replicas(profile_path: str, profile: Profile, inventory: Inventory,
             argv = _child_argv(profile_path, inventory.path, record.name,
                                store.dir / record.dir, profile.seed, transport=transport,
                                keep_going=keep_going, break_lock=break_lock, quiet=quiet)
+            argv += passed or []
             log = store.dir / f"{record.dir}.log"
             with open(log, "wb") as out:
                 children[record.name] = child = subprocess.Popen(

@@ -227,14 +227,16 @@ def run(profile: str, inventory: str, results: str, transport: str | None, keep_
     prof, inv, plans = _replicas(profile, inventory, transport, replicas, seed)
     waits = _waits(wait_lock, wait_quiet, wait_quiet_max)
     if plans:
-        if waits is not None and len(plans) > 1:
-            raise InputError("--wait-lock and --wait-quiet take a run on one set of hosts; "
-                             "not yet a run over replicas")
         if len(plans) > 1 and not resume and run_dir is None:
+            # each replica's process waits for its own hosts
+            passed = [*(["--wait-lock", f"{wait_lock:g}"] if wait_lock is not None else []),
+                      *(["--wait-quiet", ",".join(f"{v:g}" for v in wait_quiet
+                                                  if v is not None),
+                         "--wait-quiet-max", f"{wait_quiet_max:g}"] if wait_quiet else [])]
             code = cli_fleet.run_replicas(profile, prof, inv, plans, results,
                                           transport=transport, keep_going=keep_going,
                                           break_lock=break_lock, formats=formats,
-                                          progress=progress, quiet=quiet)
+                                          progress=progress, quiet=quiet, passed=passed)
             sys.exit(int(code))
         if len(plans) > 1:
             raise InputError("--resume and --run-dir take one replica (--replicas NAME): "

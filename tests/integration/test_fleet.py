@@ -214,11 +214,14 @@ def test_two_nights_over_replicas_each_replica_its_own_series(
     profile = tmp_path / "fleet-nights.yaml"
     profile.write_text(QUICK)
     results = tmp_path / "r"
-    for _ in range(2):
+    for waits in (["--wait-quiet", "100", "--wait-lock", "30"], []):
         night = run_napilab("run", str(profile), "-i", inventory, "-o", str(results),
-                            "--format", "", timeout=300)
+                            "--format", "", *waits, timeout=300)
         assert night.returncode == 0, night.stderr[-2000:]
     first, second = sorted((results / "fleet-nights").iterdir())
+    for i in (1, 2, 3):  # the first night's replicas each waited for their own hosts
+        waited = load_manifest(first / "replicas" / f"pair{i}").waits
+        assert waited and {w.what for w in waited} >= {"quiet"}, waited
     history = run_napilab("history", str(results), "--profile", "fleet-nights",
                           "--metric", "rtt_avg")
     assert history.returncode == 0, history.stderr
