@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import os
 import signal
 import subprocess
 import sys
@@ -42,7 +41,6 @@ if TYPE_CHECKING:
     from napilab.harness.profile.plan import Plan
     from napilab.harness.profile.profile import Profile
 
-REPLICAS_DIR = "replicas"
 _PR_SET_PDEATHSIG = 1
 # a replica's process: napilab's CLI in this interpreter (argv[0] shown as napilab)
 _CHILD = "import sys; sys.argv[0] = 'napilab'; from napilab.harness.cli.main import main; main()"
@@ -88,7 +86,7 @@ def run_replicas(profile_path: str, profile: Profile, inventory: Inventory,
     its own hosts)."""
     from napilab.harness.store.manifest import InventoryRecord, ReplicaRecord
     from napilab.harness.store.runs import new_manifest
-    from napilab.harness.store.store import RunStore, check_room
+    from napilab.harness.store.store import REPLICAS_DIR, RunStore, check_room
 
     check_room(results)
     manifest = new_manifest(next(iter(plans.values())))
@@ -137,6 +135,7 @@ def run_replicas(profile_path: str, profile: Profile, inventory: Inventory,
             manifest.status = _status(manifest.replicas)
         manifest.ended = time.time()
         store.save_manifest()
+        _write_summary(store.dir, progress)
     for record in manifest.replicas:
         if record.status != "complete":
             progress.note(f"replica {record.name}: {record.status}"
@@ -159,6 +158,18 @@ def run_replicas(profile_path: str, profile: Profile, inventory: Inventory,
         return ExitCode.OK
     return ExitCode.PARTIAL if any(r.status in ("complete", "partial")
                                    for r in manifest.replicas) else ExitCode.ERROR
+
+
+def _write_summary(run_dir: Path, progress: Progress) -> None:
+    """The run's summary.json: its replicas by name (each replica's run wrote its own),
+    what a store's readers list first (harness.stores)."""
+    from napilab.harness.errors import NapilabError
+    from napilab.harness.store.summary import write_summary
+
+    try:
+        write_summary(run_dir)
+    except (NapilabError, OSError) as exc:
+        progress.note(f"summary.json not written ({exc}): `napilab push` writes it")
 
 
 def _child_argv(profile: str, inventory: str, name: str, directory: Path, seed: int | None,
@@ -273,14 +284,3 @@ def _status(records: list[Any]) -> str:
     if ended & {"complete", "partial"}:
         return "partial"
     return "failed"
-
-
-def replica_dirs(run_dir: Path) -> dict[str, Path]:
-    """A run over replicas: each replica's run directory that exists, by name."""
-    base = Path(run_dir) / REPLICAS_DIR
-    return {p.name: p for p in sorted(base.iterdir()) if (p / "manifest.json").exists()} \
-        if base.is_dir() else {}
-
-
-def is_replicated(run_dir: Path) -> bool:
-    return os.path.isdir(Path(run_dir) / REPLICAS_DIR)

@@ -60,6 +60,7 @@ def samples_schema() -> pa.Schema:
     return arrow_schema(SampleRow)
 
 SAMPLES_DIR = "samples"
+REPLICAS_DIR = "replicas"  # a run over replicas: each replica's run (harness.cli.fleet)
 LEGACY_SAMPLES = "samples.parquet"
 RESERVE = ".reserve"
 RESERVE_MIN = 64 * 1024

@@ -81,6 +81,9 @@ class RunSummary(Document, kw_only=True):
     digest: str = ""  # the resolved profile's
     description: str = ""
     replica: str | None = None  # the replica of a fleet run (issue 38); None: one set
+    # a run over replicas (harness.cli.fleet): its replicas, each a run under
+    # replicas/NAME with its own summary; this run has no trials of its own
+    replicas: list[str] = msgspec.field(default_factory=list)
     napilab: str = ""
     variants: list[str] = msgspec.field(default_factory=list)
     baseline: str = ""
@@ -174,6 +177,7 @@ def build_summary(directory: str | Path, manifest: Manifest | None = None, *,
         started=manifest.started, ended=manifest.ended,
         digest=manifest.profile.digest or "", description=manifest.profile.description,
         replica=replica or getattr(manifest, "replica", None) or manifest.extra.get("replica"),
+        replicas=[r.name for r in manifest.replicas or []],
         napilab=manifest.napilab.version or "",
         variants=list(manifest.variants), baseline=manifest.baseline,
         trials=len(manifest.trials),

@@ -20,6 +20,7 @@ read a results directory.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -32,7 +33,7 @@ from typing import Protocol
 from napilab.harness.errors import InputError, StorageError
 from napilab.harness.grammar.names import unsafe
 from napilab.harness.records import codec
-from napilab.harness.store.store import atomic_write, load_manifest
+from napilab.harness.store.store import REPLICAS_DIR, atomic_write, load_manifest
 from napilab.harness.store.summary import SUMMARY_FILE, parse_summary, write_summary
 from napilab.harness.stores.url import StoreUrl, parse
 
@@ -150,12 +151,22 @@ class Mirror:
         listing = list_runs(self.store, profile, known)
         self.partial = listing.partial
         listed = {(p, r) for p, r, _ in listing.runs}
+        replicas: list[str] = []  # a run over replicas: each replica's summary too
         for profile_name, run, data in listing.runs:
             if unsafe(profile_name) or unsafe(run):
                 continue
             path = self.directory / profile_name / run / SUMMARY_FILE
             if known(f"{profile_name}/{run}/{SUMMARY_FILE}") != data:
                 atomic_write(path, data)
+            with contextlib.suppress(InputError):
+                replicas += [f"{profile_name}/{run}/{REPLICAS_DIR}/{name}/{SUMMARY_FILE}"
+                             for name in parse_summary(data, str(path)).replicas
+                             if not unsafe(name)]
+        found = self.store.map(lambda key: known(key) or self.store.backend.read(key),
+                               replicas)
+        for key, body in zip(replicas, found, strict=True):
+            if body is not None and known(key) != body:
+                atomic_write(self.directory / key, body)
         for profile_dir in ([self.directory / profile] if profile else
                             [d for d in self.directory.glob("*") if d.is_dir()]):
             for run_dir in profile_dir.glob("*") if profile_dir.is_dir() else ():

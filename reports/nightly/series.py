@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from napilab.harness.store.manifest import Manifest
+from napilab.harness.store.store import REPLICAS_DIR
 
-REPLICAS_DIR = "replicas"  # harness.cli.fleet's
 MARKERS = ("summary.json", "manifest.json")
 
 

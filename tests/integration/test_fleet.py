@@ -26,6 +26,7 @@ from napilab.harness.lab import netns as tb
 from napilab.harness.store.store import load_manifest
 from tests.cli import run_napilab, start_napilab
 from tests.conftest import napilab_leftovers
+from tests.integration.test_stores import s3, s3_server  # noqa: F401 (fixtures)
 
 REPO = Path(__file__).resolve().parents[2]
 PAIRS = 3
@@ -204,20 +205,28 @@ QUICK = KILLED.replace("duration: 4", "duration: 1").replace("name: fleet-kill",
                                                             "name: fleet-nights")
 
 
+@pytest.fixture(scope="module")
+def two_nights(pairs: list[tb.Testbed], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two nights of a run over the three pairs (the first waiting for quiet hosts and
+    any lock): RESULTS."""
+    tmp = tmp_path_factory.mktemp("nights")
+    profile = tmp / "fleet-nights.yaml"
+    profile.write_text(QUICK)
+    results = tmp / "r"
+    for waits in (["--wait-quiet", "100", "--wait-lock", "30"], []):
+        night = run_napilab("run", str(profile), "-i", str(pairs[0].inventory_path), "-o",
+                            str(results), "--format", "", *waits, timeout=300)
+        assert night.returncode == 0, night.stderr[-2000:]
+    return results
+
+
 def test_two_nights_over_replicas_each_replica_its_own_series(
-        pairs: list[tb.Testbed], tmp_path: Path) -> None:
+        two_nights: Path, tmp_path: Path) -> None:
     """Two nights of a run over three replicas: `history` shows three series of two
     nights each; `check` of the second night judges each replica against its own
     series (its output files named by the replica), and with --min-nights 2 a series
     of one earlier night is reported but does not fail the gate."""
-    inventory = str(pairs[0].inventory_path)
-    profile = tmp_path / "fleet-nights.yaml"
-    profile.write_text(QUICK)
-    results = tmp_path / "r"
-    for waits in (["--wait-quiet", "100", "--wait-lock", "30"], []):
-        night = run_napilab("run", str(profile), "-i", inventory, "-o", str(results),
-                            "--format", "", *waits, timeout=300)
-        assert night.returncode == 0, night.stderr[-2000:]
+    results = two_nights
     first, second = sorted((results / "fleet-nights").iterdir())
     for i in (1, 2, 3):  # the first night's replicas each waited for their own hosts
         waited = load_manifest(first / "replicas" / f"pair{i}").waits
@@ -239,3 +248,20 @@ def test_two_nights_over_replicas_each_replica_its_own_series(
     young = run_napilab("check", str(second), "--baseline", str(results), "--min-nights", "2")
     assert young.returncode == 0, young.stderr
     assert young.stderr.count("fewer than --min-nights 2") == 3, young.stderr
+
+
+def test_nights_over_replicas_in_an_s3_store(two_nights: Path,
+                                             request: pytest.FixtureRequest) -> None:
+    """Pushed to an S3 server, a run over replicas is each replica's night there too:
+    `history` over the store shows the three series as over the directory (each
+    replica's summary listed through the run's own)."""
+    url = request.getfixturevalue("s3")
+    for run in sorted((two_nights / "fleet-nights").iterdir()):
+        pushed = run_napilab("push", str(run), url)
+        assert pushed.returncode == 0, pushed.stderr
+    local = run_napilab("history", str(two_nights), "--profile", "fleet-nights",
+                        "--metric", "rtt_avg")
+    remote = run_napilab("history", url, "--profile", "fleet-nights", "--metric", "rtt_avg")
+    assert remote.returncode == 0, remote.stderr
+    assert remote.stdout == local.stdout
+    assert remote.stdout.count("2 night(s)") == 3
