@@ -197,7 +197,8 @@ def check(run_dir: str, baseline: str, limits: tuple[str, ...], intended: tuple[
       napilab check RUN_DIR --baseline OLD_RUN --max-regression latency_p99=10
       napilab check RUN_DIR --baseline results --ktap check.ktap --nipa check.nipa.json
     """
-    from napilab.reports.nightly.series import REPLICAS_DIR, nights
+    from napilab.harness.store.store import REPLICAS_DIR
+    from napilab.reports.nightly.series import nights
 
     replicas = (Path(run_dir) / REPLICAS_DIR).is_dir()
     codes = []

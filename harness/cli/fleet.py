@@ -46,6 +46,44 @@ _PR_SET_PDEATHSIG = 1
 _CHILD = "import sys; sys.argv[0] = 'napilab'; from napilab.harness.cli.main import main; main()"
 
 
+def with_replicas(inventory: Inventory, specs: tuple[str, ...]) -> Inventory:
+    """The inventory with the replicas of `--replica NAME:ALIAS=HOST[,ALIAS=HOST...]`
+    added (a replica bound on the command line: a CI job that gets its pair from
+    elsewhere, one runner per pair)."""
+    from dataclasses import replace
+
+    from napilab.harness.grammar.schema import suggest
+
+    replicas = {name: dict(binding) for name, binding in inventory.replicas.items()}
+    owner = {host: name for name, binding in replicas.items() for host in binding.values()}
+    problems = []
+    for spec in specs:
+        name, sep, rest = spec.partition(":")
+        pairs = [p.partition("=") for p in rest.split(",") if p.strip()]
+        if not sep or not name or not pairs or any(not a or not s or not h
+                                                     for a, s, h in pairs):
+            problems.append(f"--replica {spec!r}: NAME:ALIAS=HOST[,ALIAS=HOST...], e.g. "
+                            "pair1:a=lab1-a,b=lab1-b")
+            continue
+        if name in replicas:
+            problems.append(f"--replica {spec!r}: {inventory.path} has a replica {name!r}")
+            continue
+        replicas[name] = {}
+        for alias, _, host in pairs:
+            if host not in inventory.hosts:
+                problems.append(f"--replica {spec!r}: no host {host!r} in {inventory.path}"
+                                f"{suggest(host, inventory.hosts)}")
+            elif host in owner:
+                problems.append(f"--replica {spec!r}: host {host!r} is in replica "
+                                f"{owner[host]!r} too: a host serves one replica")
+            else:
+                owner[host] = name
+                replicas[name][alias] = host
+    if problems:
+        raise InputError("; ".join(problems))
+    return replace(inventory, replicas=replicas)
+
+
 def chosen(inventory: Inventory, names: str | None) -> list[str]:
     """The replicas a run drives: `--replicas a,b`, or all of the inventory's."""
     if names is None or names == "all":

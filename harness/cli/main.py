@@ -199,6 +199,9 @@ def _print_plan(profile: str, inventory: str, transport: str | None, as_json: bo
 @click.option("--replicas", default=None, metavar="NAMES",
               help="The inventory's replicas to run (comma-separated; default all of them): "
                    "each its own host set, all at once, verdicts pooled.")
+@click.option("--replica", "replica_specs", multiple=True, metavar="NAME:ALIAS=HOST,...",
+              help="A replica bound here: the profile's host names (a, b) to hosts of the "
+                   "inventory, e.g. pair1:a=lab1-a,b=lab1-b; repeatable.")
 @click.option("--run-dir", type=click.Path(file_okay=False), default=None, hidden=True,
               help="(a replica's process) The run's directory itself.")
 @click.option("--seed", type=int, default=None, hidden=True,
@@ -208,8 +211,9 @@ def _print_plan(profile: str, inventory: str, transport: str | None, as_json: bo
 def run(profile: str, inventory: str, results: str, transport: str | None, keep_going: bool,
         formats: list[str], break_lock: bool, resume: str | None, allow_host_change: bool,
         quiet: bool, as_json: bool, dry_run: bool, replicas: str | None,
-        run_dir: str | None, seed: int | None, wait_lock: float | None,
-        wait_quiet: tuple[float, float | None] | None, wait_quiet_max: float) -> None:
+        replica_specs: tuple[str, ...], run_dir: str | None, seed: int | None,
+        wait_lock: float | None, wait_quiet: tuple[float, float | None] | None,
+        wait_quiet_max: float) -> None:
     """Run a profile: apply, measure, restore, store, report.
 
     \b
@@ -224,12 +228,14 @@ def run(profile: str, inventory: str, results: str, transport: str | None, keep_
         _print_plan(profile, inventory, transport, as_json)
         return
     progress = reporter(quiet=quiet, as_json=as_json)
-    prof, inv, plans = _replicas(profile, inventory, transport, replicas, seed)
+    prof, inv, plans = _replicas(profile, inventory, transport, replicas, seed, replica_specs)
     waits = _waits(wait_lock, wait_quiet, wait_quiet_max)
     if plans:
         if len(plans) > 1 and not resume and run_dir is None:
-            # each replica's process waits for its own hosts
-            passed = [*(["--wait-lock", f"{wait_lock:g}"] if wait_lock is not None else []),
+            # each replica's process waits for its own hosts, and knows the replicas bound
+            # on this command line
+            passed = [*(a for spec in replica_specs for a in ("--replica", spec)),
+                      *(["--wait-lock", f"{wait_lock:g}"] if wait_lock is not None else []),
                       *(["--wait-quiet", ",".join(f"{v:g}" for v in wait_quiet
                                                   if v is not None),
                          "--wait-quiet-max", f"{wait_quiet_max:g}"] if wait_quiet else [])]
@@ -265,7 +271,8 @@ def _waits(lock_seconds: float | None, quiet: tuple[float, float | None] | None,
 
 
 def _replicas(profile: str, inventory: str, transport: str | None, names: str | None,
-              seed: int | None) -> tuple[Any, Any, dict[str, Any]]:
+              seed: int | None, specs: tuple[str, ...] = ()
+              ) -> tuple[Any, Any, dict[str, Any]]:
     """The profile, the inventory and, with an inventory that has `replicas:` (or
     `--replicas`), each chosen replica's plan ({} for a run on one set of hosts)."""
     from dataclasses import replace
@@ -274,6 +281,10 @@ def _replicas(profile: str, inventory: str, transport: str | None, names: str | 
 
     _, prof = _load(profile, None, transport, tuned=False)
     inv = load_inventory(inventory).with_transport(transport)
+    if specs:
+        inv = cli_fleet.with_replicas(inv, specs)
+        if names is None:  # the replicas bound here, not the inventory's others
+            names = ",".join(s.partition(":")[0] for s in specs)
     if not inv.replicas and names is None:
         return prof, inv, {}
     if seed is not None:

@@ -35,6 +35,7 @@ from napilab.harness.stats.changes import ChangePoint, change_points
 from napilab.harness.stats.family import named_primary
 from napilab.harness.store.manifest import Manifest
 from napilab.harness.store.store import (
+    REPLICAS_DIR,
     damaged_samples,
     load_manifest,
     read_parquet_files,
@@ -44,7 +45,7 @@ from napilab.harness.store.summary import RunSummary, read_summary
 from napilab.reports.ab.model import format_number, with_unit
 from napilab.reports.formats.text_table import MAX_HEADER_LINES, MIN_COLUMN, narrowest, wrap_name
 from napilab.reports.nightly.check_record import CheckRecord, HistoryRecord, read_check
-from napilab.reports.nightly.series import REPLICAS_DIR, run_key, runs_under, series_name
+from napilab.reports.nightly.series import run_key, runs_under, series_name
 
 DEFAULT_METRICS = 4  # metrics shown when none are asked for
 _PREFERRED = ("latency_p99", "latency_p50", "rtt_avg", "latency_mean", "throughput",

@@ -130,3 +130,30 @@ def test_a_replica_the_inventory_does_not_have(tmp_path: Path) -> None:
     profile, inventory = files(tmp_path)
     with pytest.raises(InputError, match=r"no replica 'r9' in .*; replicas are \['r1', 'r2'\]"):
         bind(load_profile(profile), load_inventory(inventory), replica="r9")
+
+
+def test_a_replica_bound_on_the_command_line(tmp_path: Path) -> None:
+    """`--replica NAME:ALIAS=HOST,...` adds a replica to any inventory (an Ansible one
+    included): one runner per pair."""
+    from napilab.harness.cli.fleet import with_replicas
+
+    profile, inventory = files(tmp_path, INVENTORY[:INVENTORY.index("replicas:")])
+    inv = with_replicas(load_inventory(inventory), ("p9:a=x1,b=y1",))
+    plan = bind(load_profile(profile), inv, replica="p9")
+    assert (plan.host_of("sender").name, plan.host_of("receiver").name) == ("x1", "y1")
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("p9", "NAME:ALIAS=HOST[,ALIAS=HOST...]"),
+    ("p9:a=x1,b", "NAME:ALIAS=HOST[,ALIAS=HOST...]"),
+    ("p9:a=x1,b=nope", "no host 'nope'"),
+    ("r1:a=x1,b=y1", "has a replica 'r1'"),
+    ("p9:a=x1,b=y2", "host 'x1' is in replica 'r1' too"),
+])
+def test_a_wrong_replica_on_the_command_line(tmp_path: Path, spec: str, message: str,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    profile, inventory = files(tmp_path)
+    result = run_cli(capsys, "run", profile, "-i", inventory, "--replica", spec,
+                     "-o", str(tmp_path / "r"))
+    assert result.code == 2 and message in result.err, result.err
+    assert "Traceback" not in result.err and not (tmp_path / "r").exists()
