@@ -207,4 +207,4 @@ def test_names_complete_in_the_shell() -> None:
 
     assert complete("napilab profiles copy seed-00") == [
         p.stem for p in SHIPPED if p.stem.startswith("seed-00")]
-    assert complete("napilab docs st") == ["statistics"]
+    assert complete("napilab docs st") == ["statistics", "stores"]
