@@ -369,9 +369,19 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class VmGroups(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return vm_group(nodeid) or nodeid
+            return vm_group(nodeid) or own_testbed_group(nodeid) or nodeid
 
     return VmGroups(config, log)
+
+
+# Modules whose tests share a testbed of their own (a module fixture with a fixed prefix
+# and addresses): one worker runs them all, or two workers would take down each other's.
+OWN_TESTBED_MODULES = ("tests/integration/test_fleet.py",)
+
+
+def own_testbed_group(nodeid: str) -> str | None:
+    path = nodeid.partition("::")[0]
+    return path if path in OWN_TESTBED_MODULES else None
 
 
 def vm_group(nodeid: str) -> str | None:

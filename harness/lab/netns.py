@@ -166,6 +166,8 @@ class Testbed:
                 "PermitRootLogin prohibit-password", "PasswordAuthentication no",
                 "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no",
                 "PrintMotd no", "MaxSessions 64", "MaxStartups 64:30:128", "LogLevel ERROR",
+                # a results store over SFTP (harness.stores.sftp) on a testbed host
+                "Subsystem sftp internal-sftp",
             ]) + "\n")
             run_here(["ip", "netns", "exec", node.netns,
                       *self._without_rc([SSHD, "-f", str(config), "-E",

@@ -14,6 +14,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -265,3 +266,158 @@ def test_nights_over_replicas_in_an_s3_store(two_nights: Path,
     assert remote.returncode == 0, remote.stderr
     assert remote.stdout == local.stdout
     assert remote.stdout.count("2 night(s)") == 3
+
+
+ANSIBLE_PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
+PLAYBOOK = REPO / "profiles" / "ansible" / "napilab-fleet.yml"
+FLEET = REPO / "tests" / "integration" / "fleet"
+
+
+@pytest.fixture()
+def routed(pairs: list[tb.Testbed]) -> Iterator[None]:
+    """The pairs' namespaces reach one another's management addresses through the root
+    namespace (a route to 198.51.100.192/27 in each, IPv4 forwarding on), as a lab's
+    runners reach its pairs over the management network; all undone at the end."""
+    forward = Path("/proc/sys/net/ipv4/ip_forward")
+    before = forward.read_text().strip()
+    added = []
+    try:
+        forward.write_text("1\n")
+        for bed in pairs:
+            for node in bed.nodes:
+                subprocess.run(["ip", "netns", "exec", node.netns, "ip", "route", "add",
+                                f"198.51.100.{BLOCK}/27", "via", node.mgmt_root_address],
+                               check=True)
+                added.append(node)
+        yield
+    finally:
+        for node in added:
+            subprocess.run(["ip", "netns", "exec", node.netns, "ip", "route", "del",
+                            f"198.51.100.{BLOCK}/27"], check=False)
+        forward.write_text(before + "\n")
+
+
+def _lab(pairs: list[tb.Testbed], tmp: Path) -> tuple[Path, dict[str, str], list[str]]:
+    """The Ansible inventory of two pairs (p1a, p1b; p2a, p2b) and two runners (pair 3's
+    namespaces), the runners' environment (HOME with an ssh config for the SFTP store)
+    and ansible-playbook's own options (nothing of this machine's ~/.ssh or ~/.ansible)."""
+    lines = ["[pairs]"]
+    for i, bed in enumerate(pairs[:2], 1):
+        for node in bed.nodes:
+            lines.append(f"p{i}{node.name} ansible_host={node.mgmt_address} ansible_user=root "
+                         f"ansible_ssh_private_key_file={bed.state / 'id_ed25519'} "
+                         f"napilab_known_hosts={bed.state / 'known_hosts'} "
+                         f"napilab_data_address={node.data_address} napilab_iface=data0")
+    runner_bed = pairs[2]
+    lines.append("[napilab_runners]")
+    for i, node in enumerate(runner_bed.nodes, 1):
+        lines.append(f"runner{i} ansible_host={node.mgmt_address} ansible_user=root "
+                     f"ansible_ssh_private_key_file={runner_bed.state / 'id_ed25519'} "
+                     f"napilab_known_hosts={runner_bed.state / 'known_hosts'} "
+                     f"fleet_pair=a=p{i}a,b=p{i}b")
+    inventory = tmp / "lab.ini"
+    inventory.write_text("\n".join(lines) + "\n")
+    home = tmp / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "config").write_text(
+        f"Host *\n  IdentityFile {runner_bed.state / 'id_ed25519'}\n")
+    shutil.copy(runner_bed.state / "known_hosts", home / ".ssh" / "known_hosts")
+    options = ["-e", f"napilab_command={Path(sys.executable).parent / 'napilab'}",
+               "-e", f"napilab_profile={tmp / 'fleet-nights.yaml'}"]
+    return inventory, {"HOME": str(home)}, options
+
+
+def _playbook(inventory: Path, tmp: Path, store: str, environment: dict[str, str],
+              options: list[str], check: bool) -> subprocess.CompletedProcess[str]:
+    import json
+
+    env = {**os.environ, "ANSIBLE_HOME": str(tmp / "ansible"),
+           "ANSIBLE_LOCAL_TEMP": str(tmp / "ansible" / "tmp"),
+           "ANSIBLE_REMOTE_TEMP": str(tmp / "ansible" / "remote"),
+           "ANSIBLE_SSH_ARGS": f"-o UserKnownHostsFile={tmp / 'home' / '.ssh' / 'known_hosts'}"
+                               " -o StrictHostKeyChecking=yes -o ControlMaster=no",
+           "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3", "ANSIBLE_NOCOLOR": "1"}
+    extra = {"napilab_store": store, "napilab_environment": environment,
+             "napilab_check": check, "napilab_workdir": str(tmp / "work-{{ inventory_hostname }}")}
+    return subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(inventory), str(PLAYBOOK),
+                           "-e", json.dumps(extra), *options],
+                          capture_output=True, text=True, env=env, timeout=600, check=False)
+
+
+def test_the_playbook_runs_two_pairs_from_two_runners_into_sftp_and_s3(
+        pairs: list[tb.Testbed], routed: None, tmp_path: Path) -> None:
+    """The shipped playbook: two runner hosts (namespaces with sshd) each run their pair's
+    night and publish it, into an SFTP store (on runner1's sshd) and into an S3 server;
+    `history` and `publish` over each store show both runners' series; a second night
+    into S3 is gated by `check --baseline s3://...` on each runner."""
+    if not ANSIBLE_PLAYBOOK.exists():
+        pytest.skip(f"{ANSIBLE_PLAYBOOK} missing (ansible-core is a test dependency)")
+    moto = Path(sys.executable).parent / "moto_server"
+    if not moto.exists():
+        pytest.skip(f"no S3 server: {moto} is missing (pip install 'moto[server]')")
+    (tmp_path / "fleet-nights.yaml").write_text(QUICK)
+    inventory, environment, options = _lab(pairs, tmp_path)
+    runner1 = pairs[2].nodes[0]
+    sftp = f"sftp://root@{runner1.mgmt_address}{tmp_path / 'sftp-store'}"
+    (tmp_path / "sftp-store").mkdir()
+    server = subprocess.Popen([str(moto), "-H", runner1.mgmt_root_address, "-p", "5077"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        s3_env = {"AWS_ENDPOINT_URL": f"http://{runner1.mgmt_root_address}:5077",
+                  "AWS_ACCESS_KEY_ID": "AKIANAPILABTEST0002",
+                  "AWS_SECRET_ACCESS_KEY": "not-shown-0815", "AWS_REGION": "us-east-1"}
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                import boto3
+
+                boto3.client("s3", endpoint_url=s3_env["AWS_ENDPOINT_URL"],
+                             aws_access_key_id=s3_env["AWS_ACCESS_KEY_ID"],
+                             aws_secret_access_key=s3_env["AWS_SECRET_ACCESS_KEY"],
+                             region_name="us-east-1").create_bucket(Bucket="fleet")
+                break
+            except Exception:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise
+                time.sleep(0.2)
+        s3 = "s3://fleet/lab"
+        for store, env, check in ((sftp, environment, False),
+                                  (s3, {**environment, **s3_env}, False),
+                                  (s3, {**environment, **s3_env}, True)):
+            played = _playbook(inventory, tmp_path, store, env, options, check)
+            assert s3_env["AWS_SECRET_ACCESS_KEY"] not in played.stdout + played.stderr
+            if not check:
+                assert played.returncode == 0, played.stdout[-4000:] + played.stderr[-2000:]
+                continue
+            # the second night gated against the first in S3: one earlier night cannot
+            # show the night-to-night noise, so the gate is inconclusive (5), and the
+            # runner's task fails: could-not-judge is never a pass
+            assert played.returncode == 2, played.stdout[-4000:]
+            for runner in ("runner1", "runner2"):
+                assert re.search(rf"{runner}\s+: ok=\d+\s+changed=1\s+unreachable=0\s+"
+                                 r"failed=1", played.stdout), played.stdout[-2000:]
+                assert f"series replica {runner}: 1 night" in played.stdout
+        reader = {**os.environ, **environment, **s3_env, "XDG_CACHE_HOME": str(tmp_path / "c")}
+        for store, nights in ((sftp, 1), (s3, 2)):
+            shown = subprocess.run([str(Path(sys.executable).parent / "napilab"), "history",
+                                    store, "--profile", "fleet-nights", "--metric", "rtt_avg"],
+                                   capture_output=True, text=True, env=reader, timeout=300)
+            assert shown.returncode == 0, shown.stderr
+            for runner in ("runner1", "runner2"):
+                assert f"== series replica {runner}: {nights} night(s)" in shown.stdout, \
+                    shown.stdout
+            site = tmp_path / f"site-{nights}"
+            published = subprocess.run([str(Path(sys.executable).parent / "napilab"),
+                                        "publish", store, str(site)], capture_output=True,
+                                       text=True, env=reader, timeout=300)
+            assert published.returncode == 0, published.stderr
+            assert (site / "index.html").exists()
+        for runner in ("runner1", "runner2"):  # the gated night's check, on each runner
+            junit = tmp_path / f"work-{runner}" / "junit.xml"
+            assert junit.exists() and "<testsuite" in junit.read_text()
+            night = sorted((tmp_path / f"work-{runner}" / "runs" / "fleet-nights").iterdir())
+            assert [load_manifest(n).replica for n in night] == [runner] * 3
+            assert (night[-1] / "check.json").exists()
+    finally:
+        server.terminate()
+        server.wait(10)
