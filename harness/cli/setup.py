@@ -127,7 +127,8 @@ RECORDS = {"manifest": "napilab.harness.store.manifest:Manifest",
            "samples": "napilab.harness.store.columns:SampleRow",
            "latency": "napilab.harness.store.columns:LatencyRow",
            "summary": "napilab.harness.store.summary:RunSummary",
-           "nipa": "napilab.reports.ci.nipa:NipaRun"}
+           "nipa": "napilab.reports.ci.nipa:NipaRun",
+           "fleet-report": "napilab.reports.fleet.record:FleetReportRecord"}
 
 
 def record_schema_text(kind: str) -> str:

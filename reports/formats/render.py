@@ -27,6 +27,7 @@ from napilab.reports.ab.model import format_ci, format_number, format_p, format_
 from napilab.reports.ci import ktap as ci_ktap
 from napilab.reports.ci import nipa as ci_nipa
 from napilab.reports.ci.nipa import NipaTarget
+from napilab.reports.fleet import record as fleet_record
 from napilab.reports.fleet import table as fleet_table
 from napilab.reports.fleet import text as fleet_text
 from napilab.reports.formats import (
@@ -172,19 +173,26 @@ def report_files(directory: str | Path, formats: list[str], *, print_text: bool 
 def _fleet_files(directory: Path, formats: list[str], *, print_text: bool
                  ) -> tuple[list[Path], str | None]:
     """A run over replicas: each replica's own reports in its directory, and the
-    pooled table in the run's (text and Markdown; the other formats are each
+    pooled table in the run's (html, text, md, json; the other formats are each
     replica's)."""
     fleet = fleet_table.fleet_table(directory)
     written = []
     for name in fleet.replicas:
         own = [f for f in formats if f != "text" or not print_text]
         written += report_files(directory / "replicas" / name, own, print_text=False)[0]
-    for fmt, render_fleet in (("text", fleet_text.text), ("md", fleet_text.markdown)):
+    for fmt, render_fleet in (("text", fleet_text.text), ("md", fleet_text.markdown),
+                              ("json", fleet_record.fleet_json), ("html", _fleet_html)):
         if fmt in formats and not (fmt == "text" and print_text):
             path = directory / FILES[fmt]
             atomic_write(path, render_fleet(fleet))
             written.append(path)
     return written, fleet_text.text(fleet) if print_text and "text" in formats else None
+
+
+def _fleet_html(fleet: fleet_table.FleetTable) -> str:
+    record = fleet_record.fleet_record(fleet)
+    return _ENV.get_template("fleet.html.j2").render(record=record, replicas=fleet.replicas,
+                                                     pct=fleet_table.pct)
 
 
 def write_reports(directory: str | Path, formats: list[str]) -> list[Path]:
