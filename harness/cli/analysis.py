@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from napilab.harness.profile.profile import Profile
     from napilab.harness.store.confounders import Confounders
 
-COPY_SUFFIX = "-again"  # the A/A copy of the baseline variant
+COPY_SUFFIX = "-again"  # the A/A copy of the baseline variant (reports.nightly.series's)
 CALIBRATE_SUFFIX = "-calibrate"  # results go to RESULTS/<profile>-calibrate/: never a
 # baseline candidate for `check` of the real profile
 
@@ -362,18 +362,20 @@ def unpin(path: str) -> None:
     click.echo(f"unpinned ({where}); check --baseline RESULTS uses the pool again")
 
 
-def aa_plan(bound: Plan) -> Plan:
+def aa_plan(bound: Plan, suffix: str = CALIBRATE_SUFFIX) -> Plan:
     """The plan of an A/A run: the baseline variant and a copy of it, in the profile's
-    order (blocked becomes interleaved: drift would otherwise look like a difference)."""
+    order (blocked becomes interleaved: drift would otherwise look like a difference).
+    Its profile is named PROFILE-calibrate (`calibrate`), or with suffix "" the profile
+    itself: an A/A night in the profile's own series (`run --aa`)."""
     profile: Profile = bound.profile
     base = profile.variants[0]
     copy = replace(base, name=base.name + COPY_SUFFIX,
                    description=f"A/A copy of {base.name}")
     document = dict(profile.document)
     overlay = (document.get("variants") or {}).get(base.name, {})
-    document.update(name=profile.name + CALIBRATE_SUFFIX, baseline=base.name,
+    document.update(name=profile.name + suffix, baseline=base.name,
                     variants={base.name: overlay, copy.name: overlay})
-    derived = replace(profile, name=profile.name + CALIBRATE_SUFFIX, variants=(base, copy),
+    derived = replace(profile, name=profile.name + suffix, variants=(base, copy),
                       order="randomized" if profile.order == "randomized" else "interleaved",
                       document=document)
     return replace(bound, profile=derived)

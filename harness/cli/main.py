@@ -199,6 +199,9 @@ def _print_plan(profile: str, inventory: str, transport: str | None, as_json: bo
 @click.option("--replicas", default=None, metavar="NAMES",
               help="The inventory's replicas to run (comma-separated; default all of them): "
                    "each its own host set, all at once, verdicts pooled.")
+@click.option("--aa", is_flag=True,
+              help="An A/A night: the baseline variant against a copy of itself, in the "
+                   "profile's own series (the site shows each series' A/A false alarms).")
 @click.option("--replica", "replica_specs", multiple=True, metavar="NAME:ALIAS=HOST,...",
               help="A replica bound here: the profile's host names (a, b) to hosts of the "
                    "inventory, e.g. pair1:a=lab1-a,b=lab1-b; repeatable.")
@@ -210,7 +213,7 @@ def _print_plan(profile: str, inventory: str, transport: str | None, as_json: bo
 @cli_reports.store_output
 def run(profile: str, inventory: str, results: str, transport: str | None, keep_going: bool,
         formats: list[str], break_lock: bool, resume: str | None, allow_host_change: bool,
-        quiet: bool, as_json: bool, dry_run: bool, replicas: str | None,
+        quiet: bool, as_json: bool, dry_run: bool, aa: bool, replicas: str | None,
         replica_specs: tuple[str, ...], run_dir: str | None, seed: int | None,
         wait_lock: float | None, wait_quiet: tuple[float, float | None] | None,
         wait_quiet_max: float) -> None:
@@ -229,12 +232,15 @@ def run(profile: str, inventory: str, results: str, transport: str | None, keep_
         return
     progress = reporter(quiet=quiet, as_json=as_json)
     prof, inv, plans = _replicas(profile, inventory, transport, replicas, seed, replica_specs)
+    if aa:
+        plans = {name: cli_analysis.aa_plan(plan, "") for name, plan in plans.items()}
     waits = _waits(wait_lock, wait_quiet, wait_quiet_max)
     if plans:
         if len(plans) > 1 and not resume and run_dir is None:
             # each replica's process waits for its own hosts, and knows the replicas bound
             # on this command line
-            passed = [*(a for spec in replica_specs for a in ("--replica", spec)),
+            passed = [*(["--aa"] if aa else []),
+                      *(a for spec in replica_specs for a in ("--replica", spec)),
                       *(["--wait-lock", f"{wait_lock:g}"] if wait_lock is not None else []),
                       *(["--wait-quiet", ",".join(f"{v:g}" for v in wait_quiet
                                                   if v is not None),
@@ -253,6 +259,8 @@ def run(profile: str, inventory: str, results: str, transport: str | None, keep_
         from napilab.harness.profile.plan import bind
 
         bound = bind(prof, inv)
+        if aa:
+            bound = cli_analysis.aa_plan(bound, "")
     code = execute(bound, results, keep_going=keep_going, formats=formats,
                    break_lock=break_lock, progress=progress,
                    resume=resume, allow_host_change=allow_host_change,

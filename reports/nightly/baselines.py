@@ -29,7 +29,7 @@ import pandas as pd
 from napilab.harness.errors import InputError, StorageError
 from napilab.reports.ab.compare import Column, RunData, column, load_run
 from napilab.reports.nightly.check_record import PIN_FILE, read_pin
-from napilab.reports.nightly.series import of_manifest, run_key, runs_under
+from napilab.reports.nightly.series import aa_variants, of_manifest, run_key, runs_under
 
 SERIES_MAX = 60  # nights of a series read for the anchor and the noise
 _TRIAL_STRIDE = 1_000_000  # pooled trial numbers: run k's trial t becomes k*stride + t
@@ -127,6 +127,8 @@ def _earlier_night(run: RunData, candidate: RunData, mine: Path,
     itself, started before it (and after the pinned run)."""
     name = candidate.manifest.profile.name
     return not (run.directory.resolve() == mine or run.manifest.status != "complete"
+                or aa_variants(run.manifest.variants) != aa_variants(
+                    candidate.manifest.variants)  # an A/A night is no other's reference
                 or run.manifest.profile.name != name
                 or run.manifest.run_id == candidate.manifest.run_id
                 or (_started(candidate) and _started(run) >= _started(candidate))

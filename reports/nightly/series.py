@@ -11,13 +11,20 @@ replica's series (`runs_under`)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from napilab.harness.store.manifest import Manifest
 from napilab.harness.store.store import REPLICAS_DIR
 
 MARKERS = ("summary.json", "manifest.json")
+COPY_SUFFIX = "-again"  # harness.cli.analysis: the A/A copy of the baseline variant
+
+
+def aa_variants(variants: Sequence[str]) -> bool:
+    """The variants of an A/A night (`run --aa`): the baseline and its copy. Such a
+    night is in its profile's series but never another night's reference."""
+    return len(variants) == 2 and variants[1] == variants[0] + COPY_SUFFIX
 
 
 def series_name(replica: str | None, hosts: Iterable[str]) -> str:

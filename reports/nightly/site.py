@@ -23,7 +23,7 @@ import hashlib
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
@@ -31,13 +31,15 @@ import msgspec
 from napilab.harness import redact
 from napilab.harness.errors import NapilabError
 from napilab.harness.records import codec
+from napilab.harness.stats.stats import Verdict
 from napilab.harness.store.command_record import read_command
 from napilab.harness.store.store import atomic_write, load_manifest
-from napilab.reports.ab.compare import load_run
+from napilab.reports.ab.compare import load_run, table
 from napilab.reports.formats.render import environment, html, relurl
 from napilab.reports.nightly import feed
 from napilab.reports.nightly.check_record import CHECK_FILE
 from napilab.reports.nightly.history import Damaged, Fetch, RunInfo, scan_runs
+from napilab.reports.nightly.stability import SeriesStability, stability
 from napilab.reports.nightly.trends import hosts_of, trend
 from napilab.reports.plots.plots import Omitted, Plot
 
@@ -57,6 +59,7 @@ class ProfilePage:
     description: str
     runs: list[Published]  # newest first
     trends: list[Plot | Omitted]
+    stability: list[SeriesStability] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -169,7 +172,8 @@ def publish(results: str | Path, site: str | Path, *, raw: str = "link",
                             if r.description), "")
         trends = [trend(name, host, by_profile[name], fetch=fetch)
                   for host in hosts_of(by_profile[name])]
-        pages.append(ProfilePage(name, description, published, trends))
+        pages.append(ProfilePage(name, description, published, trends,
+                                 stability(by_profile[name], _aa_false_alarm(fetch))))
     now = dt.datetime.now(dt.UTC)
     feed_id = (base_url.rstrip("/") + "/feed.xml" if base_url else "urn:napilab:site:" +
                hashlib.sha256(str(results.resolve()).encode()).hexdigest()[:16])
@@ -180,6 +184,18 @@ def publish(results: str | Path, site: str | Path, *, raw: str = "link",
     out = Site(site, pages, len(entries), damaged)
     atomic_write(site / "index.html", index_html(out, now, title or results.resolve().name))
     return out
+
+
+def _aa_false_alarm(fetch: Fetch | None) -> Callable[[RunInfo], bool]:
+    """An A/A night's A/B table judged a primary metric better or worse."""
+    def judged(run: RunInfo) -> bool:
+        if fetch is not None:
+            fetch([run.directory], None)
+        tab = table(load_run(run.directory))
+        return any(c.verdict in (Verdict.BETTER, Verdict.WORSE)
+                   for line in tab.lines if line.primary for c in line.comparisons.values())
+
+    return judged
 
 
 def index_html(site: Site, now: dt.datetime, title: str) -> str:

@@ -421,3 +421,38 @@ def test_the_playbook_runs_two_pairs_from_two_runners_into_sftp_and_s3(
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_an_aa_night_and_each_series_stability_on_the_site(
+        two_nights: Path, pairs: list[tb.Testbed], tmp_path: Path) -> None:
+    """`run --aa` over the replicas: the baseline against a copy of itself, a night in
+    each replica's series that is never another night's reference; the published site
+    shows per series its nights, checks, A/A nights and their false alarms."""
+    results = tmp_path / "r"
+    shutil.copytree(two_nights, results)
+    profile = tmp_path / "fleet-nights.yaml"
+    profile.write_text(QUICK)
+    night = run_napilab("run", str(profile), "-i", str(pairs[0].inventory_path), "-o",
+                        str(results), "--format", "", "--aa", timeout=300)
+    assert night.returncode == 0, night.stderr[-2000:]
+    aa = sorted((results / "fleet-nights").iterdir())[-1]
+    assert load_manifest(aa / "replicas" / "pair1").variants == ["rps-off", "rps-off-again"]
+    second = sorted((results / "fleet-nights").iterdir())[1]
+    check = run_napilab("check", str(second), "--baseline", str(results))
+    assert "series replica pair1: 1 night" in check.stdout, check.stdout
+    # an A/A night and the other nights are never each other's reference
+    alone = run_napilab("check", str(aa), "--baseline", str(results))
+    assert alone.returncode == 2 and "no complete run of profile" in alone.stderr, alone.stderr
+    site = tmp_path / "site"
+    published = run_napilab("publish", str(results), str(site))
+    assert published.returncode == 0, published.stderr
+    page = (site / "index.html").read_text()
+    for i in (1, 2, 3):
+        row = re.search(rf"<tr><td>replica pair{i}</td>(.*?)</tr>", page)
+        assert row, page[:3000]
+        cells = re.findall(r'<td class="num">([^<]*)</td>', row.group(1))
+        nights, checked, flips, regressions, aa_nights = (int(c) for c in cells[:5])
+        assert (nights, checked, flips, aa_nights) == (3, 1, 0, 1)  # one night was checked
+        said = check.stdout.split(f"== replica pair{i}\n")[1].split("== replica")[0]
+        assert regressions == int(said.startswith("napilab check: REGRESSION")), said
+        assert cells[5].split()[0] in ("0", "1")  # the A/A night's false alarm, or none
