@@ -32,7 +32,6 @@ import pandas as pd
 from napilab.harness.errors import InputError, NapilabError, StorageError
 from napilab.harness.records import codec
 from napilab.harness.stats.changes import ChangePoint, change_points
-from napilab.harness.stats.family import named_primary
 from napilab.harness.store.manifest import Manifest
 from napilab.harness.store.store import (
     REPLICAS_DIR,
@@ -41,7 +40,7 @@ from napilab.harness.store.store import (
     read_parquet_files,
     sample_files,
 )
-from napilab.harness.store.summary import RunSummary, read_summary
+from napilab.harness.store.summary import RunSummary, primary_keys, read_summary
 from napilab.reports.ab.model import format_number, with_unit
 from napilab.reports.formats.text_table import MAX_HEADER_LINES, MIN_COLUMN, narrowest, wrap_name
 from napilab.reports.nightly.check_record import CheckRecord, HistoryRecord, read_check
@@ -78,24 +77,6 @@ FROM (
 )
 GROUP BY rundir, role, source, metric, variant
 """
-
-
-def _primary(manifest: Manifest, table: Sequence[str]) -> list[str]:
-    """The primary metrics as `source.metric`: a bare name resolves to the table row
-    that has it, else to the workload's own metric."""
-    source = manifest.workload_source or ""
-    primary = named_primary(manifest.metrics or {})
-    named = [name for name in manifest.metrics or {} if name in primary]
-    if not named:
-        return [f"{source}.{m}" for m in manifest.headline(source)]
-    out = []
-    for name in named:
-        if "." in name:
-            out.append(name)
-            continue
-        row = next((key for key in table if key.split(".", 1)[1] == name), None)
-        out.append(row or f"{source}.{name}")
-    return out
 
 
 @dataclass(frozen=True)
@@ -329,7 +310,7 @@ def default_metrics(runs: Sequence[RunInfo]) -> list[str]:
             continue
         rows = manifest.profile.document.get("report", {}).get("table") or []
         table = [f"{r['source']}.{r['metric']}" for r in rows if "source" in r]
-        primary = _primary(manifest, table)
+        primary = primary_keys(manifest, table)
         wanted = list(dict.fromkeys([*primary, *table]))
         if wanted:
             return wanted[:max(DEFAULT_METRICS, len(primary))]

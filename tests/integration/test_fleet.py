@@ -25,7 +25,7 @@ import yaml
 
 from napilab.harness.lab import netns as tb
 from napilab.harness.store.store import load_manifest
-from tests.cli import run_napilab, start_napilab
+from tests.cli import NAPILAB, run_napilab, start_napilab
 from tests.conftest import napilab_leftovers
 from tests.integration.test_stores import s3, s3_server  # noqa: F401 (fixtures)
 
@@ -322,7 +322,7 @@ def _lab(pairs: list[tb.Testbed], tmp: Path) -> tuple[Path, dict[str, str], list
     (home / ".ssh" / "config").write_text(
         f"Host *\n  IdentityFile {runner_bed.state / 'id_ed25519'}\n")
     shutil.copy(runner_bed.state / "known_hosts", home / ".ssh" / "known_hosts")
-    options = ["-e", f"napilab_command={Path(sys.executable).parent / 'napilab'}",
+    options = ["-e", f"napilab_command={NAPILAB}",
                "-e", f"napilab_profile={tmp / 'fleet-nights.yaml'}"]
     return inventory, {"HOME": str(home)}, options
 
@@ -399,17 +399,14 @@ def test_the_playbook_runs_two_pairs_from_two_runners_into_sftp_and_s3(
                 assert f"series replica {runner}: 1 night" in played.stdout
         reader = {**os.environ, **environment, **s3_env, "XDG_CACHE_HOME": str(tmp_path / "c")}
         for store, nights in ((sftp, 1), (s3, 2)):
-            shown = subprocess.run([str(Path(sys.executable).parent / "napilab"), "history",
-                                    store, "--profile", "fleet-nights", "--metric", "rtt_avg"],
-                                   capture_output=True, text=True, env=reader, timeout=300)
+            shown = run_napilab("history", store, "--profile", "fleet-nights", "--metric",
+                                "rtt_avg", env=reader)
             assert shown.returncode == 0, shown.stderr
             for runner in ("runner1", "runner2"):
                 assert f"== series replica {runner}: {nights} night(s)" in shown.stdout, \
                     shown.stdout
             site = tmp_path / f"site-{nights}"
-            published = subprocess.run([str(Path(sys.executable).parent / "napilab"),
-                                        "publish", store, str(site)], capture_output=True,
-                                       text=True, env=reader, timeout=300)
+            published = run_napilab("publish", store, str(site), env=reader)
             assert published.returncode == 0, published.stderr
             assert (site / "index.html").exists()
         for runner in ("runner1", "runner2"):  # the gated night's check, on each runner
