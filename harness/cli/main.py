@@ -148,8 +148,11 @@ def validate(profile: str, inventory: str | None, strict: bool) -> None:
 @click.option("--summary", is_flag=True,
               help="Only the summary: each host's resolved SSH endpoint and what each "
                    "variant changes, per host, against the variant it is compared with.")
+@click.option("--replicas", default=None, metavar="NAMES",
+              help="With an inventory's replicas: the plan of these (default all), each "
+                   "apart.")
 def plan(profile: str, inventory: str, transport: str | None, as_json: bool,
-         strict: bool, summary: bool) -> None:
+         strict: bool, summary: bool, replicas: str | None) -> None:
     """Print every command napilab would run, per host, trial by trial; touches nothing.
     It opens with a summary: where each host is (ssh_config resolved: HostName, port,
     user, ProxyJump) and what each variant changes. `napilab run --dry-run` does the same.
@@ -159,17 +162,36 @@ def plan(profile: str, inventory: str, transport: str | None, as_json: bool,
       napilab plan demo.yaml -i /run/napilab-testbed/inventory.yaml
       napilab plan profile.yaml -i lab.yaml --summary
       napilab plan profile.yaml -i lab.yaml --json | jq '.trials | length'
+      napilab plan profile.yaml -i fleet.yaml --replicas pair1 --summary
     """
-    _print_plan(profile, inventory, transport, as_json, strict, summary)
+    _print_plan(profile, inventory, transport, as_json, strict, summary, replicas)
 
 
 def _print_plan(profile: str, inventory: str, transport: str | None, as_json: bool,
-                strict: bool = False, summary: bool = False) -> None:
+                strict: bool = False, summary: bool = False, replicas: str | None = None,
+                specs: tuple[str, ...] = (), aa: bool = False) -> None:
+    """The plan; over replicas each replica's, under its name (JSON: by name)."""
     from napilab.harness.engine.plan_render import plan_json, plan_text
 
-    bound, prof = _load(profile, inventory, transport)
-    assert bound is not None
+    prof, inv, plans = _replicas(profile, inventory, transport, replicas, None, specs,
+                                 tuned=True)
+    if not plans:
+        from napilab.harness.profile.plan import bind
+
+        plans = {"": bind(prof, inv)}
+    if aa:
+        plans = {name: cli_analysis.aa_plan(p, "") for name, p in plans.items()}
     _design(prof, strict)
+    if len(plans) > 1 or next(iter(plans)):
+        if as_json:
+            click.echo(json.dumps({name: plan_json(p, summary_only=summary)
+                                   for name, p in plans.items()}, indent=1))
+            return
+        for name, bound in plans.items():
+            click.echo(f"== replica {name}")
+            click.echo(plan_text(bound, summary_only=summary), nl=False)
+        return
+    bound = plans[""]
     if prof.tune is not None and not as_json:  # a search: its space, budget, one candidate
         click.echo(cli_tune.summary(prof, bound), nl=False)
         return
@@ -228,7 +250,8 @@ def run(profile: str, inventory: str, results: str, transport: str | None, keep_
       napilab run profile.yaml -i lab.yaml --wait-lock 30m --wait-quiet 1.0,5
     """
     if dry_run:
-        _print_plan(profile, inventory, transport, as_json)
+        _print_plan(profile, inventory, transport, as_json, replicas=replicas,
+                    specs=replica_specs, aa=aa)
         return
     progress = reporter(quiet=quiet, as_json=as_json)
     prof, inv, plans = _replicas(profile, inventory, transport, replicas, seed, replica_specs)
@@ -279,7 +302,7 @@ def _waits(lock_seconds: float | None, quiet: tuple[float, float | None] | None,
 
 
 def _replicas(profile: str, inventory: str, transport: str | None, names: str | None,
-              seed: int | None, specs: tuple[str, ...] = ()
+              seed: int | None, specs: tuple[str, ...] = (), *, tuned: bool = False
               ) -> tuple[Any, Any, dict[str, Any]]:
     """The profile, the inventory and, with an inventory that has `replicas:` (or
     `--replicas`), each chosen replica's plan ({} for a run on one set of hosts)."""
@@ -287,7 +310,7 @@ def _replicas(profile: str, inventory: str, transport: str | None, names: str | 
 
     from napilab.harness.inventory.inventory import load_inventory
 
-    _, prof = _load(profile, None, transport, tuned=False)
+    _, prof = _load(profile, None, transport, tuned=tuned)
     inv = load_inventory(inventory).with_transport(transport)
     if specs:
         inv = cli_fleet.with_replicas(inv, specs)

@@ -157,3 +157,18 @@ def test_a_wrong_replica_on_the_command_line(tmp_path: Path, spec: str, message:
                      "-o", str(tmp_path / "r"))
     assert result.code == 2 and message in result.err, result.err
     assert "Traceback" not in result.err and not (tmp_path / "r").exists()
+
+
+def test_the_plan_of_each_replica(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`napilab plan` (and `run --dry-run`) over an inventory's replicas: each replica's
+    plan under its name, on its own hosts; `--replicas` chooses; nothing touched."""
+    profile, inventory = files(tmp_path)
+    shown = run_cli(capsys, "plan", profile, "-i", inventory, "--summary")
+    assert shown.code == 0, shown.err
+    first, second = shown.out.split("== replica r2\n")
+    assert first.startswith("== replica r1\n") and "x1" in first and "x2" not in first
+    assert "x2" in second and "y2" in second and "x1" not in second
+    one = run_cli(capsys, "run", profile, "-i", inventory, "--replicas", "r2", "--dry-run",
+                  "-o", str(tmp_path / "r"))
+    assert one.code == 0 and one.out.startswith("== replica r2\n") and "x1" not in one.out
+    assert not (tmp_path / "r").exists()
