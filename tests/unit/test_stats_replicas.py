@@ -304,3 +304,30 @@ def test_every_estimate_lies_inside_its_interval_and_agrees_with_its_verdict(
         assert -margin < got.ci[0] and got.ci[1] < margin
     elif verdict == "no change":  # not significant
         assert got.ci[0] <= 0 <= got.ci[1]
+
+
+def test_each_replica_is_weighted_by_the_variants_variances_pooled_over_replicas() -> None:
+    """v_i = s_A^2/n_a,i + s_B^2/n_b,i, each variant's log variance pooled over the
+    replicas (3 trials give a variance on 2 df: too noisy to weight by); weights="own"
+    takes each replica's Welch variance."""
+    data = {"r0": ([100.0, 104.0, 98.0], [80.0, 86.0, 83.0]),
+            "r1": ([100.0, 101.0, 100.5, 99.0], [90.0, 90.5, 91.0, 89.0]),
+            "r2": ([50.0, 55.0, 52.0], [45.0, 41.0, 47.0])}
+    effects = effects_of(data)
+    logs = {n: (np.log(a), np.log(b)) for n, (a, b) in data.items()}
+    dof = {n: (la.size - 1, lb.size - 1) for n, (la, lb) in logs.items()}
+    s_a = sum(la.var(ddof=1) * dof[n][0] for n, (la, _) in logs.items()) / \
+        sum(d[0] for d in dof.values())
+    s_b = sum(lb.var(ddof=1) * dof[n][1] for n, (_, lb) in logs.items()) / \
+        sum(d[1] for d in dof.values())
+    v = np.array([s_a / la.size + s_b / lb.size for la, lb in logs.values()])
+    y = np.array([e.effect for e in effects.values()])
+    w = 1 / (v + paule_mandel(y, v))
+    got = pool(effects)
+    assert got.effect == pytest.approx((w * y).sum() / w.sum())
+    assert [r.weight for r in got.replicas.values()] == pytest.approx(list(w / w.sum()))
+    own = np.array([e.variance for e in effects.values()])
+    w_own = 1 / (own + paule_mandel(y, own))
+    assert pool(effects, weights="own").effect == pytest.approx((w_own * y).sum() / w_own.sum())
+    # a replica's own interval is its Welch one either way
+    assert got.replicas["r1"].ci == pytest.approx(effects["r1"].change_ci())

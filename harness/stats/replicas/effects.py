@@ -47,6 +47,8 @@ class Effect:
     df         Welch-Satterthwaite degrees of freedom of `variance`
     n_a, n_b   trials used per variant (NaN trials left out)
     n_missing  NaN trials dropped (both variants)
+    var_a, var_b  the sample variances of the log values of A and of B (None when the
+               Effect was built from a variance alone): what `pool` pools over replicas
     """
 
     effect: float
@@ -55,6 +57,8 @@ class Effect:
     n_a: int
     n_b: int
     n_missing: int = 0
+    var_a: float | None = None
+    var_b: float | None = None
 
     @property
     def change(self) -> float:
@@ -98,15 +102,15 @@ def replica_effect(a: Sequence[float], b: Sequence[float]) -> Effect:
         if values[0] <= 0:
             raise ReplicaError(f"variant {what}: a value <= 0 ({values[0]:g}): no log ratio")
     la, lb = np.log(x), np.log(y)
-    va = float(np.var(la, ddof=1)) / la.size
-    vb = float(np.var(lb, ddof=1)) / lb.size
+    sa, sb = float(np.var(la, ddof=1)), float(np.var(lb, ddof=1))
+    va, vb = sa / la.size, sb / lb.size
     variance = va + vb
     if not variance > 0:
         raise ReplicaError("zero variance: every trial gave the same value within each "
                          "variant, no within-replica noise to weight this replica by")
     df = variance ** 2 / (va ** 2 / (la.size - 1) + vb ** 2 / (lb.size - 1))
     return Effect(float(np.mean(lb) - np.mean(la)), variance, float(df), int(x.size),
-                  int(y.size), missing_a + missing_b)
+                  int(y.size), missing_a + missing_b, sa, sb)
 
 
 def try_effect(a: Sequence[float], b: Sequence[float]) -> Effect | Missing:

@@ -2,13 +2,23 @@
 
 Model: replica i's effect y_i = log(B/A) (`harness.stats.replicas.effects`) is
 y_i = mu + u_i + e_i, with u_i ~ N(0, tau^2) the replica's own departure (its NIC, its
-rack: real between-replica heterogeneity) and e_i ~ N(0, v_i) its trial noise, v_i its
-Welch variance taken as known. mu, the change the replicas share on average, is what
-the verdict is about.
+rack: real between-replica heterogeneity) and e_i ~ N(0, v_i) its trial noise. mu, the
+change the replicas share on average, is what the verdict is about.
+
+v_i = s_A^2/n_a,i + s_B^2/n_b,i with each variant's log variance pooled over the
+replicas (weights "pooled", the default): a replica's own Welch variance from 3 trials
+a side rests on 2-4 degrees of freedom, and weighting by it put the replicas whose
+noise happened to look small first: 93.8% (modified HKSJ) and 91.3% (HKSJ) coverage
+at 10 replicas of 3 trials, against 97.4% and 93.7% pooled (benchmarks/stats_replicas.py,
+"mHK own", "HKSJ own"). Pooling assumes each variant's CV is alike on every replica; where it is not
+(CV 0.05 on half the replicas, 0.10 on the others) the HKSJ interval's own scale keeps
+the coverage (the "mixed CV" rows). Effects built from a variance alone (no per-variant
+variances) are weighted by it.
 
 Fitting is statsmodels' (`statsmodels.stats.meta_analysis.combine_effects`, imported
 inside `pool`: `napilab --help` never loads it):
-- tau^2 by Paule-Mandel (its "iterated"), chosen over DerSimonian-Laird by
+- tau^2 by Paule-Mandel (its "iterated"; the estimator recommended for a few studies),
+  DerSimonian-Laird's coverage the same in every row of
   benchmarks/stats_replicas.py (docs/statistics.md, "Across replicas", has the figures);
   "dl" stays selectable for that comparison. statsmodels' DL is not truncated at 0: a
   negative DL tau^2 (Q < k - 1) is taken as 0, which is where Paule-Mandel puts it too;
@@ -16,8 +26,11 @@ inside `pool`: `napilab --help` never loads it):
   weighted residual variance sum w_i (y_i - mu)^2 / ((k-1) sum w_i), w_i = 1/(v_i +
   tau^2) (statsmodels' "random effect wls" row); by default the *modified* HKSJ, whose
   se is never below the plain random-effects one (1/sum w_i): plain HKSJ shrinks to a
-  point when the replicas happen to agree (k=2: two equal effects give a zero-width
-  interval), which the simulations show as lost coverage at k=2 and 3.
+  point when the replicas happen to agree (two equal effects give a zero-width
+  interval): its per-metric coverage is near 95%, but the narrow intervals it draws by
+  chance put 4.1-5.9% of A/A tables of 3 metrics (Holm) at a false verdict, above 5%
+  in 10 of 16 settings; the modified one at most 3.3% (benchmarks/stats_replicas.py;
+  docs/statistics.md).
   The p-value is the same t test (t(k-1)) of mu = 0, so p < alpha exactly when the
   interval excludes 0.
 - One replica (k=1): its own Welch t interval (Welch-Satterthwaite df); tau^2 cannot be
@@ -48,6 +61,8 @@ TAU2_METHODS = ("pm", "dl")
 INTERVALS = ("hksj-modified", "hksj", "re-z")
 TAU2_METHOD = "pm"
 INTERVAL = "hksj-modified"
+WEIGHTS = ("pooled", "own")
+WEIGHTING = "pooled"
 
 
 @dataclass(frozen=True)
@@ -133,7 +148,8 @@ class Pooled:
 
 
 def pool(effects: Mapping[str, Effect | Missing], *, alpha: float = 0.05,
-         tau2_method: str = TAU2_METHOD, interval: str = INTERVAL) -> Pooled:
+         tau2_method: str = TAU2_METHOD, interval: str = INTERVAL,
+         weights: str = WEIGHTING) -> Pooled:
     """Pool one metric's per-replica effects (keyed by replica name; a `Missing` one is
     listed, not pooled) into the random-effects change and its interval (module doc).
     `tau2_method` ("pm", "dl") and `interval` ("hksj-modified", "hksj", or "re-z", the
@@ -143,9 +159,10 @@ def pool(effects: Mapping[str, Effect | Missing], *, alpha: float = 0.05,
     converge; StatsError for a bad argument."""
     if not 0 < alpha < 1:
         raise StatsError(f"alpha must be between 0 and 1, got {alpha}")
-    if tau2_method not in TAU2_METHODS or interval not in INTERVALS:
+    if tau2_method not in TAU2_METHODS or interval not in INTERVALS or weights not in WEIGHTS:
         raise StatsError(f"tau2_method must be one of {TAU2_METHODS}, interval one of "
-                         f"{INTERVALS}; got {tau2_method!r}, {interval!r}")
+                         f"{INTERVALS}, weights one of {WEIGHTS}; got {tau2_method!r}, "
+                         f"{interval!r}, {weights!r}")
     usable = {name: e for name, e in effects.items() if isinstance(e, Effect)}
     missing = {name: e.reason for name, e in effects.items() if isinstance(e, Missing)}
     if not usable:
@@ -158,15 +175,16 @@ def pool(effects: Mapping[str, Effect | Missing], *, alpha: float = 0.05,
                        {name: replica}, missing, "one replica: its own Welch t interval on "
                        "logs", alpha, "one replica: whether the change holds on other "
                        "hardware is unknown")
-    return _random_effects(usable, missing, alpha, tau2_method, interval)
+    return _random_effects(usable, missing, alpha, tau2_method, interval, weights)
 
 
 def _random_effects(usable: Mapping[str, Effect], missing: dict[str, str], alpha: float,
-                    tau2_method: str, interval: str) -> Pooled:
+                    tau2_method: str, interval: str, weights: str) -> Pooled:
     from statsmodels.stats.meta_analysis import combine_effects
 
     y = np.array([e.effect for e in usable.values()])
-    v = np.array([e.variance for e in usable.values()])
+    v = _within(list(usable.values())) if weights == "pooled" else \
+        np.array([e.variance for e in usable.values()])
     k = y.size
     # statsmodels' own I^2 divides by Q (0 for identical effects) and a negative DL
     # tau^2 makes NaN weights: neither is used (I^2 is computed below, DL refitted)
@@ -189,9 +207,9 @@ def _random_effects(usable: Mapping[str, Effect], missing: dict[str, str], alpha
     from scipy import stats as sps
 
     q_p = float(sps.chi2.sf(q, k - 1))
-    weights = np.asarray(fit.weights_rel_re, dtype=np.float64)
+    shares = np.asarray(fit.weights_rel_re, dtype=np.float64)
     replicas = {name: _replica(e, float(w), alpha)
-                for (name, e), w in zip(usable.items(), weights, strict=True)}
+                for (name, e), w in zip(usable.items(), shares, strict=True)}
     words = {"hksj": "Hartung-Knapp-Sidik-Jonkman", "re-z": "normal (z)",
              "hksj-modified": "modified Hartung-Knapp-Sidik-Jonkman (never below the "
                               "random-effects se)"}[interval]
@@ -222,3 +240,16 @@ def _replica(e: Effect, weight: float, alpha: float) -> ReplicaChange:
     low, high = e.log_ci(alpha)
     side = 1 if low > 0 else -1 if high < 0 else 0
     return ReplicaChange(e, e.change, (math.expm1(low), math.expm1(high)), side, weight)
+
+
+def _within(effects: list[Effect]) -> np.ndarray:
+    """Each replica's variance with each variant's log variance pooled over the replicas
+    (s_A^2/n_a + s_B^2/n_b): 3 trials give a variance on 2 df, too noisy to weight by
+    (module doc); the replicas' own variances where an Effect has none."""
+    if any(e.var_a is None or e.var_b is None for e in effects):
+        return np.array([e.variance for e in effects])
+    pooled_a = sum((e.n_a - 1) * (e.var_a or 0.0) for e in effects) / \
+        sum(e.n_a - 1 for e in effects)
+    pooled_b = sum((e.n_b - 1) * (e.var_b or 0.0) for e in effects) / \
+        sum(e.n_b - 1 for e in effects)
+    return np.array([pooled_a / e.n_a + pooled_b / e.n_b for e in effects])

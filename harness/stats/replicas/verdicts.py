@@ -5,9 +5,9 @@ direction, with d = the equivalence margin (a fraction: 0.05 = 5%) or none:
 - "inconclusive" when it could not be judged: no replica gave an effect; or the
   replicas disagree beyond their noise (Cochran's Q p < alpha and at least one replica
   significantly better *and* one significantly worse, each by its own interval); or
-  they differ beyond their noise (Q p < alpha), some replica changed significantly and
-  the pooled change is not significant (three replicas at -10%, -20%, -30% with t on 2
-  df: "no change" would hide three real changes); or,
+  they differ beyond their noise (Q p < alpha), more than half of them changed
+  significantly one way and the pooled change is not significant (three replicas at
+  -10%, -20%, -30% with t on 2 df: "no change" would hide three real changes); or,
   with a margin, the interval is neither beyond nor within +-d; or the interval
   excludes no change but Holm's adjustment leaves p >= alpha. "Could not judge" is never
   "no change": a gate reads "inconclusive" as not passed;
@@ -114,7 +114,7 @@ def _decide(p: Pooled | None, lower: bool, p_raw: float, p_adj: float, alpha: fl
     verdict = ReplicaVerdict.INCONCLUSIVE
     differ = p.q_p is not None and p.q_p < alpha
     judged = p_adj < alpha and (low > d or high < -d)
-    if differ and ((better and worse) or ((better or worse) and not judged)):
+    if differ and ((better and worse) or (2 * max(better, worse) > p.k and not judged)):
         split = f"{better} significantly better, {worse} significantly worse of {p.n}"
         reason = ("the replicas disagree beyond their noise: " if better and worse else
                   "the replicas differ beyond their noise and the pooled change is not "
