@@ -16,12 +16,16 @@ import contextlib
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from napilab.harness.errors import NapilabError
+from napilab.harness.stats.replicas.effects import Missing
 from napilab.harness.store.manifest import Manifest
 from napilab.harness.store.store import load_manifest
 from napilab.reports.ab.compare import Table, load_run, table
+
+if TYPE_CHECKING:
+    from napilab.harness.stats.replicas import Effect, Pooled
 
 USABLE = ("complete", "partial")
 
@@ -46,23 +50,10 @@ class FleetLine:
     baseline: str
     variant: str
     replicas: list[ReplicaChange]
-    pooled: Any | None  # harness.stats pooling's result (None: nothing to pool)
+    pooled: Pooled | None  # harness.stats.replicas' pool (None: nothing to pool)
     verdict: str  # better | worse | no change | inconclusive
     better: int = 0  # replicas whose own interval says better
     worse: int = 0
-
-    @property
-    def summary(self) -> str:
-        """`better on 3 of 3 replicas, pooled -12.0% [-18.1%, -5.4%], tau 0.031`."""
-        k = len([r for r in self.replicas if r.change is not None])
-        pooled = self.pooled
-        if pooled is None:
-            return f"{self.verdict}: no replica could be compared"
-        text = (f"{self.verdict}: better on {self.better} of {k}, worse on {self.worse} of "
-                f"{k}; pooled {pct(pooled_change(pooled))} "
-                f"[{pct(pooled_ci(pooled)[0])}, {pct(pooled_ci(pooled)[1])}]")
-        tau = getattr(pooled, "tau", None)
-        return text + (f", tau {tau:.3f}" if tau is not None and math.isfinite(tau) else "")
 
 
 @dataclass(frozen=True)
@@ -114,63 +105,44 @@ def _pool_lines(keys: dict[tuple[str, str, str], tuple[str, str]],
                 values: dict[tuple[str, str, str],
                              dict[str, tuple[tuple[float, ...], tuple[float, ...]]]],
                 replicas: list[str]) -> list[FleetLine]:
-    from napilab.harness.stats.replicas import judge, pool, replica_effect
+    """Each key's replicas pooled (harness.stats.replicas: each replica's own change
+    and interval, the pooled one), judged with Holm over the keys that could be pooled;
+    a key with no replica's effect is "inconclusive"."""
+    from napilab.harness.stats.replicas import ReplicaError, judgements, pool, try_effect
 
-    pooled: dict[str, Any] = {}
-    changes: dict[tuple[str, str, str], list[ReplicaChange]] = {}
+    pooled: dict[str, Pooled] = {}
+    rows: dict[tuple[str, str, str], list[ReplicaChange]] = {}
     for key in keys:
-        effects = {}
-        changes[key] = []
-        for name in replicas:
-            a, b = values[key].get(name, ((), ()))
-            try:
-                effect = replica_effect(a, b)
-            except ValueError as exc:
-                changes[key].append(ReplicaChange(name, None, None, (len(a), len(b)), str(exc)))
-                continue
-            effects[name] = effect
-            changes[key].append(ReplicaChange(name, *effect_change(effect), (len(a), len(b))))
-        if effects:
-            with contextlib.suppress(ValueError):  # nothing poolable: "inconclusive"
-                pooled["/".join(key)] = pool(effects)
-    verdicts = judge(pooled, {"/".join(k): keys[k][1] == "lower" for k in keys
-                              if "/".join(k) in pooled}) if pooled else {}
+        effects = {name: try_effect(*values[key].get(name, ((), ()))) for name in replicas}
+        found = None
+        with contextlib.suppress(ReplicaError):  # no replica gave an effect
+            found = pooled["/".join(key)] = pool(effects)
+        rows[key] = [_row(name, values[key].get(name, ((), ())), effect, found)
+                     for name, effect in effects.items()]
+    judged = judgements(pooled, {"/".join(k): keys[k][1] == "lower" for k in keys
+                                 if "/".join(k) in pooled}) if pooled else {}
     out = []
     for key, (unit, direction) in keys.items():
-        label, base, var = key
-        found = pooled.get("/".join(key))
-        own = changes[key]
-        lower = direction == "lower"
-        better = sum(1 for r in own if r.ci is not None
-                     and (r.ci[1] < 0 if lower else r.ci[0] > 0))
-        worse = sum(1 for r in own if r.ci is not None
-                    and (r.ci[0] > 0 if lower else r.ci[1] < 0))
-        out.append(FleetLine(label, unit, direction, base, var, own, found,
-                             verdicts.get("/".join(key), "inconclusive"), better, worse))
+        found_judgement = judged.get("/".join(key))
+        verdict = found_judgement.verdict.value if found_judgement else "inconclusive"
+        out.append(FleetLine(key[0], unit, direction, key[1], key[2], rows[key],
+                             pooled.get("/".join(key)), verdict,
+                             found_judgement.better if found_judgement else 0,
+                             found_judgement.worse if found_judgement else 0))
     return out
 
 
-def effect_change(effect: Any) -> tuple[float, tuple[float, float] | None]:
-    """A replica's effect (log B/A and its variance) as B/A - 1 and its 95% interval
-    (Welch's degrees of freedom where the effect has them, else normal)."""
-    from scipy import stats as sp
-
-    estimate = float(effect.effect)
-    variance = float(effect.variance)
-    df = getattr(effect, "df", None)
-    q = float(sp.t.ppf(0.975, df)) if df else 1.959964
-    if not math.isfinite(variance) or variance < 0:
-        return math.expm1(estimate), None
-    half = q * math.sqrt(variance)
-    return math.expm1(estimate), (math.expm1(estimate - half), math.expm1(estimate + half))
-
-
-def pooled_change(pooled: Any) -> float:
-    return float(pooled.change)
-
-
-def pooled_ci(pooled: Any) -> tuple[float, float]:
-    return float(pooled.ci[0]), float(pooled.ci[1])
+def _row(name: str, trials: tuple[tuple[float, ...], tuple[float, ...]],
+         effect: Effect | Missing, found: Pooled | None) -> ReplicaChange:
+    """A replica's row: its change and interval as the pool computed them, or why it
+    has none."""
+    n = (len(trials[0]), len(trials[1]))
+    own = found.replicas.get(name) if found is not None else None
+    if own is not None:
+        return ReplicaChange(name, own.change, own.ci, n)
+    if isinstance(effect, Missing):
+        return ReplicaChange(name, None, None, n, effect.reason)
+    return ReplicaChange(name, effect.change, effect.change_ci(), n)
 
 
 def pct(value: float | None) -> str:

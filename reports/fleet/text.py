@@ -5,7 +5,7 @@ change beside it; then the replicas left out and why."""
 
 from __future__ import annotations
 
-from napilab.reports.fleet.table import FleetTable, pct, pooled_change, pooled_ci
+from napilab.reports.fleet.table import FleetTable, pct
 
 
 def _rows(fleet: FleetTable) -> tuple[list[str], list[list[str]]]:
@@ -15,10 +15,10 @@ def _rows(fleet: FleetTable) -> tuple[list[str], list[list[str]]]:
     for line in fleet.lines:
         unit = f" ({line.unit})" if line.unit and f"({line.unit})" not in line.label else ""
         if line.pooled is not None:
-            low, high = pooled_ci(line.pooled)
-            pooled = f"{pct(pooled_change(line.pooled))} [{pct(low)}, {pct(high)}]"
-            tau = getattr(line.pooled, "tau", None)
-            tau_text = f"{tau:.3f}" if isinstance(tau, float) else "-"
+            low, high = line.pooled.ci
+            pooled = f"{pct(line.pooled.change)} [{pct(low)}, {pct(high)}]"
+            tau = line.pooled.tau
+            tau_text = f"{tau:.3f}" if tau is not None else "-"
         else:
             pooled, tau_text = "-", "-"
         k = len([r for r in line.replicas if r.change is not None])
