@@ -162,7 +162,6 @@ def run_replicas(profile_path: str, profile: Profile, inventory: Inventory,
         store.save_manifest(final=False)
         _wait(children)
     except KeyboardInterrupt:
-        _stop(children)
         manifest.status = "interrupted"
     finally:
         _stop(children)  # a no-op when all ended
@@ -182,7 +181,7 @@ def run_replicas(profile_path: str, profile: Profile, inventory: Inventory,
         from napilab.harness.errors import Interrupted
 
         raise Interrupted(f"interrupted; each replica restored its hosts; {store.dir}")
-    if formats and any(r.status in ("complete", "partial") for r in manifest.replicas):
+    if formats and manifest.status in ("complete", "partial"):
         from napilab.harness.cli.execute import write_reports
 
         error = write_reports(store.dir, formats, progress)
@@ -191,11 +190,8 @@ def run_replicas(profile_path: str, profile: Profile, inventory: Inventory,
 
             raise NapilabError(f"the run is stored in {store.dir}, but {error}",
                                hint=f"`napilab report {store.dir}` renders it later")
-    done = [r for r in manifest.replicas if r.status == "complete"]
-    if len(done) == len(manifest.replicas):
-        return ExitCode.OK
-    return ExitCode.PARTIAL if any(r.status in ("complete", "partial")
-                                   for r in manifest.replicas) else ExitCode.ERROR
+    return {"complete": ExitCode.OK, "partial": ExitCode.PARTIAL}.get(manifest.status,
+                                                                      ExitCode.ERROR)
 
 
 def _write_summary(run_dir: Path, progress: Progress) -> None:

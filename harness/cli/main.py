@@ -173,16 +173,10 @@ def _print_plan(profile: str, inventory: str, transport: str | None, as_json: bo
     """The plan; over replicas each replica's, under its name (JSON: by name)."""
     from napilab.harness.engine.plan_render import plan_json, plan_text
 
-    prof, inv, plans = _replicas(profile, inventory, transport, replicas, None, specs,
-                                 tuned=True)
-    if not plans:
-        from napilab.harness.profile.plan import bind
-
-        plans = {"": bind(prof, inv)}
-    if aa:
-        plans = {name: cli_analysis.aa_plan(p, "") for name, p in plans.items()}
+    prof, _, plans = _plans(profile, inventory, transport, replicas, None, specs, aa=aa,
+                            tuned=True)
     _design(prof, strict)
-    if len(plans) > 1 or next(iter(plans)):
+    if set(plans) != {""}:
         if as_json:
             click.echo(json.dumps({name: plan_json(p, summary_only=summary)
                                    for name, p in plans.items()}, indent=1))
@@ -254,12 +248,11 @@ def run(profile: str, inventory: str, results: str, transport: str | None, keep_
                     specs=replica_specs, aa=aa)
         return
     progress = reporter(quiet=quiet, as_json=as_json)
-    prof, inv, plans = _replicas(profile, inventory, transport, replicas, seed, replica_specs)
-    if aa:
-        plans = {name: cli_analysis.aa_plan(plan, "") for name, plan in plans.items()}
+    prof, inv, plans = _plans(profile, inventory, transport, replicas, seed, replica_specs,
+                              aa=aa)
     waits = _waits(wait_lock, wait_quiet, wait_quiet_max)
-    if plans:
-        if len(plans) > 1 and not resume and run_dir is None:
+    if len(plans) > 1:
+        if not resume and run_dir is None:
             # each replica's process waits for its own hosts, and knows the replicas bound
             # on this command line
             passed = [*(["--aa"] if aa else []),
@@ -273,17 +266,10 @@ def run(profile: str, inventory: str, results: str, transport: str | None, keep_
                                           break_lock=break_lock, formats=formats,
                                           progress=progress, quiet=quiet, passed=passed)
             sys.exit(int(code))
-        if len(plans) > 1:
-            raise InputError("--resume and --run-dir take one replica (--replicas NAME): "
-                             "each replica's run is resumed on its own, in "
-                             "RUN_DIR/replicas/NAME")
-        bound = next(iter(plans.values()))
-    else:
-        from napilab.harness.profile.plan import bind
-
-        bound = bind(prof, inv)
-        if aa:
-            bound = cli_analysis.aa_plan(bound, "")
+        raise InputError("--resume and --run-dir take one replica (--replicas NAME): "
+                         "each replica's run is resumed on its own, in "
+                         "RUN_DIR/replicas/NAME")
+    bound = next(iter(plans.values()))
     code = execute(bound, results, keep_going=keep_going, formats=formats,
                    break_lock=break_lock, progress=progress,
                    resume=resume, allow_host_change=allow_host_change,
@@ -301,14 +287,16 @@ def _waits(lock_seconds: float | None, quiet: tuple[float, float | None] | None,
     return Waits(lock_seconds, None if quiet is None else Quiet(*quiet, quiet_max))
 
 
-def _replicas(profile: str, inventory: str, transport: str | None, names: str | None,
-              seed: int | None, specs: tuple[str, ...] = (), *, tuned: bool = False
-              ) -> tuple[Any, Any, dict[str, Any]]:
-    """The profile, the inventory and, with an inventory that has `replicas:` (or
-    `--replicas`), each chosen replica's plan ({} for a run on one set of hosts)."""
+def _plans(profile: str, inventory: str, transport: str | None, names: str | None,
+           seed: int | None, specs: tuple[str, ...] = (), *, aa: bool = False,
+           tuned: bool = False) -> tuple[Any, Any, dict[str, Any]]:
+    """The profile, the inventory and the plans to run: with an inventory that has
+    `replicas:` (or `--replicas`, `--replica`) each chosen replica's by name, else
+    {"": the plan on the inventory's hosts}; with `aa`, their A/A plans."""
     from dataclasses import replace
 
     from napilab.harness.inventory.inventory import load_inventory
+    from napilab.harness.profile.plan import bind
 
     _, prof = _load(profile, None, transport, tuned=tuned)
     inv = load_inventory(inventory).with_transport(transport)
@@ -317,11 +305,14 @@ def _replicas(profile: str, inventory: str, transport: str | None, names: str | 
         if names is None:  # the replicas bound here, not the inventory's others
             names = ",".join(s.partition(":")[0] for s in specs)
     if not inv.replicas and names is None:
-        return prof, inv, {}
-    if seed is not None:
-        prof = replace(prof, seed=seed)
-    chosen = cli_fleet.chosen(inv, names)
-    return prof, inv, cli_fleet.bind_all(prof, inv, chosen)
+        plans = {"": bind(prof, inv)}
+    else:
+        if seed is not None:
+            prof = replace(prof, seed=seed)
+        plans = cli_fleet.bind_all(prof, inv, cli_fleet.chosen(inv, names))
+    if aa:
+        plans = {name: cli_analysis.aa_plan(p, "") for name, p in plans.items()}
+    return prof, inv, plans
 
 
 @cli.command()
