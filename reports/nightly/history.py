@@ -40,15 +40,11 @@ from napilab.harness.store.store import (
     read_parquet_files,
     sample_files,
 )
-from napilab.harness.store.summary import RunSummary, primary_keys, read_summary
+from napilab.harness.store.summary import RunSummary, read_summary, summary_keys
 from napilab.reports.ab.model import format_number, with_unit
 from napilab.reports.formats.text_table import MAX_HEADER_LINES, MIN_COLUMN, narrowest, wrap_name
 from napilab.reports.nightly.check_record import CheckRecord, HistoryRecord, read_check
 from napilab.reports.nightly.series import run_key, runs_under, series_name
-
-DEFAULT_METRICS = 4  # metrics shown when none are asked for
-_PREFERRED = ("latency_p99", "latency_p50", "rtt_avg", "latency_mean", "throughput",
-              "message_rate", "received_per_second")
 
 # A run's directory from the name of one of its sample files (samples/<trial>.parquet
 # while it runs, samples.parquet once it ended); a trial's own file wins over
@@ -308,19 +304,15 @@ def default_metrics(runs: Sequence[RunInfo]) -> list[str]:
         manifest = _manifest(run.directory)
         if manifest is None:
             continue
-        rows = manifest.profile.document.get("report", {}).get("table") or []
-        table = [f"{r['source']}.{r['metric']}" for r in rows if "source" in r]
-        primary = primary_keys(manifest, table)
-        wanted = list(dict.fromkeys([*primary, *table]))
-        if wanted:
-            return wanted[:max(DEFAULT_METRICS, len(primary))]
+        keys = summary_keys(manifest)  # its primary metrics and report.table rows
         source = manifest.workload_source
-        files = sample_files(run.directory)
-        if source and files:
+        files = sample_files(run.directory) if not keys and source else []
+        if files:  # else the workload's metrics it stored
             names = set(read_parquet_files(files, columns=["source", "metric"]).query(
                 "source == @source")["metric"])
-            found = [f"{source}.{m}" for m in _PREFERRED if m in names]
-            return found[:DEFAULT_METRICS] or [f"{source}.{m}" for m in sorted(names)][:2]
+            keys = summary_keys(manifest, {(source, m) for m in names})
+        if keys:
+            return keys
     return []
 
 

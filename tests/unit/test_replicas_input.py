@@ -12,8 +12,8 @@ from napilab.harness.errors import InputError
 from napilab.harness.inventory.inventory import load_inventory
 from napilab.harness.profile.plan import bind
 from napilab.harness.profile.profile import load_profile
-from napilab.harness.transport import connect
 from tests.cli import run_cli
+from tests.unit.test_cli_input import tripwire  # noqa: F401 (autouse: no host opened)
 
 PROFILE = """\
 name: t
@@ -42,16 +42,6 @@ replicas:
   r1: {a: x1, b: y1}
   r2: {a: x2, b: y2}
 """
-
-
-@pytest.fixture(autouse=True)
-def tripwire(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise AssertionError("a transport was opened for bad input")
-
-    monkeypatch.setattr(connect, "transport_for", refuse)
-    monkeypatch.setattr(connect, "LocalTransport", refuse)
-    monkeypatch.setattr(connect, "SSHTransport", refuse)
 
 
 def files(tmp_path: Path, inventory: str = INVENTORY, profile: str = PROFILE) -> tuple[str, str]:
