@@ -20,13 +20,15 @@ unless the difference is declared intended (`--intended profile`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from napilab.harness.errors import InputError, StorageError
+from napilab.harness.store.manifest import Manifest
+from napilab.harness.store.store import load_manifest
 from napilab.reports.ab.compare import Column, RunData, column, load_run
 from napilab.reports.nightly.check_record import PIN_FILE, read_pin
 from napilab.reports.nightly.series import aa_variants, of_manifest, run_key, runs_under
@@ -107,32 +109,41 @@ def pinned(path: Path, name: str) -> Path | None:
     return run
 
 
-def _nights(profile: Path, damaged: list[tuple[str, str]]) -> Iterator[RunData]:
-    """The runs of RESULTS/PROFILE that can be read (a run over replicas: each replica's),
+def _nights(profile: Path, damaged: list[tuple[str, str]],
+            keep: Callable[[Path, Manifest], bool]) -> Iterator[RunData]:
+    """The runs of RESULTS/PROFILE (a run over replicas: each replica's) whose manifest
+    `keep` accepts, read whole only then (another series' samples are never loaded);
     the damaged ones added to `damaged`."""
     for directory in runs_under(profile):
         if not (directory / "manifest.json").exists():
             continue
         try:
-            yield load_run(directory)
+            if not keep(directory, load_manifest(directory)):
+                continue
+            run = load_run(directory)
         except InputError:
             continue  # not a run of this napilab, or half written: no reference
         except StorageError as exc:  # damaged: no reference either, and said
             damaged.append((str(directory), exc.message))
+            continue
+        yield run
 
 
-def _earlier_night(run: RunData, candidate: RunData, mine: Path,
+def _earlier_night(directory: Path, manifest: Manifest, candidate: RunData, mine: Path,
                    pinned_run: RunData | None) -> bool:
-    """`run` can be a night of the candidate's reference: complete, of its profile, not
+    """A run can be a night of the candidate's reference: complete, of its profile, not
     itself, started before it (and after the pinned run)."""
-    name = candidate.manifest.profile.name
-    return not (run.directory.resolve() == mine or run.manifest.status != "complete"
-                or aa_variants(run.manifest.variants) != aa_variants(
-                    candidate.manifest.variants)  # an A/A night is no other's reference
-                or run.manifest.profile.name != name
-                or run.manifest.run_id == candidate.manifest.run_id
-                or (_started(candidate) and _started(run) >= _started(candidate))
-                or (pinned_run is not None and _started(run) <= _started(pinned_run)))
+    def started(m: Manifest) -> float:
+        return float(m.started) if isinstance(m.started, int | float) else 0.0
+
+    ours = candidate.manifest
+    return not (directory.resolve() == mine or manifest.status != "complete"
+                or aa_variants(manifest.variants) != aa_variants(ours.variants)
+                # an A/A night is no other's reference
+                or manifest.profile.name != ours.profile.name
+                or manifest.run_id == ours.run_id
+                or (started(ours) and started(manifest) >= started(ours))
+                or (pinned_run is not None and started(manifest) <= _started(pinned_run)))
 
 
 def find_reference(path: Path, candidate: RunData, *, intended: bool = False,
@@ -151,20 +162,23 @@ def find_reference(path: Path, candidate: RunData, *, intended: bool = False,
     if pin is not None:
         pinned_run = load_run(pin)
         _same_digest(pinned_run, candidate, intended, "pinned baseline")
-    found: list[RunData] = []
     damaged: list[tuple[str, str]] = []
     other_digest = other_series = 0
     joins = of_manifest(candidate.manifest)
-    for run in _nights(profile_dir(path, name), damaged):
-        if not _earlier_night(run, candidate, mine, pinned_run):
-            continue
-        if of_manifest(run.manifest) != joins:  # another replica or host set
+
+    def night(directory: Path, manifest: Manifest) -> bool:
+        nonlocal other_series, other_digest
+        if not _earlier_night(directory, manifest, candidate, mine, pinned_run):
+            return False
+        if of_manifest(manifest) != joins:  # another replica or host set
             other_series += 1
-            continue
-        if digest(run) != digest(candidate) and not intended:
+            return False
+        if (manifest.profile.digest or "") != digest(candidate) and not intended:
             other_digest += 1
-            continue
-        found.append(run)
+            return False
+        return True
+
+    found = list(_nights(profile_dir(path, name), damaged, night))
     found.sort(key=lambda r: (_started(r), r.directory.name), reverse=True)
     found = found[:series_max - (pinned_run is not None)]
     if pinned_run is not None:
