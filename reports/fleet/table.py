@@ -22,7 +22,7 @@ from napilab.harness.errors import NapilabError
 from napilab.harness.stats.replicas.effects import Missing
 from napilab.harness.store.manifest import Manifest
 from napilab.harness.store.store import load_manifest
-from napilab.reports.ab.compare import Table, load_run, table
+from napilab.reports.ab.compare import RunData, Table, load_run, table
 
 if TYPE_CHECKING:
     from napilab.harness.stats.replicas import Effect, Pooled
@@ -63,7 +63,8 @@ class FleetTable:
     replicas: list[str]  # those whose runs are in the pools, in the manifest's order
     absent: dict[str, str]  # replica -> why it is not (its run failed, ...)
     lines: list[FleetLine]
-    tables: dict[str, Table] = field(default_factory=dict)  # each replica's own table
+    # each replica's own run and table (its own reports are rendered from them)
+    own: dict[str, tuple[RunData, Table]] = field(default_factory=dict)
 
 
 def is_fleet(directory: str | Path) -> bool:
@@ -77,16 +78,17 @@ def is_fleet(directory: str | Path) -> bool:
 def fleet_table(directory: str | Path) -> FleetTable:
     directory = Path(directory)
     manifest = load_manifest(directory)
-    tables: dict[str, Table] = {}
+    own: dict[str, tuple[RunData, Table]] = {}
     absent: dict[str, str] = {}
     for record in manifest.replicas or []:
         if record.status not in USABLE:
             absent[record.name] = record.status + (f": {record.error}" if record.error else "")
             continue
-        tables[record.name] = table(load_run(directory / record.dir))
+        run = load_run(directory / record.dir)
+        own[record.name] = (run, table(run))
     keys: dict[tuple[str, str, str], tuple[str, str]] = {}  # (label, base, var) -> unit, dir
     values: dict[tuple[str, str, str], dict[str, tuple[tuple[float, ...], tuple[float, ...]]]] = {}
-    for name, tab in tables.items():
+    for name, (_, tab) in own.items():
         for line in tab.lines:
             if not line.primary:
                 continue
@@ -97,8 +99,8 @@ def fleet_table(directory: str | Path) -> FleetTable:
                 keys.setdefault(key, (line.unit, line.direction))
                 values.setdefault(key, {})[name] = (line.cells[base].values,
                                                     line.cells[var].values)
-    lines = _pool_lines(keys, values, list(tables))
-    return FleetTable(directory, manifest, list(tables), absent, lines, tables)
+    lines = _pool_lines(keys, values, list(own))
+    return FleetTable(directory, manifest, list(own), absent, lines, own)
 
 
 def _pool_lines(keys: dict[tuple[str, str, str], tuple[str, str]],

@@ -157,29 +157,32 @@ def report_files(directory: str | Path, formats: list[str], *, print_text: bool 
     if unknown:
         raise ValueError(f"unknown report format(s) {unknown}; expected {', '.join(FORMATS)}")
     if fleet_table.is_fleet(directory):
-        return _fleet_files(Path(directory), formats, print_text=print_text)
+        return _fleet_files(Path(directory), formats, print_text=print_text, nipa=nipa)
     run = load_run(directory)
     tab = table(run)
-    written = []
-    for fmt in formats:
-        if fmt == "text" and print_text:
-            continue
-        path = run.directory / FILES[fmt]
-        atomic_write(path, render(run, fmt, tab, nipa))
-        written.append(path)
+    written = _write(run, tab, [f for f in formats if f != "text" or not print_text], nipa)
     return written, render(run, "text", tab) if print_text and "text" in formats else None
 
 
-def _fleet_files(directory: Path, formats: list[str], *, print_text: bool
-                 ) -> tuple[list[Path], str | None]:
-    """A run over replicas: each replica's own reports in its directory, and the
-    pooled table in the run's (html, text, md, json; the other formats are each
-    replica's)."""
+def _write(run: RunData, tab: Table, formats: list[str], nipa: NipaTarget) -> list[Path]:
+    written = []
+    for fmt in formats:
+        path = run.directory / FILES[fmt]
+        atomic_write(path, render(run, fmt, tab, nipa))
+        written.append(path)
+    return written
+
+
+def _fleet_files(directory: Path, formats: list[str], *, print_text: bool,
+                 nipa: NipaTarget) -> tuple[list[Path], str | None]:
+    """A run over replicas: each replica's own reports in its directory (from the runs
+    and tables the pooling read), and the pooled table in the run's (html, text, md,
+    json; the other formats are each replica's)."""
     fleet = fleet_table.fleet_table(directory)
     written = []
-    for name in fleet.replicas:
-        own = [f for f in formats if f != "text" or not print_text]
-        written += report_files(directory / "replicas" / name, own, print_text=False)[0]
+    for run, tab in fleet.own.values():
+        written += _write(run, tab, [f for f in formats if f != "text" or not print_text],
+                          nipa)
     for fmt, render_fleet in (("text", fleet_text.text), ("md", fleet_text.markdown),
                               ("json", fleet_record.fleet_json), ("html", _fleet_html)):
         if fmt in formats and not (fmt == "text" and print_text):
