@@ -4,7 +4,7 @@ knows of it (docs/design.md, "Extending"); adding one is its class and a line he
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from napilab.runners.base import ParseError, Value
@@ -23,6 +23,7 @@ from napilab.runners.collectors import (
     softnet_stat,
 )
 from napilab.runners.collectors.collector import Collector
+from napilab.runners.collectors.trace import trace
 from napilab.runners.workloads import (
     command,
     iperf3,
@@ -72,6 +73,7 @@ COLLECTORS: dict[str, Collector[Any]] = _by_name(
     perf_stat.PerfStatCollector(),
     qstats.QstatsCollector(),
     ethtool_stats.EthtoolStatsCollector(),
+    trace.TraceCollector(),
 )
 
 
@@ -91,11 +93,15 @@ def snapshot_script() -> str:
     return collector.snapshot_script(COLLECTORS.values())
 
 
-def snapshot_argv(names: Iterable[str], phase: str = "stop") -> list[str]:
+def snapshot_argv(names: Iterable[str], phase: str = "stop",
+                  options: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
     """The one command that reads what the named collectors need (and uptime);
-    `phase`: `start` for the snapshot before a window, `stop` after it."""
-    return collector.snapshot_argv([COLLECTORS[name] for name in names], snapshot_script(),
-                                   phase)
+    `phase`: `start` for the snapshot before a window, `stop` after it; `options`: each
+    collector's profile options, for a section whose argv word carries data (trace)."""
+    chosen = [COLLECTORS[name] for name in names]
+    words = {c.paths[0]: c.word((options or {}).get(c.name, {}), phase)
+             for c in chosen if hasattr(c, "word")}
+    return collector.snapshot_argv(chosen, snapshot_script(), phase, words)
 
 
 def snapshot_hostscript(names: Iterable[str]) -> str | None:

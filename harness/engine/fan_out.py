@@ -140,8 +140,9 @@ class HostOps:
 
     def snapshot(self, trial: Trial, variant: Variant, when: str) -> dict[str, dict[str, Any]]:
         """One exec per host reads every collector's sources; returns parsed snapshots."""
+        by_host = self.plan.collectors(variant)
         wanted = {h: sorted({spec.name for _, spec in specs})
-                  for h, specs in self.plan.collectors(variant).items() if specs}
+                  for h, specs in by_host.items() if specs}
 
         phase = registry.snapshot_phase(when)
         if phase == "start":
@@ -149,7 +150,8 @@ class HostOps:
 
         def read(host: str) -> dict[str, Any]:
             names = wanted[host]
-            argv = registry.snapshot_argv(names, phase)
+            argv = registry.snapshot_argv(names, phase,
+                                          {spec.name: spec.options for _, spec in by_host[host]})
             script = registry.snapshot_hostscript(names)
             result = self.transports[host].run(argv, check=False,
                                                stdin=hostscript(script) if script else None)
@@ -196,8 +198,11 @@ class HostOps:
                 if cspec.name not in before[host] or cspec.name not in after[host]:
                     continue
                 collector = registry.COLLECTORS[cspec.name]
+                options = cspec.options
+                if getattr(collector, "wants_cpus", False):
+                    options = {**options, "cpus": cspec.cpus}
                 values = collector.delta(before[host][cspec.name], after[host][cspec.name],
-                                         cspec.options, self.host_info[host])
+                                         options, self.host_info[host])
                 values += collectors.totals(values, cspec.cpus)
                 rows += [Row(trial.index, trial.variant, trial.rep, role, host,
                              cspec.name + suffix, v.metric, v.cpu, float(v.value), v.unit)

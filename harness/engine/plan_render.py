@@ -114,7 +114,8 @@ class _Steps:
             if specs:
                 names = sorted({s.name for _, s in specs})
                 script = snapshot_hostscript(names)
-                self.add(host, phase, snapshot_argv(names, snapshot),
+                argv = snapshot_argv(names, snapshot, {s.name: s.options for _, s in specs})
+                self.add(host, phase, [_shown(word) for word in argv],
                          stdin=f"<{script}>" if script else None)
 
     def workload(self, variant: Variant, trial: Trial, run_id: str, *,
@@ -290,3 +291,12 @@ def plan_text(plan: Plan, *, summary_only: bool = False) -> str:
     for name, text in used.items():
         lines += ["", f"<{name} script>:", *(f"    {line}" for line in text.splitlines())]
     return "\n".join(lines) + "\n"
+
+
+def _shown(word: str) -> str:
+    """A section word carrying data (trace's `@trace:PROGRAM`, gzip'd and base64'd) as
+    its name and size."""
+    name, sep, data = word.partition(":")
+    if not (word.startswith("@") and sep and len(data) > 80):
+        return word
+    return f"{name}:<{len(data)} bytes: the stages' program, gzip and base64>"

@@ -70,14 +70,16 @@ def snapshot_script(collectors: Iterable[Collector[Any]]) -> str:
 
 
 def snapshot_argv(collectors: Iterable[Collector[Any]], script: str,
-                  phase: str = "stop") -> list[str]:
+                  phase: str = "stop", words: Mapping[str, str] | None = None) -> list[str]:
     """The one command that reads everything `collectors` need, plus uptime: plain
-    `tail` when they read only files, the snapshot `script` otherwise."""
+    `tail` when they read only files, the snapshot `script` otherwise. `words`: a
+    section's argv word when it is more than its name (trace's `@trace:PROGRAM`: data,
+    never part of the script)."""
     assert phase in PHASES, phase
     paths = [UPTIME]
     for collector in collectors:
         paths += [p for p in collector.paths if p not in paths]
-    sections = [p for p in paths if p.startswith("@")]
+    sections = [(words or {}).get(p, p) for p in paths if p.startswith("@")]
     if not sections:
         return ["tail", "-v", "-n", "+1", "--", *paths]
     files = [p for p in paths if not p.startswith("@")]
