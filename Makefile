@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 DEBS := iproute2 iputils-ping iperf3 sockperf ethtool openssh-server procps util-linux \
-	linux-perf kmod dpdk-dev librte-net-af-xdp23
+	linux-perf kmod dpdk-dev librte-net-af-xdp23 bpftrace
 # the VM testbed: QEMU, the static busybox of virtme-ng's initramfs, kmod (depmod, and
 # modprobe inside the guests)
 VM_DEBS := qemu-system-x86 busybox-static kmod

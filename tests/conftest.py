@@ -57,6 +57,8 @@ def machine_state() -> dict[str, object]:
                             check=False).stdout.splitlines()
     qemu = subprocess.run(["pgrep", "-f", "qemu-system"], capture_output=True, text=True,
                           check=False).stdout.split()
+    tracers = subprocess.run(["pgrep", "-x", "bpftrace"], capture_output=True, text=True,
+                             check=False).stdout.split()
     return {
         "sysctls": sysctls,
         "netns": sorted(n.split()[0] for n in netns if n.strip()),
@@ -64,6 +66,7 @@ def machine_state() -> dict[str, object]:
         "sshd": sorted(p for p in sshd if not tb.zombie(int(p))),  # exited, not yet reaped
         "routes": sorted(line.strip() for line in routes),
         "qemu": sorted(p for p in qemu if not tb.zombie(int(p))),
+        "bpftrace": sorted(p for p in tracers if not tb.zombie(int(p))),
         "vm_testbeds": sorted(str(p) for p in Path("/run").glob("napilab*-vm")),
         # journals, locks and work directories: a run leaves none of them behind (the
         # empty directory itself may stay)
@@ -237,6 +240,26 @@ def root_only() -> None:
     reason = need_root()
     if reason:
         pytest.skip(reason)
+
+
+TRACEFS = Path("/sys/kernel/tracing")
+
+
+@pytest.fixture(scope="session")
+def tracefs(root_only: None) -> Iterator[None]:
+    """tracefs mounted for the trace collector's bpftrace (a lab host mounts it at boot;
+    this machine does not): mounted here when it is not, and unmounted after, in the
+    worker's own mount namespace when it has one (private_var_tmp)."""
+    if shutil.which("bpftrace") is None:
+        pytest.skip("bpftrace is not installed (make test installs Debian's bpftrace)")
+    if (TRACEFS / "events").is_dir():
+        yield
+        return
+    subprocess.run(["mount", "-t", "tracefs", "nodev", str(TRACEFS)], check=True)
+    try:
+        yield
+    finally:
+        subprocess.run(["umount", str(TRACEFS)], check=False)
 
 
 @pytest.fixture(scope="module")

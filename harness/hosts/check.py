@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from napilab.harness.hosts import facts as host_facts
-from napilab.harness.hosts import queues
+from napilab.harness.hosts import queues, tracers
 from napilab.harness.hosts.session import HostSession
 from napilab.harness.inventory.inventory import Host
 from napilab.harness.knobs import registry
@@ -16,7 +16,7 @@ from napilab.harness.transport.transport import Transport
 from napilab.runners.registry import programs as registry_programs
 
 # what napilab itself runs, after every workload tool's programs (runners.registry)
-OWN = ("ynl", "python3", "ethtool", "taskset", "chrt", "ss", "timeout")
+OWN = ("ynl", "python3", "ethtool", "taskset", "chrt", "ss", "timeout", "bpftrace")
 
 
 def tools() -> tuple[str, ...]:
@@ -53,8 +53,10 @@ def check_host(host: Host, session: HostSession) -> dict[str, Any]:
         xdp = napi.xdp_support(session, host.iface, facts.get("af_xdp"))
         found, notes = queues.device_queues(session, host.iface)
         channels = queues.channels(session, host.iface)
+    tracer, other_tracers = tracers.running(transport)
     return {
         "host": host.name, "transport": host.transport,
+        "tracers": {"napilab": tracer, "other_bpftrace": other_tracers},
         "kernel": facts.get("kernel_release"), "cpu_model": facts.get("cpu_model"),
         "online_cpus": facts.get("online_cpus"), "irqbalance": facts.get("irqbalance"),
         "user_hz": facts.get("user_hz"), "iface": host.iface,
@@ -84,12 +86,22 @@ def render(reports: list[dict[str, Any]]) -> str:
         if r.get("virtualization"):
             lines.insert(-4, f"  machine      {r['virtualization']}")
         lines += _queue_lines(r)
+        lines.append(f"  tracers      {_tracer_line(r['tracers'])}")
         lines.append("  knobs")
         lines += [f"    {state:<10} {path}" for path, state in r["knobs"].items()]
         have = [t for t, ok in r["tools"].items() if ok]
         missing = [t for t, ok in r["tools"].items() if not ok]
         lines += [f"  tools        {' '.join(have)}", f"  missing      {' '.join(missing) or '-'}"]
     return "\n".join(lines) + "\n"
+
+
+def _tracer_line(found: dict[str, Any]) -> str:
+    """What is attached: napilab's bpftrace (a live run's, or a dead run's that
+    `napilab restore` stops) and any other bpftrace running on the host."""
+    mine = (f"napilab's bpftrace pid {found['napilab']} attached (a live run's, or "
+            "`napilab restore` stops it)" if found["napilab"] else "none of napilab's")
+    others = found["other_bpftrace"]
+    return mine + (f"; {others} other bpftrace process(es)" if others else "")
 
 
 def _queue_lines(r: dict[str, Any]) -> list[str]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 
 from napilab.harness.errors import HostError, NapilabError
-from napilab.harness.hosts import identity, lock
+from napilab.harness.hosts import identity, lock, tracers
 from napilab.harness.hosts.host_records import LockRecord
 from napilab.harness.hosts.session import HostSession
 from napilab.harness.hosts.settings import HostSettings, JournalError, journal_entries, tidy
@@ -179,9 +179,12 @@ def _fresh_entries(transport: Transport, journal: lock.Journal,
 
 
 def _clear_lock(transport: Transport, left: int, break_lock: bool) -> Iterator[str]:
+    """The lock goes when no journal is left and its holder is dead; so does the tracer
+    (harness.hosts.tracers) the dead run left attached."""
     name = transport.host.name
     holder = lock.read_lock(transport)
     if holder is None:
+        yield from _stop_tracer(transport)
         return
     path = lock.lock_path(transport)
     remaining = lock.leftover(transport) if left == 0 else []
@@ -196,9 +199,16 @@ def _clear_lock(transport: Transport, left: int, break_lock: bool) -> Iterator[s
         yield f"{name}: the lock {path} of {lock.describe(holder)} stays: {why}"
         return
     transport.run(["rm", "-f", "--", path])
+    yield from _stop_tracer(transport)
     tidy(transport, lock.run_of(holder) or "")
     if isinstance(holder, lock.Corrupt):
         yield f"{name}: removed the corrupt lock {path} ({holder.excerpt!r})"
         return
     what = "stale" if state == identity.DEAD else "live (--break-lock)"
     yield f"{name}: removed the {what} lock of {lock.describe(holder)}"
+
+
+def _stop_tracer(transport: Transport) -> Iterator[str]:
+    line = tracers.stop_left(transport)
+    if line:
+        yield line
