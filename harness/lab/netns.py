@@ -170,27 +170,31 @@ class Testbed:
                 "Subsystem sftp internal-sftp",
             ]) + "\n")
             run_here(["ip", "netns", "exec", node.netns,
-                      *self._without_rc([SSHD, "-f", str(config), "-E",
+                      *self._own_mounts([SSHD, "-f", str(config), "-E",
                                          str(home / "sshd.log")])])
             pub = host_key.with_suffix(".pub").read_text().split()
             known.append(f"{node.mgmt_address},{node.data_address} {pub[0]} {pub[1]}")
         (self.state / "known_hosts").write_text("\n".join(known) + "\n")
         self._wait_for_sshd()
 
-    def _without_rc(self, argv: list[str]) -> list[str]:
+    def _own_mounts(self, argv: list[str]) -> list[str]:
         """sshd started in a mount namespace of its own where root's ~/.bashrc is an
         empty file: bash, run by sshd for every session and every command channel,
         reads it (Debian's SSH_SOURCE_BASHRC), and this machine's (pyenv's init) took
         236 ms each time, which the testbed's hosts would otherwise charge to every
-        trial's workload. The machine's own file is not touched; the mount is gone
-        with sshd."""
+        trial's workload. There too tracefs is mounted, as a lab host's systemd mounts
+        it at boot (`ip netns exec` gives the namespace a /sys of its own, where it is
+        not): the trace collector's bpftrace reads its tracepoints' formats there. The
+        machine's own file and mounts are not touched; the mounts are gone with sshd."""
+        steps = ["[ -d /sys/kernel/tracing/events ] || "
+                 "mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true"]
         rc = Path("~root/.bashrc").expanduser()
-        if not rc.is_file():
-            return argv
-        empty = self.state / "empty-bashrc"
-        empty.write_text("")
-        script = f"mount --bind {shlex.quote(str(empty))} {shlex.quote(str(rc))} && exec " \
-            + shlex.join(argv)
+        if rc.is_file():
+            empty = self.state / "empty-bashrc"
+            empty.write_text("")
+            steps.append(f"mount --bind {shlex.quote(str(empty))} {shlex.quote(str(rc))}")
+        script = "; ".join(steps[:1]) + "".join(f"; {step} || exit 1" for step in steps[1:]) \
+            + "; exec " + shlex.join(argv)
         return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script]
 
     def _wait_for_sshd(self) -> None:

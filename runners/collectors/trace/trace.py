@@ -209,9 +209,10 @@ def read_section(text: str, *, host: str = "the host") -> Trace | Started:
 _SCRIPT = f"""echo "==> {SECTION} <=="
   d=/var/tmp/napilab; ns=$(readlink /proc/self/ns/net | tr -dc 0-9); f=$d/trace-$ns
   if [ -f "$f.pid" ]; then old=$(cat "$f.pid"); rm -f "$f.pid"; else old=; fi
+  runs() {{ [ "$(cut -d' ' -f3 /proc/$1/stat 2>/dev/null)" != Z ] && kill -0 "$1" 2>/dev/null; }}
   stop() {{ [ -n "$1" ] && [ "$(cat /proc/$1/comm 2>/dev/null)" = bpftrace ] || return 0
     kill -INT "$1" 2>/dev/null; n=0
-    while kill -0 "$1" 2>/dev/null && [ $n -lt 200 ]; do sleep 0.1; n=$((n+1)); done
+    while runs "$1" && [ $n -lt 400 ]; do sleep 0.05; n=$((n+1)); done
     kill -KILL "$1" 2>/dev/null; return 0; }}
   T=/sys/kernel/tracing; [ -d $T/events ] || T=/sys/kernel/debug/tracing
   cap=$(sed -n 's/^CapEff:[[:space:]]*//p' /proc/self/status)
@@ -244,8 +245,8 @@ _SCRIPT = f"""echo "==> {SECTION} <=="
       done < "$f.all"; rm -f "$f.all"
       BPFTRACE_MAP_KEYS_MAX=65536 bpftrace -f json "$f.bt" </dev/null >"$f.out" 2>"$f.err" &
       echo $! > "$f.pid"; n=0
-      while kill -0 "$(cat "$f.pid")" 2>/dev/null && ! grep -q attached_probes "$f.out" \\
-        && [ $n -lt 900 ]; do sleep 0.1; n=$((n+1)); done
+      while runs "$(cat "$f.pid")" && ! grep -q attached_probes "$f.out" \\
+        && [ $n -lt 1800 ]; do sleep 0.05; n=$((n+1)); done
       if grep -q attached_probes "$f.out"; then echo {STARTED}; cat "$f.stages"
       else stop "$(cat "$f.pid")"; rm -f "$f.pid"
         echo "refused: bpftrace did not attach: $(grep -v RLIMIT_MEMLOCK "$f.err" \\
