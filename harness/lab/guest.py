@@ -174,6 +174,9 @@ def init_script(spec: GuestSpec) -> str:
         "ip link set mgmt0 up",
         f"ip addr add {spec.data_address} dev data0",
         "ip link set data0 up",
+        "# tracefs, as a lab host's systemd mounts it (the trace collector's bpftrace)",
+        "[ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing "
+        "|| true",
         "mkdir -p -m 0755 /run/sshd",
         f'echo "{READY} $(uname -r)"',
         "exec /usr/sbin/sshd -D -e -f $G/sshd_config",

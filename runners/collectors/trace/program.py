@@ -8,7 +8,8 @@ A stage file's header, one `// key: value` line each:
   says    what it measures and from which tracepoints or probes
   needs   the probes it attaches to; a host lacking one leaves the stage out (absent,
           never 0): `tracepoint:GROUP:EVENT` needs tracefs' events/GROUP/EVENT,
-          `kprobe:FUNC` a kernel with kprobe_events and FUNC in kallsyms
+          `kprobe:FUNC` a kernel with kprobe_events and FUNC among the functions it
+          can probe (tracefs' available_filter_functions: not inlined, not notrace)
   key     what its histograms are split by besides the CPU: none, irq, napi (NAPI id),
           function (a cross-CPU call's function)
   unit    ns (a time) or packets (a count per poll)

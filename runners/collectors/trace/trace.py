@@ -236,7 +236,8 @@ _SCRIPT = f"""echo "==> {SECTION} <=="
           for probe in ${{line#//== }}; do [ -n "$name" ] || {{ name=$probe; continue; }}
             case "$probe" in
             tracepoint:*) g=${{probe#tracepoint:}}; [ -d "$T/events/${{g%%:*}}/${{g#*:}}" ];;
-            kprobe:*) [ -e $T/kprobe_events ] && grep -q " ${{probe#kprobe:}}$" /proc/kallsyms;;
+            kprobe:*) [ -e $T/kprobe_events ] && grep -Eq "^${{probe#kprobe:}}( |$)" \
+              $T/available_filter_functions 2>/dev/null;;
             esac || {{ keep=; echo "absent $name: $probe" >> "$f.stages"; break; }}
           done
           [ -n "$keep" ] && echo "stage $name" >> "$f.stages";;
