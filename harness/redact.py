@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import re
+import shlex
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
@@ -44,6 +45,14 @@ def shown_argv(argv: Sequence[str], env: Mapping[str, str] | None) -> tuple[str,
     hidden = {f"{k}={v}": f"{k}={REDACTED}" for k, v in (env or {}).items()
               if isinstance(v, Secret)}
     return tuple(hidden.get(word, word) for word in argv)
+
+
+def brief(argv: Sequence[str], longest: int = 120) -> str:
+    """`argv` as an error message names it: a word longer than `longest` characters (a
+    snapshot's script, the trace collector's `@trace:PROGRAM`) as its start and size."""
+    return shlex.join(word if len(word) <= longest else
+                      f"{word[:40].splitlines()[0] if word[:40].strip() else ''}"
+                      f"...<{len(word)} characters>" for word in argv)
 
 
 def stored_argv(argv: Sequence[str], show: Collection[str]) -> list[str]:

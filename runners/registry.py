@@ -104,6 +104,12 @@ def snapshot_argv(names: Iterable[str], phase: str = "stop",
     return collector.snapshot_argv(chosen, snapshot_script(), phase, words)
 
 
+def snapshot_timeout(names: Iterable[str], phase: str) -> float:
+    """How long a snapshot of these collectors may take: 60 s, or longer where one says
+    (trace's bpftrace attaches its probes in the snapshot before the window)."""
+    return max([60.0, *(getattr(COLLECTORS[n], "seconds", {}).get(phase, 0) for n in names)])
+
+
 def snapshot_hostscript(names: Iterable[str]) -> str | None:
     """The host script a snapshot of these collectors sends on its stdin (a collector's
     optional `hostscript`, a file of harness/knobs/kinds/hostscripts/), or None."""

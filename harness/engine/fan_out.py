@@ -154,7 +154,8 @@ class HostOps:
                                           {spec.name: spec.options for _, spec in by_host[host]})
             script = registry.snapshot_hostscript(names)
             result = self.transports[host].run(argv, check=False,
-                                               stdin=hostscript(script) if script else None)
+                                               stdin=hostscript(script) if script else None,
+                                               timeout=registry.snapshot_timeout(names, phase))
             self.store.write_raw(trial.id, host, f"snapshot-{when}.out", result.stdout)
             files = collectors.split_tail(result.stdout)
             parsed: dict[str, Any] = {"_uptime": collectors.uptime_seconds(files)}
@@ -184,7 +185,8 @@ class HostOps:
         def stop(host: str) -> None:
             with contextlib.suppress(NapilabError):  # a host gone: perf's own timeout
                 self.transports[host].run(registry.snapshot_argv(wanted[host], "stop"),
-                                          check=False)
+                                          check=False,
+                                          timeout=registry.snapshot_timeout(wanted[host], "stop"))
 
         each_host(list(wanted), stop)
 

@@ -42,5 +42,6 @@ def stop_left(transport: Transport) -> str | None:
     pid, _ = running(transport)
     if pid is None:
         return None
-    transport.run(registry.snapshot_argv(["trace"], "stop"), check=False)
+    transport.run(registry.snapshot_argv(["trace"], "stop"), check=False,
+                  timeout=registry.snapshot_timeout(["trace"], "stop"))
     return f"{transport.host.name}: stopped the tracer (bpftrace, pid {pid}) a dead run left"

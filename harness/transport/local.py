@@ -14,7 +14,7 @@ from typing import IO, cast
 
 from napilab.harness.errors import HostError
 from napilab.harness.inventory.inventory import Host
-from napilab.harness.redact import shown_argv
+from napilab.harness.redact import brief, shown_argv
 from napilab.harness.transport.transport import CommandResult, command_line
 
 
@@ -90,7 +90,7 @@ class LocalTransport:
             proc = subprocess.run(final, input=(stdin or "").encode(), capture_output=True,
                                   timeout=timeout, check=False)
         except subprocess.TimeoutExpired:
-            raise HostError(f"{self.host.name}: `{' '.join(argv)}` timed out after "
+            raise HostError(f"{self.host.name}: `{brief(argv)}` timed out after "
                             f"{timeout:.0f}s") from None
         except OSError as exc:
             raise HostError(f"{self.host.name}: cannot run {final[0]}: {exc}") from None

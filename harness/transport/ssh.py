@@ -26,7 +26,7 @@ import paramiko
 
 from napilab.harness.errors import HostError
 from napilab.harness.inventory.inventory import Host
-from napilab.harness.redact import shown_argv
+from napilab.harness.redact import brief, shown_argv
 from napilab.harness.transport import ssh_config as sshconfig
 from napilab.harness.transport.known_hosts import (
     KnownHosts,
@@ -369,7 +369,7 @@ class SSHTransport:
         start = time.time()
         with self._run_lock:  # one command at a time on the host's shell
             code, out, err = self._shell().run(shell_line(final), stdin, timeout,
-                                               shown=shlex.join(shown))
+                                               shown=brief(shown))
         result = CommandResult(self.host.name, shown, code, out, err, start,
                                time.time() - start)
         return result.check() if check else result

@@ -38,6 +38,14 @@ from napilab.runners.collectors.trace.histogram import Histogram, is_bucket, mer
 TOOL = "trace"
 SECTION = "@trace"
 STARTED = "started"
+# SIGINT is sent again every second until bpftrace exits: one that lands before bpftrace
+# installed its handler is lost (a background job of sh starts with SIGINT ignored; a
+# start right after a start hung here on it).
+# bpftrace's start under QEMU TCG (both Debian kernels, 2 vCPUs): 34-45 s to attach the
+# 42 probes of every stage, 7.5 s of it reading the kernel's BTF; its exit 1-6 s
+ATTACH_S = 300
+EXIT_S = 120
+KILLED = "exit killed"
 QUANTILES = (("p50", 0.50), ("p99", 0.99), ("p999", 0.999))
 US = "us"
 PACKETS = "packets"
@@ -91,6 +99,9 @@ def parse(text: str) -> Trace:
             if not sep:
                 raise ParseError(TOOL, "`absent NAME: PROBE` expected", line)
             absent[_stage_name(name, line)] = why
+        elif line == KILLED:
+            raise ParseError(TOOL, f"bpftrace did not exit within {EXIT_S} s of SIGINT and "
+                             "was killed: its histograms were never printed", line)
         elif line.startswith("stderr: "):
             warnings.append(line.removeprefix("stderr: "))
         elif line.startswith("{"):
@@ -211,9 +222,10 @@ _SCRIPT = f"""echo "==> {SECTION} <=="
   if [ -f "$f.pid" ]; then old=$(cat "$f.pid"); rm -f "$f.pid"; else old=; fi
   runs() {{ [ "$(cut -d' ' -f3 /proc/$1/stat 2>/dev/null)" != Z ] && kill -0 "$1" 2>/dev/null; }}
   stop() {{ [ -n "$1" ] && [ "$(cat /proc/$1/comm 2>/dev/null)" = bpftrace ] || return 0
-    kill -INT "$1" 2>/dev/null; n=0
-    while runs "$1" && [ $n -lt 400 ]; do sleep 0.05; n=$((n+1)); done
-    kill -KILL "$1" 2>/dev/null; return 0; }}
+    t=$(($(date +%s) + {EXIT_S})); n=0
+    while runs "$1" && [ "$(date +%s)" -lt $t ]; do
+      [ $((n % 20)) = 0 ] && kill -INT "$1" 2>/dev/null; n=$((n+1)); sleep 0.05; done
+    runs "$1" || return 0; kill -KILL "$1" 2>/dev/null; echo "exit killed"; }}
   T=/sys/kernel/tracing; [ -d $T/events ] || T=/sys/kernel/debug/tracing
   cap=$(sed -n 's/^CapEff:[[:space:]]*//p' /proc/self/status)
   if [ "$phase" = start ]; then
@@ -245,9 +257,9 @@ _SCRIPT = f"""echo "==> {SECTION} <=="
         esac
       done < "$f.all"; rm -f "$f.all"
       BPFTRACE_MAP_KEYS_MAX=65536 bpftrace -f json "$f.bt" </dev/null >"$f.out" 2>"$f.err" &
-      echo $! > "$f.pid"; n=0
+      echo $! > "$f.pid"; t=$(($(date +%s) + {ATTACH_S}))
       while runs "$(cat "$f.pid")" && ! grep -q attached_probes "$f.out" \\
-        && [ $n -lt 1800 ]; do sleep 0.05; n=$((n+1)); done
+        && [ "$(date +%s)" -lt $t ]; do sleep 0.05; done
       if grep -q attached_probes "$f.out"; then echo {STARTED}; cat "$f.stages"
       else stop "$(cat "$f.pid")"; rm -f "$f.pid"
         echo "refused: bpftrace did not attach: $(grep -v RLIMIT_MEMLOCK "$f.err" \\
@@ -255,10 +267,11 @@ _SCRIPT = f"""echo "==> {SECTION} <=="
       fi
     fi
   elif [ -n "$old" ]; then
-    stop "$old"; cat "$f.stages" 2>/dev/null; cat "$f.out" 2>/dev/null
+    cat "$f.stages" 2>/dev/null; stop "$old"; cat "$f.out" 2>/dev/null
     grep -v RLIMIT_MEMLOCK "$f.err" 2>/dev/null | sed 's/^/stderr: /'
     rm -f "$f.out" "$f.err" "$f.bt" "$f.stages"
-  else echo "refused: no tracer was running (the snapshot before the workload did not\\
+  else rm -f "$f.out" "$f.err" "$f.bt" "$f.stages" "$f.all"
+    echo "refused: no tracer was running (the snapshot before the workload did not\\
  start one)"; fi"""
 
 
@@ -277,6 +290,7 @@ class TraceCollector:
                                      for m in ("count", "p50", "p99", "p999", "mean"))
     sections: Mapping[str, str] = {f"{SECTION}|{SECTION}:*": _SCRIPT}
     counts_during = True  # started by a window's first snapshot: a failed trial stops it
+    seconds: Mapping[str, float] = {"start": ATTACH_S + 60, "stop": EXIT_S + 60}  # timeouts
     wants_cpus = True  # delta() gets the spec's `cpus` as options["cpus"]
     parsers: Mapping[str, Callable[[str], list[Value]]] = {
         "trace": lambda text: stage_values(parse(text))}
