@@ -68,7 +68,8 @@ def test_traces_the_window_and_leaves_nothing() -> None:
     finally:  # a failed assertion must not leave bpftrace attached
         if PID.exists():
             _section("stop")
-    assert subprocess.run(["pgrep", "-x", "bpftrace"], capture_output=True).returncode == 1
+    left = subprocess.run(["pgrep", "-x", "bpftrace"], capture_output=True, text=True).stdout
+    assert all(_gone(int(pid)) for pid in left.split())  # zombies this machine reaps late
 
 
 @pytest.mark.usefixtures("tracefs")
