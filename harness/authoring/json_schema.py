@@ -174,6 +174,7 @@ def _collect() -> Schema:
              "functions": one_or_list(leaf({"type": "string",
                                             "pattern": _regex(sections._WORD)})),
              "since": {"enum": list(sections.SINCE)},
+             "traced": {"enum": list(sections.TRACED)},
              "fields": one_or_list(leaf({"type": "string", "pattern": _regex(netstat.NAME)}))}
     return obj({name: obj({"roles": one_or_list(leaf(STRING)), "cpus": CPU_LIST,
                            **{key: kinds[kind] for key, kind in

@@ -104,8 +104,10 @@ def cli(ctx: click.Context, show_traceback: bool) -> None:
 def _design(prof: Any, strict: bool) -> None:
     """Warn (stderr) when the profile's repeat and primary metrics cannot reach a verdict;
     with --strict that is bad input (exit 2)."""
-    from napilab.harness.profile.design import design_warnings
+    from napilab.harness.profile.design import design_warnings, traced_warnings
 
+    for line in traced_warnings(prof):  # a choice the profile made: said, not --strict's
+        _say(f"napilab: warning: {line}")
     found = design_warnings(prof)
     for line in found:
         _say(f"napilab: warning: {line}")
@@ -136,6 +138,10 @@ def validate(profile: str, inventory: str | None, strict: bool) -> None:
     trials = len(prof.trials())
     click.echo(f"{profile}: ok: {len(prof.variants)} variant(s), {trials} trial(s)"
                + (f", bound to {inventory}" if plan else ""))
+    from napilab.harness.profile.design import traced_lines
+
+    for line in traced_lines(prof):  # what doubles the trials: said beside the warnings
+        _say(f"napilab: note: {line}")
     _design(prof, strict)
 
 

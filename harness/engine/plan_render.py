@@ -29,6 +29,7 @@ from napilab.harness.knobs.backend import Backend
 from napilab.harness.knobs.kind import Item, PlanLookup, Setting
 from napilab.harness.knobs.kinds.kernel import CONTROLLER, KEY, BootBackend
 from napilab.harness.profile import clients
+from napilab.harness.profile.design import traced_lines
 from napilab.harness.profile.kernel import KernelSpec
 from napilab.harness.profile.plan import Plan
 from napilab.harness.profile.profile import Trial, Variant
@@ -237,6 +238,8 @@ def plan_json(plan: Plan, *, summary_only: bool = False) -> dict[str, Any]:
         "comparisons": [list(pair) for pair in plan.profile.comparisons],
         "summary": summary_json(plan),
     }
+    if plan.profile.twins:  # traced twin -> its variant: never compared
+        out["twins"] = plan.profile.twins
     if not summary_only:
         out["steps"] = [{"trial": t.index, "variant": t.variant, "rep": t.rep,
                          "commands": steps(plan, t)} for t in trials]
@@ -265,6 +268,7 @@ def plan_text(plan: Plan, *, summary_only: bool = False) -> str:
              + f", estimated {estimate(plan):.0f}s"]
     if any(v.group is not None for v in profile.variants):
         lines.append("compared: " + compared_text(profile.comparisons))
+    lines += traced_lines(profile)
     lines += summary_lines(plan)
     if summary_only:
         return "\n".join(lines) + "\n"

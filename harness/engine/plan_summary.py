@@ -165,6 +165,7 @@ class VariantSummary:
     against: str | None  # the variant it is compared with; None: the baseline
     changes: tuple[Change, ...]  # the baseline: its settings beyond the common ones
     group: str | None = None  # the first of this comparison group: compared with nothing
+    traced_of: str | None = None  # a traced twin (Variant.traced_of): not compared
 
 
 def summarize(plan: Plan) -> tuple[list[Change], list[VariantSummary]]:
@@ -177,7 +178,7 @@ def summarize(plan: Plan) -> tuple[list[Change], list[VariantSummary]]:
     against = {variant: base for base, variant in profile.comparisons}
     out = []
     for variant in profile.variants:
-        base = against.get(variant.name)
+        base = against.get(variant.name) or variant.traced_of
         first = base is None and variant.name != profile.baseline
         if first:
             base = profile.baseline  # the first of its group: shown against the baseline
@@ -187,7 +188,8 @@ def summarize(plan: Plan) -> tuple[list[Change], list[VariantSummary]]:
         else:
             changes = _diff(states[base], states[variant.name])
         out.append(VariantSummary(variant.name, variant.description, variant.parameters,
-                                  base, tuple(changes), variant.group if first else None))
+                                  base, tuple(changes), variant.group if first else None,
+                                  variant.traced_of))
     return _diff({}, common), out
 
 
@@ -219,6 +221,7 @@ def summary_lines(plan: Plan) -> list[str]:
         if values and f"({values})" not in v.description:
             head += f" ({values})"
         head += " (baseline)" if v.against is None else \
+            f" ({v.traced_of} with the trace collector, not compared)" if v.traced_of else \
             f" (baseline of group {v.group}; its changes shown against {v.against})" \
             if v.group else f" against {v.against}"
         lines.append(head + (f": {v.description}" if v.description else ""))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from napilab.harness.profile.profile import Profile, Variant
+from napilab.harness.profile.sections import ALL, traced_mode
 from napilab.harness.stats.family import (
     POOLED_SOURCE,
     Workload,
@@ -73,6 +74,32 @@ def family_size(profile: Profile) -> int:
 
 def reach(profile: Profile) -> Reach:
     return reachability(profile.repeat, family_size(profile))
+
+
+def traced_lines(profile: Profile) -> list[str]:
+    """What the trace collector's twins cost (collect.trace.traced: twins), for validate
+    and plan: twice the trials, and why; empty without twins."""
+    twins = profile.twins
+    if not twins:
+        return []
+    shown = ", ".join(list(twins)[:4]) + (", ..." if len(twins) > 4 else "")
+    return [f"traced twins (collect.trace.traced: twins): {shown}: each variant runs "
+            "again with the tracer, beside it in every repetition, so the run has twice "
+            "the trials; verdicts come from the untraced trials, the traced ones give the "
+            "per-stage breakdown and the tracer's overhead"]
+
+
+def traced_warnings(profile: Profile) -> list[str]:
+    """`collect.trace.traced: all`: what it costs (empty otherwise). A choice the
+    profile made, said but not a design problem (`--strict` ignores it)."""
+    every = [v.name for v in profile.variants if traced_mode(v.collect) == ALL]
+    if not every:
+        return []
+    return [f"collect.trace.traced: all ({', '.join(every[:4])}"
+            f"{', ...' if len(every) > 4 else ''}): every trial is traced, so the "
+            "verdicts' latencies include the tracer's overhead, and this run cannot "
+            "measure that overhead (it has no untraced trials); the default, twins, "
+            "judges untraced trials and measures it at twice the trials"]
 
 
 def design_warnings(profile: Profile) -> list[str]:

@@ -56,6 +56,8 @@ from napilab.harness.profile.merge import (
 )
 from napilab.harness.profile.metric_names import check_metric_names, sources_of
 from napilab.harness.profile.sections import (
+    TRACE,
+    TWINS,
     CollectSpec,
     TableRow,
     WorkloadSpec,
@@ -63,6 +65,7 @@ from napilab.harness.profile.sections import (
     parse_collect,
     parse_table,
     parse_workload,
+    traced_mode,
 )
 from napilab.harness.profile.setup import parse_setup
 from napilab.harness.profile.tune import Tune, Tuning, parse_tune
@@ -82,6 +85,7 @@ DIRECTIONS = ("lower", "higher")
 TOP_NUMBERS = {"repeat": Number(1, 10000, integer=True), "seed": Number(0, integer=True),
                "cooldown": Number(0, 3600), "warmup_trials": Number(0, 100, integer=True)}
 _GROUP = re.compile(r"[A-Za-z0-9][A-Za-z0-9._=+-]*")
+TRACED_SUFFIX = "+traced"  # a traced twin's name: VARIANT+traced
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,8 @@ class Variant:
     cores: dict[str, float] = field(default_factory=dict)  # budget per role, "" for all
     rung: Rung | None = None  # its offered load, in a profile with a `load:` ladder
     base: str | None = None  # the variant of the profile this rung is of
+    # the variant this is the traced twin of (_with_twins): never compared
+    traced_of: str | None = None
 
     def kernel(self, role: str) -> KernelSpec | None:
         return next((k for k in self.kernels if k.role == role), None)
@@ -162,14 +168,22 @@ class Profile:
     def comparisons(self) -> tuple[tuple[str, str], ...]:
         """(baseline, variant) of every compared variant: a variant with a `group` is
         compared with the first variant of its group, one without with the first variant
-        without (the profile's baseline unless that one has a group)."""
+        without (the profile's baseline unless that one has a group). Traced twins are
+        never compared (_with_twins)."""
         firsts: dict[str | None, str] = {}
         pairs = []
         for variant in self.variants:
+            if variant.traced_of is not None:
+                continue
             first = firsts.setdefault(variant.group, variant.name)
             if first != variant.name:
                 pairs.append((first, variant.name))
         return tuple(pairs)
+
+    @property
+    def twins(self) -> dict[str, str]:
+        """Each traced twin -> the variant it is the traced copy of, in order."""
+        return {v.name: v.traced_of for v in self.variants if v.traced_of is not None}
 
     def variant(self, name: str) -> Variant:
         return self._by_name[name]
@@ -237,6 +251,7 @@ def load_profile(path: str | Path, tuning: Tuning | None = None) -> Profile:
         rungs = ladder.rungs if ladder else ()
         variants.sort(key=lambda v: (rungs.index(v.rung) if v.rung else 0,
                                      (v.base or v.name) != baseline))
+    variants = _with_twins(check, variants)
     report = check.mapping(document.get("report"), document.where("report"), "report") or Node()
     check.keys(report, "report", REPORT_KEYS)
     table = parse_table(check, report.get("table"), report.where("table"), "report.table", roles)
@@ -260,6 +275,36 @@ def load_profile(path: str | Path, tuning: Tuning | None = None) -> Profile:
         variants=tuple(variants), table=tuple(table), document=resolved, digest=digest,
         load=ladder, tune=tune, tuning=tuning, **profile_fields,
     )
+
+
+def _with_twins(check: Checker, variants: list[Variant]) -> list[Variant]:
+    """`collect.trace.traced: twins` (the default; docs/profiles.md): tracing perturbs
+    what it measures, so each variant V with the trace collector runs as V without it,
+    whose trials the verdicts come from, and its twin V+traced with it (same settings,
+    workload, kernels), right after V: `order: interleaved` runs A, A+traced, B,
+    B+traced in each repetition, a load ladder's rung V+10k has V+10k+traced, a blocked
+    order runs V's block then its twin's, and one boot serves both. A twin is never
+    compared (`comparisons`); its trials give the per-stage breakdown and the tracer's
+    overhead (reports.trace). With `traced: all` there is no twin: every trial is traced
+    (harness.profile.design says what that costs)."""
+    names = {v.name for v in variants}
+    out: list[Variant] = []
+    for variant in variants:
+        if traced_mode(variant.collect) != TWINS:
+            out.append(variant)
+            continue
+        name = variant.name + TRACED_SUFFIX
+        if name in names:
+            check.error(None, f"variants.{name}", f"{name!r} is the name of "
+                        f"{variant.name}'s traced twin (collect.trace.traced: twins): name "
+                        "the variant otherwise")
+        elif why := unsafe(name):
+            check.error(None, f"variants.{variant.base or variant.name}", f"its traced twin "
+                        f"{name!r} {why}: shorten the variant's name")
+        untraced = tuple(c for c in variant.collect if c.name != TRACE)
+        out += [replace(variant, collect=untraced),
+                replace(variant, name=name, traced_of=variant.name)]
+    return out
 
 
 def _tune_arms(check: Checker, document: Node, arms: list[tuple[str, Node, dict[str, Any]]],

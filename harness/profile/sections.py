@@ -7,7 +7,7 @@ finds and returns what it could build; `harness.profile.profile` raises them all
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +35,10 @@ WORKLOAD_NUMBERS = {"duration": Number(0.1, 86400), "timeout": Number(1, 172800)
 PROCESS_KEYS = ("role", "cpus", "args", "wrapper", "env", "show_env")
 TABLE_ROW_KEYS = ("label", "source", "metric", "role")
 SINCE = ("trial", "boot")
+TRACE = "trace"  # the collector whose trials are traced (runners.collectors.trace)
+# `collect.trace.traced`, the default first: twins (each variant also runs traced, beside
+# it, never compared: harness.profile.profile._with_twins) or all (every trial traced)
+TRACED = TWINS, ALL = ("twins", "all")
 COLLECT_KEYS = ("roles", "cpus")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,100}")
 _ENV = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -283,8 +287,9 @@ def parse_collect(check: Checker, node: Node, path: str,
 def _option(check: Checker, node: Node, key: str, kind: str, path: str) -> Any:
     """A collector's option (its class names the kind): regex, names (a list of words),
     patterns (name -> regex), functions (kernel function names), since (trial | boot:
-    dmesg counts the lines of the trial, or every line since the host booted); netstat's
-    `fields` are _fields'."""
+    dmesg counts the lines of the trial, or every line since the host booted), traced
+    (twins | all: trace's traced trials, `traced_mode`); netstat's `fields` are
+    _fields'."""
     value, where = node[key], node.where(key)
 
     def regex(text: Any, at: str) -> bool:
@@ -300,9 +305,11 @@ def _option(check: Checker, node: Node, key: str, kind: str, path: str) -> Any:
 
     if kind == "regex":
         return value if regex(value, path) else None
-    if kind == "since":
-        if value not in SINCE:
-            check.error(where, path, f"expected one of {list(SINCE)}, got {value!r}")
+    if kind in ("since", "traced"):
+        allowed = SINCE if kind == "since" else TRACED
+        if value not in allowed:
+            check.error(where, path, f"expected one of {list(allowed)}, got {value!r}"
+                        f"{suggest(str(value), allowed)}")
             return None
         return value
     if kind == "patterns":
@@ -321,6 +328,13 @@ def _option(check: Checker, node: Node, key: str, kind: str, path: str) -> Any:
         check.error(where, path, f"expected a list of {what}, got {value!r}")
         return []
     return list(words)
+
+
+def traced_mode(collect: Sequence[CollectSpec]) -> str | None:
+    """How a variant whose collectors are COLLECT is traced: twins, all, or None (no
+    trace collector)."""
+    spec = next((c for c in collect if c.name == TRACE), None)
+    return None if spec is None else str(spec.options.get("traced") or TWINS)
 
 
 def _fields(check: Checker, node: Node, key: str, kind: str, path: str) -> list[str]:

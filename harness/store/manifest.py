@@ -188,6 +188,12 @@ class Manifest(Document):
     # the offered-load ladder (harness.profile.load.Ladder.record) and `variants`:
     # variant -> {base, rung, rate} (rate None: `max`); None without a ladder
     load: dict[str, Any] | None = None
+    # the trace collector's traced twins (Variant.traced_of): twin -> the variant it
+    # is the traced copy of; their trials are stored, never judged (`traced_twins`)
+    twins: dict[str, str] | None = None
+    # variants whose every trial is traced (collect.trace.traced: all): their verdicts'
+    # latencies include the tracer's overhead, which the run did not measure
+    traced_all: list[str] | None = None
     inventory: InventoryRecord = msgspec.field(default_factory=InventoryRecord)
     napilab: NapilabRecord = msgspec.field(default_factory=NapilabRecord)
     argv: list[str] = msgspec.field(default_factory=list)
@@ -252,6 +258,13 @@ class Manifest(Document):
         if manifest.operations is None:
             manifest.operations = operations([manifest.workload_source])
         return manifest
+
+
+def traced_twins(manifest: Manifest) -> dict[str, str]:
+    """A stored run's traced twins: twin -> the variant it is the traced copy of (empty
+    without). The one place reports, summaries and gates learn which variants take no
+    part in verdicts."""
+    return dict(manifest.twins or {})
 
 
 def operations(workloads: list[str]) -> dict[str, dict[str, list[str]]]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from napilab.harness import __version__, redact
 from napilab.harness.errors import InputError
 from napilab.harness.profile.plan import Plan
+from napilab.harness.profile.sections import ALL, traced_mode
 from napilab.harness.store.manifest import (
     InventoryRecord,
     Manifest,
@@ -62,7 +63,10 @@ def new_manifest(plan: Plan) -> Manifest:
         budgets={v.name: dict(v.cores) for v in profile.variants if v.cores} or None,
         load=None if profile.load is None else profile.load.record() | {"variants": {
             v.name: {"base": v.base, "rung": v.rung.label, "rate": v.rung.rate}
-            for v in profile.variants if v.rung is not None}},
+            for v in profile.variants if v.rung is not None and v.traced_of is None}},
+        twins=profile.twins or None,
+        traced_all=[v.name for v in profile.variants if traced_mode(v.collect) == ALL]
+        or None,
         inventory=InventoryRecord(plan.inventory.path, inventory_digest(plan),
                                   {n: h.public() for n, h in plan.hosts.items()}),
         napilab=NapilabRecord(__version__, git_sha()),

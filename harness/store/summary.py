@@ -9,7 +9,8 @@ for a run of one set of hosts), and per metric of the trend (the profile's prima
 metrics, then its `report.table` rows, DEFAULT_METRICS in all, else the workload's
 headline: `summary_keys`) and per variant: the number of trials, their median and
 the per-trial values (a metric of several hosts of one role summed per trial, as
-`history` and the A/B table do; run-level values only, cpu null).
+`history` and the A/B table do; run-level values only, cpu null). The trace
+collector's traced twins (Manifest.twins) are left out: never judged.
 
 It is written when a run ends (harness.engine.engine, after the manifest's final
 save; again by a `--resume` that ends it) and by `napilab push` for a run that lacks
@@ -30,7 +31,7 @@ from napilab.harness.errors import InputError
 from napilab.harness.records import codec
 from napilab.harness.records.codec import Document, FrozenRecord
 from napilab.harness.stats.family import named_primary
-from napilab.harness.store.manifest import Manifest
+from napilab.harness.store.manifest import Manifest, traced_twins
 from napilab.harness.store.store import atomic_write, load_manifest, sample_files
 
 SUMMARY_FILE = "summary.json"
@@ -139,7 +140,8 @@ def build_summary(directory: str | Path, manifest: Manifest | None = None, *,
     """The summary of the run in `directory` (its manifest and samples)."""
     directory = Path(directory)
     manifest = manifest or load_manifest(directory)
-    rows = _rows(sample_files(directory))
+    twins = traced_twins(manifest)  # traced copies: no trend of their own
+    rows = [r for r in _rows(sample_files(directory)) if str(r["variant"]) not in twins]
     keys = summary_keys(manifest, {(str(r["source"]), str(r["metric"])) for r in rows})
     wanted = set(keys)
     # (role, source, metric) -> variant -> trial -> sum over the role's hosts
@@ -179,7 +181,7 @@ def build_summary(directory: str | Path, manifest: Manifest | None = None, *,
         replica=replica or getattr(manifest, "replica", None) or manifest.extra.get("replica"),
         replicas=[r.name for r in manifest.replicas or []],
         napilab=manifest.napilab.version or "",
-        variants=list(manifest.variants), baseline=manifest.baseline,
+        variants=[v for v in manifest.variants if v not in twins], baseline=manifest.baseline,
         trials=len(manifest.trials),
         trials_ok=sum(1 for t in manifest.trials if t.status == "ok"),
         hosts={h: HostSummary(kernel=f.kernel_release, machine=f.cpu_model,

@@ -23,7 +23,7 @@ from napilab.harness.errors import StorageError
 from napilab.harness.stats import family as stats_family
 from napilab.harness.stats.family import Workload
 from napilab.harness.stats.pool import DEFAULT_PERCENTILES, pooled_percentiles
-from napilab.harness.store.manifest import Manifest
+from napilab.harness.store.manifest import Manifest, traced_twins
 from napilab.harness.store.store import LEGACY_SAMPLES, SAMPLES_DIR, load_manifest, load_samples
 from napilab.reports.ab import cpu_cost, tradeoff
 from napilab.reports.ab.cpu_cost import with_cpu_cost
@@ -44,11 +44,25 @@ class RunData:
 
     @property
     def variants(self) -> list[str]:
-        """Variants in profile order (baseline first), as the manifest lists trials."""
+        """Variants judged, in profile order (baseline first), as the manifest lists
+        trials: the A/B table's, compare's and check's; traced twins are `twins`."""
+        twins = self.twins
+        return [v for v in self.ran if v not in twins]
+
+    @property
+    def ran(self) -> list[str]:
+        """Every variant with trials, traced twins included."""
         seen: dict[str, None] = {}
         for trial in sorted(self.manifest.trials, key=lambda t: t.variant != self.baseline):
             seen.setdefault(trial.variant, None)
         return [v for v in self.manifest.variants or list(seen) if v in seen]
+
+    @property
+    def twins(self) -> dict[str, str]:
+        """The trace collector's traced twins that ran: twin -> its variant; their trials
+        are the breakdown's and the overhead's (reports.trace), never a verdict's."""
+        ran = set(self.ran)
+        return {t: v for t, v in traced_twins(self.manifest).items() if t in ran}
 
     @property
     def baseline(self) -> str:
@@ -59,7 +73,7 @@ class RunData:
         """(baseline, variant) pairs among the variants that ran: the manifest's (each
         variant with its comparison group's first), else every variant with the baseline
         (runs recorded before comparison groups)."""
-        ran = self.variants
+        ran = self.variants  # twins left out: never compared
         recorded = self.manifest.comparisons
         if recorded is None:
             return tuple((self.baseline, v) for v in ran if v != self.baseline)

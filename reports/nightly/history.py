@@ -32,7 +32,7 @@ import pandas as pd
 from napilab.harness.errors import InputError, NapilabError, StorageError
 from napilab.harness.records import codec
 from napilab.harness.stats.changes import ChangePoint, change_points
-from napilab.harness.store.manifest import Manifest
+from napilab.harness.store.manifest import Manifest, traced_twins
 from napilab.harness.store.store import (
     REPLICAS_DIR,
     damaged_samples,
@@ -151,7 +151,8 @@ def _run_info(directory: Path, manifest: Manifest) -> RunInfo:
                    float(started) if isinstance(started, int | float) else None,
                    manifest.status or "unknown",
                    {h: f.kernel_release or "-" for h, f in (manifest.host_facts or {}).items()},
-                   tuple(manifest.variants), len(manifest.trials),
+                   tuple(v for v in manifest.variants if v not in traced_twins(manifest)),
+                   len(manifest.trials),
                    sum(1 for t in manifest.trials if t.status == "ok"),
                    check, None, manifest.replica)
 
