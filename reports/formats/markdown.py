@@ -17,6 +17,8 @@ from napilab.reports.ab.model import Table, format_ci, format_p, format_pct, p_t
 from napilab.reports.formats import run_facts
 from napilab.reports.load import text as load_text
 from napilab.reports.load.curves import load_report
+from napilab.reports.trace import text as trace_text
+from napilab.reports.trace.breakdown import breakdowns
 
 MAX_FINDINGS = 25
 
@@ -67,6 +69,7 @@ def markdown(run: RunData, tab: Table) -> str:
     found = load_report(run.samples, manifest)
     if found is not None:
         out += load_text.markdown(found, _table, escape)
+    out += trace_text.markdown(breakdowns(run, tab), _table, escape)
     out += _settings(run) + _hosts(run)
     out += _commands(run)
     return "\n".join(out).rstrip("\n") + "\n"

@@ -41,6 +41,8 @@ from napilab.reports.formats import (
 from napilab.reports.formats.text_table import text_table
 from napilab.reports.load import text as load_text
 from napilab.reports.load.curves import load_report
+from napilab.reports.trace import text as trace_text
+from napilab.reports.trace.breakdown import breakdowns
 
 FORMATS = ("html", "text", "md", "json", "junit", "ktap", "nipa", "csv")
 FILES = {"html": "report.html", "text": "report.txt", "md": "report.md",
@@ -108,6 +110,9 @@ def text(run: RunData, width: int = 80, tab: Table | None = None) -> str:
     found = load_report(run.samples, run.manifest)
     if found is not None:
         out += "\n" + load_text.text(found)
+    staged = breakdowns(run, tab)
+    if staged:
+        out += "\n" + trace_text.text(staged)
     status = run_facts.run_status(run.manifest)
     if not status.complete:
         out += (f"\n  {status.status} run: {status.ok} of {status.total} trials completed"

@@ -19,6 +19,8 @@ from napilab.reports.ab.model import Table
 from napilab.reports.ab.table_json import TableRecord, table_doc
 from napilab.reports.formats import run_facts
 from napilab.reports.load.curves import load_json, load_report
+from napilab.reports.trace import text as trace_text
+from napilab.reports.trace.breakdown import breakdowns
 
 SCHEMA = "napilab.report/1"
 
@@ -72,6 +74,8 @@ class ReportRecord(FrozenRecord, frozen=True, omit_defaults=False):
     failures: list[dict[str, Any]] = msgspec.field(default_factory=list)
     commands: list[dict[str, Any]] = msgspec.field(default_factory=list)
     load: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET  # runs with a load ladder
+    # runs with the trace collector: the stages per comparison (reports.trace.text)
+    trace: list[dict[str, Any]] | msgspec.UnsetType = msgspec.UNSET
 
 
 def _finite(value: Any) -> Any:
@@ -111,6 +115,8 @@ def report_doc(run: RunData, tab: Table) -> dict[str, Any]:
         "failures": [asdict(f) for f in run_facts.failures(run)],
         "commands": [{**asdict(c), "shell": c.shell} for c in run_facts.commands(run)],
         **({"load": load_json(found)} if (found := load_report(run.samples, manifest))
+           else {}),
+        **({"trace": trace_text.json_doc(staged)} if (staged := breakdowns(run, tab))
            else {}),
     }
 

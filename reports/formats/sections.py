@@ -23,6 +23,8 @@ from napilab.reports.formats import run_facts
 from napilab.reports.load import text as load_text
 from napilab.reports.load.curves import load_report
 from napilab.reports.plots import plots
+from napilab.reports.trace import text as trace_text
+from napilab.reports.trace.breakdown import breakdowns
 
 MAX_FINDINGS = 25  # significant comparisons listed in the summary; the table has them all
 
@@ -84,6 +86,28 @@ def load(ctx: Context) -> dict[str, Any] | None:
             "omitted": [p for p in rendered if isinstance(p, plots.Omitted)]}
 
 
+def trace(ctx: Context) -> dict[str, Any] | None:
+    """The trace collector's stages per comparison, with their figures; None (no
+    section) for a run without trace rows."""
+    found = breakdowns(ctx.run, ctx.table)
+    if not found:
+        return None
+    rendered = plots.stage_figures(found)
+    return {"breakdowns": [
+        {"heading": trace_text.heading(bd), "traced": trace_text.traced_text(bd),
+         "roles": [{"title": trace_text.role_title(bd, role), "rows": trace_text.rows(bd, role),
+                    "cpus": trace_text.cpu_lines(bd, role),
+                    "absent": trace_text.absent_lines(bd, role),
+                    "attribution": trace_text.attribution_text(bd.attribution[role])
+                    if role in bd.attribution else ""}
+                   for role in trace_text.roles_of(bd)],
+         "notes": list(bd.notes), "baseline": bd.baseline, "variant": bd.variant}
+        for bd in found],
+        "header": [*trace_text.HEADER[:-1], "note"],
+        "figures": [p for p in rendered if isinstance(p, plots.Plot)],
+        "omitted": [p for p in rendered if isinstance(p, plots.Omitted)]}
+
+
 def settings(ctx: Context) -> dict[str, Any]:
     flagged = [s for s in ctx.settings if s.state in ("mismatch", "unread")]
     return {"rows": ctx.settings, "flagged": len(flagged),
@@ -124,6 +148,7 @@ SECTIONS: dict[str, tuple[str, Callable[[Context], Mapping[str, Any] | None]]] =
     "verdicts": ("Verdicts", verdict_summary),
     "load": ("Latency under offered load", load),
     "ab_table": ("A/B table", ab_table),
+    "trace": ("Where the time went: stages of the receive path", trace),
     "plots": ("Plots", plot_figures),
     "settings": ("Settings requested and read back", settings),
     "hosts": ("Hosts and confounders", hosts),
@@ -134,7 +159,7 @@ SECTIONS: dict[str, tuple[str, Callable[[Context], Mapping[str, Any] | None]]] =
 
 
 # sections a run shows only when it has them (their function returns None otherwise)
-OPTIONAL = ("load",)
+OPTIONAL = ("load", "trace")
 
 
 def build(run: RunData, table: Table) -> list[Section]:

@@ -8,7 +8,7 @@ SVG goes through reports.plots.svg (escaped text, per-figure ids, checked before
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
@@ -22,8 +22,10 @@ from napilab.reports.plots import cpu as plots_cpu
 from napilab.reports.plots import frontier as plots_frontier
 from napilab.reports.plots import latency as plots_latency
 from napilab.reports.plots import load as plots_load
+from napilab.reports.plots import stages as plots_stages
 from napilab.reports.plots import trial_order as plots_trial_order
 from napilab.reports.plots.svg import RC, SvgRejected, color, figure_svg, label, numbers
+from napilab.reports.trace.breakdown import Breakdown
 
 Drawn = tuple[Figure, str] | str  # (figure, caption note) or why there is no figure
 PlotFunction = Callable[[RunData, Table], Drawn]
@@ -170,9 +172,18 @@ def frontier_of(table: Table) -> Plot | Omitted:
 
 def load_figures(report: LoadReport) -> list[Plot | Omitted]:
     """The latency-load figures of a run with a load ladder (reports.plots.load)."""
-    out: list[Plot | Omitted] = []
     with plt.rc_context(RC):
-        drawn = plots_load.figures(report)
+        return _inline(plots_load.figures(report))
+
+
+def stage_figures(found: Sequence[Breakdown]) -> list[Plot | Omitted]:
+    """The trace breakdown's figures (reports.plots.stages)."""
+    with plt.rc_context(RC):
+        return _inline(plots_stages.figures(found))
+
+
+def _inline(drawn: Sequence[tuple[str, str, Drawn]]) -> list[Plot | Omitted]:
+    out: list[Plot | Omitted] = []
     for name, title, found in drawn:
         if isinstance(found, str):
             out.append(Omitted(name, title, found))

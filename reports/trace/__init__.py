@@ -1,0 +1,1 @@
+"""The trace collector's stages in reports: the breakdown per comparison."""
