@@ -79,7 +79,8 @@ def trace_run(results: Path, *, reps: int = 4, rtt_us: Mapping[str, float] | Non
         "comparisons": [[VARIANTS[0], VARIANTS[1]]],
         "metrics": {"rtt_avg": {"direction": "lower", "min_effect": None,
                                 "max_regression": None}},
-        **({"twins": {f"{v}+traced": v for v in VARIANTS}} if traced == "twins" else {}),
+        **({"twins": {f"{v}+traced": v for v in VARIANTS}} if traced == "twins"
+           else {"traced_all": list(VARIANTS)}),
         "workload_source": "ping", "host_facts": {"a": FACTS, "b": FACTS},
         "inventory": {"path": "inventory.yaml", "hosts": {}},
         "napilab": {"version": "test", "git_sha": None}, "argv": [], "pid": 0})

@@ -49,7 +49,6 @@ from napilab.runners.collectors.trace.histogram import Histogram, merge
 from napilab.runners.collectors.trace.trace import SECTION, Trace, parse
 
 SOURCE = "trace"
-TWIN = "+traced"
 SNAPSHOT = "snapshot-after.out"
 TIME_UNITS = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 _TAIL = re.compile(r"p9\d|max|tail")
@@ -57,18 +56,20 @@ Hist = Histogram  # for reports.plots.stages, which imports no runners module
 
 
 def twin_of(run: RunData, variant: str) -> str | None:
-    """The variant whose trials traced `variant`: its twin `V+traced`, or V itself when
-    it carries the trace collector (`traced: all`); None when neither has trace rows."""
+    """The variant whose trials traced `variant`: its twin (RunData.twins, the
+    manifest's record; `V+traced`), or V itself when its own trials carry the trace
+    collector (`traced: all`); None when neither has trace rows."""
     traced = _traced_variants(run)
-    for name in (variant + TWIN, variant):
+    twins = [t for t, v in run.twins.items() if v == variant]
+    for name in (*twins, variant):
         if name in traced:
             return name
     return None
 
 
 def is_twin(run: RunData, variant: str) -> bool:
-    """`V+traced` beside a variant V of the run: a twin, never compared on its own."""
-    return variant.endswith(TWIN) and variant.removesuffix(TWIN) in run.variants
+    """A traced twin (RunData.twins): never a side of a comparison of its own."""
+    return variant in run.twins
 
 
 def _traced_variants(run: RunData) -> set[str]:
