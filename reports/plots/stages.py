@@ -48,7 +48,9 @@ def distributions(found: Breakdown) -> Drawn:
             if hist is None or not hist.total:
                 continue
             x, y = _curve(hist, stage.unit)
-            ax.step(x, y, where="mid", color=color(i), label=label(variant), linewidth=1.2)
+            # one bucket (a work stage of 1 packet per poll) is a point, not a step
+            ax.step(x, y, where="mid", color=color(i), label=label(variant), linewidth=1.2,
+                    marker="o" if len(x) == 1 else None, markersize=4)
         ax.set_xscale("log")
         log_numbers(ax.xaxis)
         numbers(ax.yaxis)
@@ -93,6 +95,7 @@ def stacked(found: Sequence[Breakdown]) -> Drawn:
     ax.set_xticks(range(len(variants)), [label(v) for v in variants],
                   rotation=20 if len(variants) > 3 else 0)
     ax.set_ylabel("us")
+    ax.set_ylim(0, float(bottom.max()) * 1.08 or 1.0)
     numbers(ax.yaxis)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(axis="y", alpha=0.3)
