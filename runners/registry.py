@@ -107,7 +107,8 @@ def snapshot_argv(names: Iterable[str], phase: str = "stop",
 def snapshot_timeout(names: Iterable[str], phase: str) -> float:
     """How long a snapshot of these collectors may take: 60 s, or longer where one says
     (trace's bpftrace attaches its probes in the snapshot before the window)."""
-    return max([60.0, *(getattr(COLLECTORS[n], "seconds", {}).get(phase, 0) for n in names)])
+    asked = [float(getattr(COLLECTORS[n], "seconds", {}).get(phase, 0)) for n in names]
+    return max([60.0, *asked])
 
 
 def snapshot_hostscript(names: Iterable[str]) -> str | None:

@@ -37,6 +37,7 @@ OTHERS_JSON = {
     "harness.lab.netns": "`ip -j route` output",
     "runners.workloads.command": "a user command's own JSON output",
     "runners.collectors.qstats": "`ynl` qstats output",
+    "runners.collectors.trace.trace": "`bpftrace -f json` output",
 }
 CODEC = "harness.records.codec"
 PARSERS = {("json", "load"), ("json", "loads"), ("msgspec.json", "decode"),
