@@ -17,6 +17,7 @@ from napilab.reports.ab.model import Table, format_ci, format_p, format_pct, p_t
 from napilab.reports.formats import run_facts
 from napilab.reports.load import text as load_text
 from napilab.reports.load.curves import load_report
+from napilab.reports.trace import overhead as trace_overhead
 from napilab.reports.trace import text as trace_text
 from napilab.reports.trace.breakdown import breakdowns
 
@@ -70,6 +71,9 @@ def markdown(run: RunData, tab: Table) -> str:
     if found is not None:
         out += load_text.markdown(found, _table, escape)
     out += trace_text.markdown(breakdowns(run, tab), _table, escape)
+    traced = trace_overhead.overhead(run, tab)
+    if traced is not None:
+        out += trace_overhead.markdown(traced, _table, escape)
     out += _settings(run) + _hosts(run)
     out += _commands(run)
     return "\n".join(out).rstrip("\n") + "\n"

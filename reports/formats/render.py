@@ -41,6 +41,7 @@ from napilab.reports.formats import (
 from napilab.reports.formats.text_table import text_table
 from napilab.reports.load import text as load_text
 from napilab.reports.load.curves import load_report
+from napilab.reports.trace import overhead as trace_overhead
 from napilab.reports.trace import text as trace_text
 from napilab.reports.trace.breakdown import breakdowns
 
@@ -110,6 +111,9 @@ def text(run: RunData, width: int = 80, tab: Table | None = None) -> str:
     found = load_report(run.samples, run.manifest)
     if found is not None:
         out += "\n" + load_text.text(found)
+    traced = trace_overhead.overhead(run, tab)
+    if traced is not None:
+        out += "\n" + trace_overhead.text(traced)
     staged = breakdowns(run, tab)
     if staged:
         out += "\n" + trace_text.text(staged)

@@ -19,6 +19,7 @@ from napilab.reports.ab.model import Table
 from napilab.reports.ab.table_json import TableRecord, table_doc
 from napilab.reports.formats import run_facts
 from napilab.reports.load.curves import load_json, load_report
+from napilab.reports.trace import overhead as trace_overhead
 from napilab.reports.trace import text as trace_text
 from napilab.reports.trace.breakdown import breakdowns
 
@@ -76,6 +77,9 @@ class ReportRecord(FrozenRecord, frozen=True, omit_defaults=False):
     load: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET  # runs with a load ladder
     # runs with the trace collector: the stages per comparison (reports.trace.text)
     trace: list[dict[str, Any]] | msgspec.UnsetType = msgspec.UNSET
+    # runs that traced (reports.trace.overhead): the tracer's overhead, or that it was
+    # not measured (traced: all)
+    trace_overhead: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
 
 
 def _finite(value: Any) -> Any:
@@ -116,6 +120,8 @@ def report_doc(run: RunData, tab: Table) -> dict[str, Any]:
         "commands": [{**asdict(c), "shell": c.shell} for c in run_facts.commands(run)],
         **({"load": load_json(found)} if (found := load_report(run.samples, manifest))
            else {}),
+        **({"trace_overhead": trace_overhead.json_doc(traced)}
+           if (traced := trace_overhead.overhead(run, tab)) else {}),
         **({"trace": trace_text.json_doc(staged)} if (staged := breakdowns(run, tab))
            else {}),
     }

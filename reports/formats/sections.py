@@ -23,6 +23,7 @@ from napilab.reports.formats import run_facts
 from napilab.reports.load import text as load_text
 from napilab.reports.load.curves import load_report
 from napilab.reports.plots import plots
+from napilab.reports.trace import overhead as trace_overhead
 from napilab.reports.trace import text as trace_text
 from napilab.reports.trace.breakdown import breakdowns
 
@@ -84,6 +85,13 @@ def load(ctx: Context) -> dict[str, Any] | None:
             "caption": load_text.caption(found, 0),
             "figures": [p for p in rendered if isinstance(p, plots.Plot)],
             "omitted": [p for p in rendered if isinstance(p, plots.Omitted)]}
+
+
+def traced(ctx: Context) -> dict[str, Any] | None:
+    """The tracer's overhead (each variant against its traced twin), or that it was not
+    measured; None (no section) for a run that traced nothing."""
+    found = trace_overhead.overhead(ctx.run, ctx.table)
+    return None if found is None else trace_overhead.html_data(found)
 
 
 def trace(ctx: Context) -> dict[str, Any] | None:
@@ -148,6 +156,7 @@ SECTIONS: dict[str, tuple[str, Callable[[Context], Mapping[str, Any] | None]]] =
     "verdicts": ("Verdicts", verdict_summary),
     "load": ("Latency under offered load", load),
     "ab_table": ("A/B table", ab_table),
+    "trace_overhead": (trace_overhead.TITLE, traced),
     "trace": ("Where the time went: stages of the receive path", trace),
     "plots": ("Plots", plot_figures),
     "settings": ("Settings requested and read back", settings),
@@ -159,7 +168,7 @@ SECTIONS: dict[str, tuple[str, Callable[[Context], Mapping[str, Any] | None]]] =
 
 
 # sections a run shows only when it has them (their function returns None otherwise)
-OPTIONAL = ("load", "trace")
+OPTIONAL = ("load", "trace_overhead", "trace")
 
 
 def build(run: RunData, table: Table) -> list[Section]:

@@ -208,3 +208,15 @@ def test_traced_all_says_the_overhead_was_not_measured(tmp_path: Path) -> None:
     assert "overhead was not measured" in overhead.text(found)
     assert overhead.overhead(load_run(store_run(tmp_path / "plain", {
         "ping.rtt_avg": {"off": [1.0, 1.1]}})), table(run)) is None
+
+
+def test_every_report_format_shows_the_overhead(tmp_path: Path) -> None:
+    from napilab.reports.formats import render
+
+    run = load_run(_twin_run(tmp_path / "results", twin_factor=1.10))
+    tab = table(run)
+    text = render.render(run, "text", tab)
+    assert "off (twin off+traced):" in text[text.index(overhead.TITLE):]
+    assert "#### Tracer overhead" in render.render(run, "md", tab)
+    assert json.loads(render.render(run, "json", tab))["trace_overhead"]["measured"]
+    assert 'id="trace-overhead-table"' in render.render(run, "html", tab)
