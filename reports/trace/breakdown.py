@@ -263,10 +263,14 @@ def _hosts(rows: pd.DataFrame) -> dict[str, str]:
     return {str(r): str(h) for r, h in zip(pairs["role"], pairs["host"], strict=True)}
 
 
-def end_to_end(table: Table, a: str, b: str) -> tuple[str, Change | None]:
-    """The first primary line with a time unit (else the first line with one) as
-    (its key, B - A in us); ("", None) without one."""
-    timed = [ln for ln in table.lines if ln.unit in TIME_UNITS and ln.source != SOURCE]
+def end_to_end(table: Table, a: str, b: str,
+               workload: str | None) -> tuple[str, Change | None]:
+    """The first primary line of the workload (`workload`: its source, ping, neper)
+    with a time unit (else its first such line) as (its key, B - A in us); ("", None)
+    without one. A collector's time (CPU time in softirq, a kthread's run time) is a
+    cost, never the end-to-end latency."""
+    timed = [ln for ln in table.lines if ln.unit in TIME_UNITS and workload is not None
+             and ln.source.split(".")[0] == workload.split(".")[0]]
     chosen = next((ln for ln in timed if ln.primary), timed[0] if timed else None)
     if chosen is None or a not in chosen.cells or b not in chosen.cells:
         return "", None
@@ -308,7 +312,7 @@ def breakdown(run: RunData, table: Table, base: str, other: str,
         for stage in (s for s in every if s in set(mine["stage"])):
             out.append(_stage_row(mine, ta, tb, role, stage, every[stage].unit))
     reps = tuple(int(rows.loc[rows["variant"] == v, "trial"].nunique()) for v in (ta, tb))
-    key, e2e = end_to_end(table, base, other)
+    key, e2e = end_to_end(table, base, other, run.workload_source)
     attribution = {role: _attribution(key, e2e, [s for s in out if s.role == role])
                    for role in sorted(set(rows["role"]))}
     return Breakdown(base, other, (ta, tb), (reps[0], reps[1]), hosts, tuple(out),
