@@ -105,6 +105,17 @@ class CpuCounts:
 
 
 @dataclass(frozen=True)
+class KeyCounts:
+    """A stage's events on one key (an IRQ, a NAPI, a cross-CPU call's function), the
+    median per traced trial of each arm: listed where one arm has none, so a queue whose
+    IRQ-to-softirq path a setting removed (threaded busy poll) is named."""
+
+    key: str  # `IRQ 48 virtio10-input.3`, `NAPI 8197 data0`, `rps_trigger_softirq`
+    a: float
+    b: float
+
+
+@dataclass(frozen=True)
 class StageRow:
     """One stage of one traced role in one comparison."""
 
@@ -175,6 +186,8 @@ class Breakdown:
     hists: Mapping[tuple[str, str, str], Histogram] = field(default_factory=dict)
     # (traced variant, role, stage) -> the stage merged over trials and CPUs (ns|packets)
     notes: tuple[str, ...] = ()
+    keys: Mapping[tuple[str, str], tuple[KeyCounts, ...]] = field(default_factory=dict)
+    # (role, stage) -> its IRQs, NAPIs or functions with events in one arm only
 
 
 def _median(values: Sequence[float]) -> float | None:
@@ -305,6 +318,7 @@ def breakdown(run: RunData, table: Table, base: str, other: str,
                 absent.setdefault((role, stage), {})[variant] = probe
             for stage in trace.stages:
                 hists.setdefault((variant, role, stage), []).append(trace.stage(stage))
+    keys = _key_counts(found, (ta, tb), role_of)
     every = program.stages()
     out: list[StageRow] = []
     for role in sorted(set(rows["role"])):
@@ -317,7 +331,49 @@ def breakdown(run: RunData, table: Table, base: str, other: str,
                    for role in sorted(set(rows["role"]))}
     return Breakdown(base, other, (ta, tb), (reps[0], reps[1]), hosts, tuple(out),
                      absent, attribution,
-                     {k: merge(v) for k, v in hists.items()}, tuple(notes))
+                     {k: merge(v) for k, v in hists.items()}, tuple(notes), keys)
+
+
+def _key_label(stage: str, key: int, trace: Trace) -> str:
+    kind = program.stages()[stage].key
+    name = trace.names.get((stage, key), "")
+    if kind == "irq":
+        return f"IRQ {key} {name}".rstrip()
+    if kind == "napi":
+        return f"NAPI {key} {name}".rstrip()
+    return name or hex(key)
+
+
+def _key_counts(found: Mapping[str, Mapping[tuple[int, str], Trace | str]],
+                traced: tuple[str, str], role_of: Mapping[str, str]
+                ) -> dict[tuple[str, str], tuple[KeyCounts, ...]]:
+    """Per (role, stage) of a keyed stage: the keys with events in one arm only."""
+    per: dict[tuple[str, str, str], dict[str, list[float]]] = {}
+    trials: dict[tuple[str, str], int] = {}
+    for variant in traced:
+        for (_, host), trace in found[variant].items():
+            if isinstance(trace, str):
+                continue
+            role = role_of.get(host, host)
+            trials[(variant, role)] = trials.get((variant, role), 0) + 1
+            counts: dict[tuple[str, str], float] = {}
+            for (stage, _, key), hist in trace.hists.items():
+                if program.stages()[stage].key == "none":
+                    continue
+                label = _key_label(stage, key, trace)
+                counts[(stage, label)] = counts.get((stage, label), 0) + hist.total
+            for (stage, label), n in counts.items():
+                per.setdefault((role, stage, label), {}).setdefault(variant, []).append(n)
+    out: dict[tuple[str, str], list[KeyCounts]] = {}
+    for (role, stage, label), by in sorted(per.items()):
+        med = []
+        for variant in traced:
+            got = by.get(variant, [])
+            got = got + [0.0] * (trials.get((variant, role), 0) - len(got))
+            med.append(float(np.median(got)) if got else 0.0)
+        if (med[0] > 0) != (med[1] > 0) and max(med) >= 10:
+            out.setdefault((role, stage), []).append(KeyCounts(label, med[0], med[1]))
+    return {k: tuple(v) for k, v in out.items()}
 
 
 def _stage_row(rows: pd.DataFrame, ta: str, tb: str, role: str, stage: str,

@@ -102,6 +102,17 @@ def cpu_lines(found: Breakdown, role: str) -> list[str]:
     return out
 
 
+def key_lines(found: Breakdown, role: str) -> list[str]:
+    """`irq_to_softirq: IRQ 48 virtio10-input.3 2,146 -> 0`, a line per stage."""
+    out = []
+    for (r, stage), keys in sorted(found.keys.items()):
+        if r == role and keys:
+            shifts = ", ".join(f"{k.key} {format_number(k.a)} -> {format_number(k.b)}"
+                               for k in keys)
+            out.append(f"{stage}: {shifts}")
+    return out
+
+
 def absent_lines(found: Breakdown, role: str) -> list[str]:
     out = []
     for (r, stage), by_variant in sorted(found.absent.items()):
@@ -161,6 +172,10 @@ def text(found: Sequence[Breakdown]) -> str:
             if cpus:
                 out += ["  events per CPU where one arm has none (median per trial):"]
                 out += [w for line in cpus for w in _wrap(line, "    ", "      ")]
+            keyed = key_lines(bd, role)
+            if keyed:
+                out += ["  events per IRQ, NAPI or function where one arm has none:"]
+                out += [w for line in keyed for w in _wrap(line, "    ", "      ")]
             for line in absent_lines(bd, role):
                 out += _wrap(f"absent, the kernel lacks the probe: {line}")
             if att is not None:
@@ -188,6 +203,8 @@ def markdown(found: Sequence[Breakdown], table: Callable[..., list[str]],
                 out.append("")
             items = ([f"events per CPU where one arm has none: {line}"
                       for line in cpu_lines(bd, role)]
+                     + [f"events per IRQ, NAPI or function where one arm has none: {line}"
+                        for line in key_lines(bd, role)]
                      + [f"absent, the kernel lacks the probe: {line}"
                         for line in absent_lines(bd, role)]
                      + ([attribution_text(att)] if att is not None else []))

@@ -15,6 +15,7 @@ import pytest
 from napilab.reports.ab.compare import RunData, load_run, table
 from napilab.reports.ab.model import format_signed
 from napilab.reports.formats import markdown, render
+from napilab.reports.trace import breakdown
 from napilab.reports.trace import text as trace_text
 from napilab.reports.trace.breakdown import Attribution, Breakdown, Change, breakdowns
 from tests.trace_runs import trace_run
@@ -149,3 +150,24 @@ def test_docs_say_what_each_stage_measures_as_its_file_does() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "trace.md").read_text()
     for stage in program.stages().values():
         assert f"| `{stage.name}` |" in doc and stage.says in doc, stage.name
+
+
+def test_a_queue_whose_irq_path_went_is_named_by_its_irq() -> None:
+    """Per key (an IRQ, a NAPI): events in one arm only are listed, named as the tracer
+    named them; a key with events in both arms, or under 10 in the one, is not."""
+    from napilab.runners.collectors.trace.histogram import Histogram
+    from napilab.runners.collectors.trace.trace import Trace
+
+    def traced(irq_events: dict[int, int]) -> Trace:
+        hists = {("irq_to_softirq", 0, irq): Histogram({4096: n})
+                 for irq, n in irq_events.items()}
+        names = {("irq_to_softirq", 52): "virtio10-input.3",
+                 ("irq_to_softirq", 49): "virtio10-output.1"}
+        return Trace(("irq_to_softirq",), {}, hists, names)
+
+    found = {"irq+traced": {(2, "b"): traced({52: 2146, 49: 1993, 44: 3}),
+                            (4, "b"): traced({52: 1000, 49: 12})},
+             "bp+traced": {(6, "b"): traced({49: 221}), (8, "b"): traced({49: 30})}}
+    keys = breakdown._key_counts(found, ("irq+traced", "bp+traced"), {"b": "receiver"})
+    assert keys == {("receiver", "irq_to_softirq"): (
+        breakdown.KeyCounts("IRQ 52 virtio10-input.3", 1573.0, 0.0),)}
