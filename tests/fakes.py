@@ -50,7 +50,10 @@ class FakeTransport:
                    "napilab-journal": self._journal, "napilab-sched": self._sched,
                    "cat": self._cat, "find": self._find, "tail": self._tail, "tee": self._tee,
                    "rm": self._rm, "rmdir": self._rmdir, "ls": self._ls,
-                   "taskset": self._taskset}.get(word)
+                   "taskset": self._taskset,
+                   # harness.hosts.tracers: no bpftrace runs on a fake host
+                   "napilab-tracers": lambda a, _: self._result(a, out="others 0\n")
+                   }.get(word)
         if handler is None or (word == "tail" and list(argv[:4]) != ["tail", "-v", "-n", "+1"]):
             raise AssertionError(f"unexpected command {argv}")
         result = handler(argv, stdin)

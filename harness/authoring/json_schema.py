@@ -44,6 +44,7 @@ from napilab.harness.knobs.json_parts import regex as _regex
 from napilab.harness.knobs.kind import Kind
 from napilab.harness.profile import kernel, load, matrix, profile, sections, tune
 from napilab.runners.collectors import netstat
+from napilab.runners.collectors.trace import program as trace_program
 from napilab.runners.registry import COLLECTORS, TOOLS
 from napilab.runners.workloads.workload import ArgSpec
 
@@ -175,6 +176,7 @@ def _collect() -> Schema:
                                             "pattern": _regex(sections._WORD)})),
              "since": {"enum": list(sections.SINCE)},
              "traced": {"enum": list(sections.TRACED)},
+             "stages": one_or_list({"enum": list(trace_program.stages())}),
              "fields": one_or_list(leaf({"type": "string", "pattern": _regex(netstat.NAME)}))}
     return obj({name: obj({"roles": one_or_list(leaf(STRING)), "cpus": CPU_LIST,
                            **{key: kinds[kind] for key, kind in

@@ -303,4 +303,4 @@ def _shown(word: str) -> str:
     name, sep, data = word.partition(":")
     if not (word.startswith("@") and sep and len(data) > 80):
         return word
-    return f"{name}:<{len(data)} bytes: the stages' program, gzip and base64>"
+    return f"{name}:<{len(data)} bytes: the tracer program, gzip and base64>"

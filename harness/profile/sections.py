@@ -7,7 +7,7 @@ finds and returns what it could build; `harness.profile.profile` raises them all
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ from napilab.harness.grammar.yamlsrc import Node, Seq
 from napilab.harness.knobs import values
 from napilab.runners.base import PLACEHOLDER, unresolved
 from napilab.runners.collectors import netstat
+from napilab.runners.collectors.trace import program as trace_program
 from napilab.runners.registry import COLLECTORS, TOOLS
 from napilab.runners.workloads.workload import (
     EACH,
@@ -274,8 +275,8 @@ def parse_collect(check: Checker, node: Node, path: str,
                             f"no such role {role!r}; roles are {sorted(roles)}"
                             f"{suggest(role, roles)}")
         cpu_list = cpu_text(check, options, "cpus", cpath)
-        extra = {key: (_fields if kind == "fields" else _option)(check, options, key, kind,
-                                                                join(cpath, key))
+        extra = {key: _OWN_PARSERS.get(kind, _option)(check, options, key, kind,
+                                                        join(cpath, key))
                  for key, kind in COLLECTORS[name].options.items() if key in options}
         out.append(CollectSpec(name, tuple(r for r in chosen if r in roles),
                                cpus.parse_list(cpu_list) if cpu_list is not None else None,
@@ -335,6 +336,21 @@ def traced_mode(collect: Sequence[CollectSpec]) -> str | None:
     trace collector)."""
     spec = next((c for c in collect if c.name == TRACE), None)
     return None if spec is None else str(spec.options.get("traced") or TWINS)
+
+
+def _stages(check: Checker, node: Node, key: str, kind: str, path: str) -> list[str]:
+    """trace's `stages`: names of runners.collectors.trace's stages (a misspelt one would
+    trace nothing of it, quietly)."""
+    value, where = node[key], node.where(key)
+    known = trace_program.stages()
+    names = value if isinstance(value, list) else [value]
+    wrong = [n for n in names if not (isinstance(n, str) and n in known)]
+    if wrong or not names:
+        shown = wrong[0] if wrong else value
+        check.error(where, path, f"{shown!r} is not a stage; stages are {list(known)}"
+                    f"{suggest(str(shown), known)}")
+        return []
+    return list(names)
 
 
 def _fields(check: Checker, node: Node, key: str, kind: str, path: str) -> list[str]:
@@ -407,3 +423,8 @@ def check_roleless_rows(check: Checker, value: Any, workloads: list[WorkloadSpec
                         "row without `role` would add them up; name the `role` (one row "
                         "per client), or use the `pooled` source for percentiles of every "
                         "client's transactions")
+
+
+# option kinds with a parser of their own; every other kind is _option's
+_OWN_PARSERS: dict[str, Callable[[Checker, Node, str, str, str], Any]] = {
+    "fields": _fields, "stages": _stages}

@@ -276,7 +276,8 @@ def test_plan_summary_tunes_the_same_nic_from_every_form(
         done = run_cli(capsys, "plan", str(SEED_000), "-i", str(inventory), "--summary")
         assert done.code == 0, done.err
         outputs.append(done.out.splitlines())
-    assert outputs[0][2:4] == ["  sut      ssh root@198.51.100.20:2222",
+    hosts = outputs[0].index("hosts (as ssh_config resolves them):") + 1
+    assert outputs[0][hosts:hosts + 2] == ["  sut      ssh root@198.51.100.20:2222",
                                "  peer     ssh ops@198.51.100.21:2201"]
     assert "  sut      + ethtool eth1/channels/combined = 1" in outputs[0]
     assert all(out == outputs[0] for out in outputs[1:])

@@ -31,7 +31,7 @@ def test_shipped_profiles_can_reach_a_verdict(name: str) -> None:
 def test_seed_000_validates_without_a_reachability_warning(
         capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "validate", str(SEED_000), "-i", INVENTORY, "--strict")
-    assert code == 0 and out.endswith("ok: 2 variant(s), 10 trial(s), bound to "
+    assert code == 0 and out.endswith("ok: 4 variant(s), 20 trial(s), bound to "
                                       f"{INVENTORY}\n")
     assert "warning" not in err
 

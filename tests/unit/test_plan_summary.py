@@ -34,8 +34,13 @@ def _plan(capsys: pytest.CaptureFixture[str], *args: str) -> str:
 def test_seed_000_summary(capsys: pytest.CaptureFixture[str]) -> None:
     out = _plan(capsys, str(SEED_000), "-i", str(EXAMPLE_INVENTORY), "--summary")
     assert out.splitlines() == [
-        "profile seed-000-threaded-busypoll: 2 variant(s) x 5 = 10 trial(s), order "
-        "interleaved, estimated 158s",
+        "profile seed-000-threaded-busypoll: 4 variant(s) x 5 = 20 trial(s), order "
+        "interleaved, estimated 318s",
+        "traced twins (collect.trace.traced: twins): sysctl-busypoll+traced, "
+        "threaded-busypoll+traced: each variant runs again with the tracer, beside it in "
+        "every repetition, so the run has twice the trials; verdicts come from the "
+        "untraced trials, the traced ones give the per-stage breakdown and the tracer's "
+        "overhead",
         "hosts (as ssh_config resolves them):",
         "  sut      ssh root@198.51.100.10:22",
         "  peer     ssh lab@198.51.100.11:22, become sudo",
@@ -49,6 +54,9 @@ def test_seed_000_summary(capsys: pytest.CaptureFixture[str]) -> None:
         "    sut      + sysctl net.core.busy_read = 400",
         "    sut      + netdev eth0/napi_defer_hard_irqs = 2",
         "    sut      + netdev eth0/gro_flush_timeout = 15000",
+        "  sysctl-busypoll+traced (sysctl-busypoll with the trace collector, not compared): "
+        "busy_poll/busy_read 400 us, napi_defer_hard_irqs 2, gro_flush_timeout 15000",
+        "    sut      + collect trace = on",
         "  threaded-busypoll against sysctl-busypoll: NAPI threaded busy-poll, kthread on "
         "CPU 2, SCHED_FIFO 50",
         "    sut      + napi eth0 queue 0/threaded = busy-poll",
@@ -58,6 +66,9 @@ def test_seed_000_summary(capsys: pytest.CaptureFixture[str]) -> None:
         "    sut      - sysctl net.core.busy_read (was 400; the host keeps its own value)",
         "    sut      - netdev eth0/napi_defer_hard_irqs (was 2; the host keeps its own value)",
         "    sut      - netdev eth0/gro_flush_timeout (was 15000; the host keeps its own value)",
+        "  threaded-busypoll+traced (threaded-busypoll with the trace collector, not "
+        "compared): NAPI threaded busy-poll, kthread on CPU 2, SCHED_FIFO 50",
+        "    sut      + collect trace = on",
     ]
     full = _plan(capsys, str(SEED_000), "-i", str(EXAMPLE_INVENTORY))
     assert full.startswith(out + "trials:\ntrial 001: sysctl-busypoll rep 1\n")
@@ -71,12 +82,12 @@ def test_summary_json_has_no_steps(capsys: pytest.CaptureFixture[str]) -> None:
     assert doc["summary"]["endpoints"]["sut"] == {
         "transport": "ssh", "alias": "198.51.100.10", "hostname": "198.51.100.10",
         "port": 22, "user": "root"}
-    threaded = doc["summary"]["variants"][1]
+    threaded = next(v for v in doc["summary"]["variants"] if v["name"] == "threaded-busypoll")
     assert threaded["against"] == "sysctl-busypoll"
     assert {"host": "sut", "what": "napi eth0 queue 0/threaded", "old": None,
             "new": "busy-poll"} in threaded["changes"]
     full = json.loads(_plan(capsys, str(SEED_000), "-i", str(EXAMPLE_INVENTORY), "--json"))
-    assert full["summary"] == doc["summary"] and len(full["steps"]) == 10
+    assert full["summary"] == doc["summary"] and len(full["steps"]) == 20  # twins: 2 x 5
 
 
 def test_endpoints_as_ssh_config_resolves_them(tmp_path: Path,
@@ -92,7 +103,8 @@ def test_endpoints_as_ssh_config_resolves_them(tmp_path: Path,
                          "  sut: {address: lab-sut, iface: eth0, cpus: 16}\n"
                          "  peer: {address: lab-peer, user: root, port: 22, iface: eth0}\n")
     out = _plan(capsys, str(SEED_000), "-i", str(inventory), "--summary").splitlines()
-    assert out[2:4] == [
+    hosts = out.index("hosts (as ssh_config resolves them):") + 1
+    assert out[hosts:hosts + 2] == [
         "  sut      ssh bench@198.51.100.20:2222 (ssh_config Host lab-sut) via ProxyJump "
         "jumper@198.51.100.30:22 -> ops@gw2:2200",
         "  peer     ssh root@198.51.100.21:22 (ssh_config Host lab-peer) via ProxyCommand "

@@ -282,7 +282,7 @@ class TraceCollector:
 
     name = "trace"
     paths: tuple[str, ...] = (SECTION,)
-    options: Mapping[str, str] = {"stages": "names", "traced": "traced"}
+    options: Mapping[str, str] = {"stages": "stages", "traced": "traced"}
     headline: tuple[str, ...] = ("irq_to_softirq_p99", "net_rx_action_p99",
                                  "socket_wakeup_p99", "receive_to_copy_p99",
                                  "csd_latency_p99")
