@@ -170,11 +170,11 @@ def text(found: Sequence[Breakdown]) -> str:
                 out += _table(body)
             cpus = cpu_lines(bd, role)
             if cpus:
-                out += ["  events per CPU where one arm has none (median per trial):"]
+                out += ["  events per CPU where one arm has none or 20x fewer:"]
                 out += [w for line in cpus for w in _wrap(line, "    ", "      ")]
             keyed = key_lines(bd, role)
             if keyed:
-                out += ["  events per IRQ, NAPI or function where one arm has none:"]
+                out += ["  events per IRQ, NAPI or function where one arm has none or 20x fewer:"]
                 out += [w for line in keyed for w in _wrap(line, "    ", "      ")]
             for line in absent_lines(bd, role):
                 out += _wrap(f"absent, the kernel lacks the probe: {line}")
@@ -201,9 +201,10 @@ def markdown(found: Sequence[Breakdown], table: Callable[..., list[str]],
                 out += table([escape(h) for h in HEADER[:-1]] + ["note"],
                              [[escape(c) for c in r] for r in body], "llrrrrl")
                 out.append("")
-            items = ([f"events per CPU where one arm has none: {line}"
+            items = ([f"events per CPU where one arm has none or 20x fewer: {line}"
                       for line in cpu_lines(bd, role)]
-                     + [f"events per IRQ, NAPI or function where one arm has none: {line}"
+                     + ["events per IRQ, NAPI or function where one arm has none or 20x "
+                        f"fewer: {line}"
                         for line in key_lines(bd, role)]
                      + [f"absent, the kernel lacks the probe: {line}"
                         for line in absent_lines(bd, role)]
