@@ -29,8 +29,9 @@ def test_plan_shows_every_boot(vm_inventory: Path) -> None:
     out = run_napilab("plan", str(ROOT / "profiles" / "seed-001-backlog-napi-vm.yaml"),
                       "-i", str(vm_inventory), timeout=120, check=True).stdout
     boots = [ln for ln in out.splitlines() if "napilab testbed boot b" in ln]
-    assert len(boots) == 8  # boot: per-trial, 4 variants x 2 repetitions
-    assert sum("6.1.0-" in ln for ln in boots) == 4 and sum("7.2." in ln for ln in boots) == 4
+    # boot: per-trial, 4 variants and their traced twins x 2 repetitions
+    assert len(boots) == 16
+    assert sum("6.1.0-" in ln for ln in boots) == 8 and sum("7.2." in ln for ln in boots) == 8
     assert "end of run: b boots back into its own kernel" in out
     assert "b        ~ kernel: 6.1-rt -> 7.2-rt" in out
 
