@@ -31,7 +31,9 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 
-SUB_BITS = 4  # 2**4 = 16 buckets per power of two
+# 2**SUB_BITS buckets per power of two: the program buckets as histogram.py reads
+from napilab.runners.collectors.trace.histogram import SUB_BITS
+
 KEYS = ("none", "irq", "napi", "function")
 UNITS = ("ns", "packets")
 TIMEOUT_S = 900  # a tracer a killed run left behind ends by itself after 15 minutes
