@@ -56,11 +56,11 @@ lint: $(VENV)/.test
 
 $(VENV)/.runtime: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check -e .
+	$(BIN)/pip install -q --no-compile --disable-pip-version-check -e .
 	touch $@
 
 $(VENV)/.test: pyproject.toml $(VENV)/.runtime
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[test]'
+	$(BIN)/pip install -q --no-compile --disable-pip-version-check -e '.[test]'
 	touch $@
 
 # Installs what is missing when root; otherwise says what is missing and goes on

@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -213,6 +214,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Fail the session if the tests changed the machine; a worker, if its own
     /var/tmp/napilab is not empty at its end."""
+    hand_over_timeline(session)
     for private in _PRIVATE:
         left = sorted(p.name for p in private.iterdir())
         if left:
@@ -233,6 +235,46 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if reporter is not None:
             reporter.write_line(f"MACHINE CHANGED BY TESTS: {changed}", red=True)
         session.exitstatus = 1
+
+
+# Each test's wall time on its worker (set-up, call and teardown), for the schedule: a
+# worker's lines are summed at the end of an xdist session (pytest_terminal_summary), so
+# the run says which worker's share set the part's time.
+_TIMELINE: list[tuple[str, float]] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    start = time.monotonic()
+    yield
+    _TIMELINE.append((item.nodeid, time.monotonic() - start))
+
+
+def hand_over_timeline(session: pytest.Session) -> None:
+    """A worker hands its tests' times to the controller (xdist's workeroutput)."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["napilab_timeline"] = [list(t) for t in _TIMELINE]
+
+
+_WORKER_TIMES: dict[str, list[tuple[str, float]]] = {}
+
+
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    output = getattr(node, "workeroutput", {})
+    _WORKER_TIMES[str(getattr(getattr(node, "gateway", None), "id", "?"))] = [
+        (str(n), float(s)) for n, s in output.get("napilab_timeline", [])]
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not _WORKER_TIMES:
+        return
+    terminalreporter.write_sep("=", "each worker's tests (seconds, busiest first)")
+    for name, times in sorted(_WORKER_TIMES.items(), key=lambda w: -sum(s for _, s in w[1])):
+        groups = sorted({vm_group(n) or own_testbed_group(n) or "-" for n, _ in times} - {"-"})
+        terminalreporter.write_line(
+            f"{name}: {sum(s for _, s in times):7.1f} s in {len(times)} tests"
+            + (f" (groups {', '.join(groups)})" if groups else ""))
 
 
 @pytest.fixture(scope="session")
@@ -432,4 +474,8 @@ VM_FIRST_BED = ("test_an_irq_the_driver_respreads_on_a_channel_change_is_written
 # SIGKILL-mid-run test (79 s) moved to the second. The second testbed's guest a has
 # QEMU's vmxnet3 as its data NIC (tests/integration/vm/conftest.py): the per-queue test
 # on that second driver runs there, and the SIGKILL-mid-run test went back to the first.
-VM_SECOND_BED_TESTS = ("test_a_second_driver_per_queue_and_restored_after_sigkill",)
+# With the trace collector in (2026-12-05) the first testbed took about 830 s of a clean
+# clone's 842 s of integration, the second about 620 s: the SIGKILL-mid-run test (91 s
+# there) moved to the second again.
+VM_SECOND_BED_TESTS = ("test_a_second_driver_per_queue_and_restored_after_sigkill",
+                       "test_sigkill_mid_run_then_restore")

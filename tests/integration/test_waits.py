@@ -29,7 +29,9 @@ def _second(testbed: tb.Testbed, tmp_path: Path, *args: str) -> tuple[int, str, 
 def test_a_run_waits_for_the_lock_and_records_its_waits(
         testbed: tb.Testbed, tmp_path: Path, napilab_runs: NapilabRuns) -> None:
     before = knobs(testbed)
-    first = start_run(napilab_runs, tmp_path, profile(tmp_path, 2))
+    # 6 s, not 2: a loaded make test's second napilab took over 2 s from its start to
+    # its lock check, found the first run gone and never waited (a clean clone's run)
+    first = start_run(napilab_runs, tmp_path, profile(tmp_path, 6))
     wait_for_workload(testbed)
     started = time.monotonic()
     code, err, results = _second(testbed, tmp_path, "--wait-lock", "60",
