@@ -24,6 +24,7 @@ import click
 
 from napilab.harness.authoring import shipped
 from napilab.harness.cli import analysis as cli_analysis
+from napilab.harness.cli import bisect as cli_bisect
 from napilab.harness.cli import fleet as cli_fleet
 from napilab.harness.cli import history as cli_reports
 from napilab.harness.cli import lab as cli_lab
@@ -463,6 +464,7 @@ cli.add_command(cli_lab.hosts)
 cli.add_command(cli_lab.testbed)
 cli.add_command(cli_setup.schema)
 cli.add_command(cli_tune.tune)
+cli.add_command(cli_bisect.bisect)
 
 
 def main(argv: list[str] | None = None) -> None:

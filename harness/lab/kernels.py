@@ -229,3 +229,22 @@ def _alias(root: Path, release: str, flavour: str) -> None:
     if link.is_symlink() or link.exists():
         link.unlink()
     link.symlink_to(Path("lib") / "modules" / release)
+
+
+def stage(image: Path, into: Path, root: Path | None = None) -> Path:
+    """A kernel image from anywhere (a build's bzImage) laid out as virtme-ng finds a
+    kernel's modules: INTO/lib/modules/RELEASE/vmlinuz, a copy, with the cache's modules
+    of the same release (when the cache has it) linked beside it. The staged image's
+    path; NapilabError when the file is not a bzImage."""
+    release, _ = read_image(image)
+    target = into / "lib" / "modules" / release
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(image, target / ".vmlinuz.tmp")
+    os.replace(target / ".vmlinuz.tmp", target / "vmlinuz")
+    cached = (root or kernel_dir()) / "lib" / "modules" / release
+    if cached.is_dir():
+        for entry in cached.iterdir():
+            link = target / entry.name
+            if entry.name != "vmlinuz" and not link.is_symlink() and not link.exists():
+                link.symlink_to(entry)
+    return target / "vmlinuz"

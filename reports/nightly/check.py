@@ -194,13 +194,14 @@ def _series(line: Line, ref: Reference, variant: str
 
 
 def _gated(raw: Sequence[Line], policies: Mapping[str, Any], workload: Workload | None,
-           thresholds: Mapping[str, Threshold], default_pct: float
+           thresholds: Mapping[str, Threshold], default_pct: float, named: Sequence[str] = ()
            ) -> list[tuple[Line, Judgement, Threshold, str]]:
     gated = []
     assumed = []
+    asked = {*thresholds, *named}
     for line in raw:
-        named = line.key in thresholds or line.metric in thresholds
-        if not (named or is_primary(line.source, line.metric, policies, workload)):
+        named_here = line.key in asked or line.metric in asked
+        if not (named_here or is_primary(line.source, line.metric, policies, workload)):
             continue  # descriptive rows are not gated
         judged = judge(policies, line.source, line.metric, line.unit)
         limit, origin = _threshold(line, thresholds, judged.max_regression_pct, default_pct)
@@ -222,11 +223,21 @@ def _gated(raw: Sequence[Line], policies: Mapping[str, Any], workload: Workload 
 
 def gate(reference: Reference, candidate: RunData,
          thresholds: Mapping[str, Threshold] | None = None,
-         default_pct: float = DEFAULT_MAX_REGRESSION_PCT) -> GateReport:
+         default_pct: float = DEFAULT_MAX_REGRESSION_PCT, *,
+         within: tuple[str, str] | None = None,
+         only: Sequence[str] = ()) -> GateReport:
+    """WITHIN (baseline, variant): the two variants of one run (the candidate, also the
+    reference) instead of each variant of two runs (`napilab bisect`'s step). ONLY:
+    gate these metrics (METRIC or SOURCE.METRIC) and no other."""
     thresholds = dict(thresholds or {})
     load_limits = {m: thresholds.pop(m) for m in LOAD_METRICS if m in thresholds}
     base = reference.newest
-    cols, pairs = _columns(reference, candidate)
+    if within is None:
+        cols, pairs = _columns(reference, candidate)
+    else:
+        cols = [column(candidate, within[0], f"A:{within[1]}"),
+                column(candidate, within[1], f"B:{within[1]}")]
+        pairs = ((f"A:{within[1]}", f"B:{within[1]}"),)
     # the candidate's profile states today's thresholds (the same as the reference's
     # unless --intended profile let a changed profile through)
     policies = {**base.policies, **candidate.policies}
@@ -238,7 +249,13 @@ def gate(reference: Reference, candidate: RunData,
     if unknown:
         raise InputError(f"--max-regression {', '.join(unknown)}: no such metric in these runs; "
                          f"metrics are {sorted({ln.key for ln in raw})}")
-    gated = _gated(raw, policies, workload, thresholds, default_pct)
+    if only:
+        missing = sorted(set(only) - known)
+        if missing:
+            raise InputError(f"--metric {', '.join(missing)}: no such metric in these runs; "
+                             f"metrics are {sorted({ln.key for ln in raw})}")
+        raw = [ln for ln in raw if ln.key in only or ln.metric in only]
+    gated = _gated(raw, policies, workload, thresholds, default_pct, named=only)
     samples: dict[str, GateSamples] = {}
     cases: dict[str, GateCase] = {}
     dirs: dict[str, tuple[str, ...]] = {}

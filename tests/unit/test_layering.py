@@ -148,13 +148,14 @@ LAYERS = (
     ("harness.inventory", "harness.knobs"),
     ("harness.transport", "harness.profile"),
     ("harness.authoring", "harness.store"),
-    ("harness.hosts", "harness.tune", "harness.stores"),
+    ("harness.hosts", "harness.tune", "harness.stores", "harness.bisect"),
     ("harness.engine",),
     ("reports.ab", "reports.ci"),
     ("reports.load", "reports.fleet", "reports.trace"),
     ("reports.plots",),
     ("reports.formats",),
     ("reports.nightly", "reports.tune"),
+    ("reports.bisect",),
     ("harness.cli",),
 )
 

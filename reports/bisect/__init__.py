@@ -1,0 +1,1 @@
+"""A `napilab bisect`'s step verdicts (through the nightly gate) and its reports."""
