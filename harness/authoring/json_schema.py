@@ -277,6 +277,7 @@ def profile_schema() -> Schema:
         "tune": _tune(),
         "kernel": kernels,
         "boot": {"enum": list(kernel.BOOT_MODES)},
+        "bisect": obj({key: STRING for key in profile.BISECT_KEYS}),
         **{key: _number(spec) for key, spec in profile.TOP_NUMBERS.items()},
     }
     assert set(properties) == set(profile.TOP_KEYS)

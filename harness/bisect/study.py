@@ -45,7 +45,9 @@ class Bisection:
     @classmethod
     def create(cls, results: str | Path, log: BisectLog) -> Bisection:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        directory = Path(results) / log.profile_name / f"bisect-{stamp}-{secrets.token_hex(4)}"
+        # absolute: staged images are booted by their path (vng runs in /)
+        directory = Path(results).resolve() / log.profile_name / \
+            f"bisect-{stamp}-{secrets.token_hex(4)}"
         directory.mkdir(parents=True)
         log.id = directory.name
         found = cls(directory, log)
@@ -63,7 +65,7 @@ class Bisection:
                                   "one") from None
         except OSError as exc:
             raise InputError(f"{path}: unreadable ({exc.strerror})") from None
-        return cls(Path(directory), log)
+        return cls(Path(directory).resolve(), log)
 
     def save(self) -> None:
         """bisect.json on disk, fsynced, and the rename too (the directory fsynced): a

@@ -28,12 +28,14 @@ DEFAULT_IMAGE = "arch/x86/boot/bzImage"
 @click.option("--good", help="The good endpoint: a commit of --tree, or an entry of --image.")
 @click.option("--bad", help="The bad endpoint (newer than --good).")
 @click.option("--tree", type=click.Path(file_okay=False),
-              help="The kernel's git tree (default: the current directory).")
+              help="The kernel's git tree (default: the profile's bisect.tree, else the "
+                   "current directory).")
 @click.option("--build", "build_command",
               help="The build command, run in the tree with each commit checked out "
-                   "(e.g. 'make -j$(nproc) bzImage').")
-@click.option("--build-image", default=DEFAULT_IMAGE, show_default=True,
-              help="The image the build leaves, relative to the tree.")
+                   "(e.g. 'make -j$(nproc) bzImage'; default: the profile's bisect.build).")
+@click.option("--build-image",
+              help=f"The image the build leaves, relative to the tree (default: the "
+                   f"profile's bisect.image, else {DEFAULT_IMAGE}).")
 @click.option("--image", "images", multiple=True,
               help="An ordered image list instead of a tree: each a file or a kernel "
                    "cache name, oldest first (repeat the option).")
@@ -71,7 +73,7 @@ DEFAULT_IMAGE = "arch/x86/boot/bzImage"
 @click.option("--dry-run", is_flag=True,
               help="Print the plan: steps, boots and trials at most; run nothing.")
 def bisect(profile: str, inventory: str, good: str | None, bad: str | None,
-           tree: str | None, build_command: str | None, build_image: str,
+           tree: str | None, build_command: str | None, build_image: str | None,
            images: tuple[str, ...], variant: str | None, role: str | None,
            metrics: tuple[str, ...], thresholds: tuple[str, ...], repeat: int | None,
            max_repeat: int | None, against: str, on_crash: str,
@@ -126,7 +128,14 @@ def bisect(profile: str, inventory: str, good: str | None, bad: str | None,
                         on_crash=on_crash, started=time.time())
         if max_repeat is not None and max_repeat < base_repeat:
             raise InputError(f"--max-repeat {max_repeat} is below --repeat {base_repeat}")
-        walked, count = _source(log, good, bad, tree, build_command, build_image, images)
+        if not images:  # the profile's `bisect:` fills in what the command line left out
+            given = prof.bisect
+            if tree is None and "tree" in given:
+                tree = str(Path(profile).resolve().parent / given["tree"])
+            build_command = build_command or given.get("build")
+            build_image = build_image or given.get("image")
+        walked, count = _source(log, good, bad, tree, build_command,
+                                build_image or DEFAULT_IMAGE, images)
         if dry_run:
             click.echo(plan_text(prof, bound, log, count), nl=False)
             return
@@ -134,8 +143,7 @@ def bisect(profile: str, inventory: str, good: str | None, bad: str | None,
         if log.source == "images":
             walked, shas = git.image_tree(bis.dir / "list", log.images)
             log.tree = str(walked.path)
-            log.good, log.bad = shas[images.index(good or images[0])], \
-                shas[images.index(bad or images[-1])]
+            log.good, log.bad = shas[0], shas[-1]  # the list is cut to good..bad
             bis.save()
         _say(f"napilab: bisect {bis.dir}")
     code = Walk(bis, prof, inv, walked, _say, console_command).run()

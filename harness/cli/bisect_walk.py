@@ -17,7 +17,6 @@ were restored.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 
 from napilab.harness.bisect import build as builds
 from napilab.harness.bisect import git
+from napilab.harness.bisect.console import ConsoleTap, command_output
 from napilab.harness.bisect.record import (
     BAD,
     BOOTING,
@@ -50,18 +50,17 @@ from napilab.harness.profile.profile import Profile, load_profile
 from napilab.reports.bisect import verdict as judge
 from napilab.reports.nightly.thresholds import parse_thresholds
 
-GUEST_START = b"--- napilab: "  # harness.lab.guest's line before each start of a guest
-
 
 class StepProgress(QuietProgress):
     """A step's run as bisect follows it: the phase written before the candidate's
     first trial (its boot) and after it; boots counted; boots and failures printed."""
 
-    def __init__(self, on_candidate: Callable[[str], None], say: Callable[[str], None]
-                 ) -> None:
+    def __init__(self, on_candidate: Callable[[str], None], say: Callable[[str], None],
+                 on_boot: Callable[[], None]) -> None:
         super().__init__()
         self.on_candidate = on_candidate
         self.say = say
+        self.on_boot = on_boot
         self.boots = 0
         self.variant = ""
 
@@ -78,6 +77,7 @@ class StepProgress(QuietProgress):
 
     def phase(self, phase: str, host: str | None = None, detail: str = "") -> None:
         if ": booting" in phase:
+            self.on_boot()  # the console of the boot before this one, whole
             self.boots += 1
             self.say(f"  {phase}")
         super().phase(phase, host, detail)
@@ -292,8 +292,8 @@ class Walk:
             rnd.run = str(directory.relative_to(self.bis.dir))
             self.bis.save()
 
-        progress = StepProgress(candidate, self.say)
-        console = self._console_start()
+        tap = ConsoleTap(self._console_path())
+        progress = StepProgress(candidate, self.say, tap.take)
         started = time.monotonic()
         try:
             execute(plan, str(self.bis.runs), formats=[], progress=progress, on_store=stored)
@@ -305,12 +305,16 @@ class Walk:
             rnd.error = exc.message
             if step.phase not in (BOOTING, MEASURING):
                 raise  # before the candidate's boot: the lab's failure, not the kernel's
-            self._restore(break_lock=True)  # this process's run is over: its lock too
-            return f"the run failed on this kernel: {exc.message}"
+            # this process's run is over: its journals replayed, its lock released
+            self._restore(break_lock=True, run=self.bis.dir / rnd.run if rnd.run else None)
+            first = (exc.message.strip().splitlines() or ["?"])[0]
+            return "the run failed on this kernel: " + (
+                first if len(first) <= 240 else first[:240] + "...")
         finally:
             rnd.seconds = time.monotonic() - started
-            started_guests = self._console_keep(step, console)
-            step.boots += progress.boots if started_guests is None else started_guests
+            tap.take()
+            self._console_keep(step, tap)
+            step.boots += progress.boots if tap.path is None else tap.restarts
         assert rnd.run is not None
         rnd.cases = judge.cases(self.bis.dir / rnd.run, GOOD_VARIANT, CANDIDATE, log.metrics,
                                 self.thresholds)
@@ -319,24 +323,33 @@ class Walk:
                                      log.metrics, self.thresholds)
         return None
 
-    def _restore(self, *, break_lock: bool) -> None:
+    def _restore(self, *, break_lock: bool, run: Path | None = None) -> None:
         """The role's host back on its own kernel, its settings and lock cleared
-        (`napilab restore`: a guest that is not running is started first)."""
+        (`napilab restore`: a guest that is not running is started first); RUN: a run
+        of this process that failed, whose lock replay leaves (its holder is alive)."""
+        from napilab.harness.hosts import lock
         from napilab.harness.hosts.journal_replay import replay
+        from napilab.harness.hosts.session import HostSession
+        from napilab.harness.store.store import load_manifest
+        from napilab.harness.transport.connect import transport_for
 
         try:
             for line in replay([self.host], break_lock=break_lock):
                 self.say(f"restore: {line}")
+            if run is not None:
+                session = HostSession(transport_for(self.host))
+                try:
+                    kept = lock.release(session.transport, load_manifest(run).run_id)
+                finally:
+                    session.close()
+                if kept:
+                    raise NapilabError(kept)
         except NapilabError as exc:
             raise NapilabError(f"{self.host.name} could not be restored: "
                                f"{exc.message}", hint="`napilab restore -i INVENTORY`, then "
                                f"`napilab bisect ... --resume {self.bis.dir}`") from None
 
     # -- consoles -----------------------------------------------------------------------
-
-    def _console_start(self) -> int:
-        path = self._console_path()
-        return path.stat().st_size if path is not None and path.exists() else 0
 
     def _console_path(self) -> Path | None:
         boot = self.host.boot
@@ -346,33 +359,18 @@ class Walk:
 
         return VmTestbed(state_dir=boot.testbed).console(str(boot.guest))
 
-    def _console_keep(self, step: Step, offset: int) -> int | None:
-        """The boots' console output of this round, kept in the step's directory: the VM
-        guest's serial console, or what `--console-command` prints for a lab host. A VM
-        guest's starts in it (each attempt, a boot the kernel knob found unneeded not
-        among them); None where there is no such console."""
-        where = self.bis.step_dir(step)
-        name = f"console-{self.host.name}-r{len(step.rounds)}.log"
-        text = b""
-        path = self._console_path()
-        if path is not None and path.exists():
-            with open(path, "rb") as handle:
-                handle.seek(offset)
-                text = handle.read()
-        elif self.console_command:
-            import subprocess
-
-            with contextlib.suppress(OSError):
-                text = subprocess.run(["sh", "-c", self.console_command], capture_output=True,
-                                      env={"NAPILAB_HOST": self.host.name,
-                                           "NAPILAB_STEP": str(step.number),
-                                           "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
-                                      check=False).stdout
+    def _console_keep(self, step: Step, tap: ConsoleTap) -> None:
+        """The round's boots' console output, kept in the step's directory: the VM
+        guest's serial console, or what `--console-command` prints for a lab host."""
+        text = tap.text()
+        if tap.path is None and self.console_command:
+            text = command_output(self.console_command, self.host.name, step.number)
         if text:
+            where = self.bis.step_dir(step)
             where.mkdir(parents=True, exist_ok=True)
+            name = f"console-{self.host.name}-r{len(step.rounds)}.log"
             (where / name).write_bytes(text)
             step.consoles.append(str((where / name).relative_to(self.bis.dir)))
-        return text.count(GUEST_START) if path is not None else None
 
     # -- names --------------------------------------------------------------------------
 

@@ -57,6 +57,9 @@ PROFILE_KEY_HELP = {
             "kernel) or per-trial (fresh before every trial).",
     "tune": "The search of `napilab tune`: parameters (${name} in one variant: ranges or "
             "choices), the goal, the budget, the confirmation of the best candidates.",
+    "bisect": "`napilab bisect`'s git range: {tree: DIR (relative to this file), build: "
+              "the build command, image: the image it leaves}; the command line's --tree, "
+              "--build and --build-image win.",
 }
 PROFILE_KEYS = tuple(PROFILE_KEY_HELP)
 # A variant's keys (harness.profile.profile.VARIANT_KEYS), each with its line.

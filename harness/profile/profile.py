@@ -159,6 +159,8 @@ class Profile:
     load: Ladder | None = None  # the offered-load ladder (harness.profile.load)
     tune: Tune | None = None  # `napilab tune`'s search (harness.profile.tune)
     tuning: Tuning | None = None  # the candidates it was loaded with (None: as written)
+    # `napilab bisect`'s tree, build and image (`bisect:`; docs/bisect.md)
+    bisect: dict[str, str] = field(default_factory=dict)
 
     @property
     def baseline(self) -> str:
@@ -637,7 +639,26 @@ def _top_level(check: Checker, document: Node) -> dict[str, Any]:
                                    default=0),
         "metrics": _metrics(check, document),
         "boot": check.choice(document, "boot", "", BOOT_MODES, default="per-kernel"),
+        "bisect": _bisect(check, document),
     }
+
+
+BISECT_KEYS = ("tree", "build", "image")
+
+
+def _bisect(check: Checker, document: Node) -> dict[str, str]:
+    """`bisect: {tree: ../linux, build: "make -j$(nproc) bzImage", image:
+    arch/x86/boot/bzImage}`: strings, every key optional."""
+    node = check.mapping(document.get("bisect"), document.where("bisect"), "bisect")
+    if node is None:
+        return {}
+    check.keys(node, "bisect", BISECT_KEYS)
+    out = {}
+    for key in BISECT_KEYS:
+        value = check.get(node, key, "bisect", str)
+        if value is not None:
+            out[key] = value
+    return out
 
 
 def _metrics(check: Checker, document: Node) -> dict[str, MetricPolicy]:

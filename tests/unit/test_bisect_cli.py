@@ -242,3 +242,44 @@ def test_the_text_report_is_mail_ready(tmp_path: Path) -> None:
                              "measured_steps": 1, "boots": 4}
     page = (tmp_path / "bisect.html").read_text()
     assert page.count("<rect") == 2 and "commit 6" in page and "<script" not in page
+
+
+def test_the_profile_gives_the_tree_and_the_build(tmp_path: Path) -> None:
+    _, shas, build = tree(tmp_path, EIGHT)
+    profile, inventory = profile_and_inventory(tmp_path)
+    profile.write_text(profile.read_text() + f"bisect: {{tree: linux, build: {build!r}, "
+                                             "image: out/bzImage}\n")
+    assert load_profile(profile).bisect == {"tree": "linux", "build": build,
+                                            "image": "out/bzImage"}
+    done = run_cli(None, "bisect", str(profile), "-i", str(inventory), "--good", shas[2],
+                   "--bad", shas[8], "--role", "receiver", "--dry-run")
+    assert done.code == 0, done.err
+    assert done.out.startswith("bisect: bisect-unit: 6 commits may be the first bad one")
+
+
+def test_a_bisect_section_with_an_unknown_key_is_bad_input(tmp_path: Path) -> None:
+    profile, _ = profile_and_inventory(tmp_path)
+    profile.write_text(profile.read_text() + "bisect: {tree: linux, make: x}\n")
+    done = run_cli(None, "validate", str(profile))
+    assert done.code == 2 and "bisect.make" in done.err, done.err
+
+
+def test_the_console_tap_keeps_every_boot_of_a_console_each_start_rewrites(
+        tmp_path: Path) -> None:
+    from napilab.harness.bisect.console import ConsoleTap
+
+    console = tmp_path / "console.log"
+    console.write_bytes(b"--- napilab: vng ... (the testbed's boot)\nold lines\n")
+    tap = ConsoleTap(console)
+    with console.open("ab") as f:
+        f.write(b"the trial's kernel messages\n")
+    tap.take()  # before a boot: what the running kernel printed since
+    console.write_bytes(b"--- napilab: vng ... (the candidate)\nKernel panic\n")
+    tap.take()  # before the next: the candidate's boot, whole
+    console.write_bytes(b"--- napilab: vng ... (back to its own)\n")
+    tap.take()
+    tap.take()  # nothing new
+    assert tap.text() == (b"the trial's kernel messages\n--- napilab: vng ... (the candidate)"
+                          b"\nKernel panic\n--- napilab: vng ... (back to its own)\n")
+    assert tap.restarts == 2
+    assert ConsoleTap(None).text() == b""

@@ -60,7 +60,7 @@ class MeasuredWalk(Walk):
                           reason="cannot tell" if status == "inconclusive" else "")]
         return None
 
-    def _restore(self, *, break_lock: bool) -> None:
+    def _restore(self, *, break_lock: bool, run: Path | None = None) -> None:
         self.restores.append(break_lock)
 
 
@@ -190,7 +190,8 @@ def test_on_crash_bad_marks_a_kernel_whose_run_failed_after_its_boot_began(
     bis, prof, inv, walked, shas = start(tmp_path, EIGHT, on_crash="bad")
     walk = Walk(bis, prof, inv, walked, lambda line: None)
     restored: list[bool] = []
-    monkeypatch.setattr(walk, "_restore", lambda *, break_lock: restored.append(break_lock))
+    monkeypatch.setattr(walk, "_restore",
+                        lambda *, break_lock, run=None: restored.append(break_lock))
 
     def execute(plan: Any, results: str, *, progress: Any, on_store: Any,
                 **kw: Any) -> None:
