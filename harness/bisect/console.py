@@ -1,11 +1,10 @@
 """Each boot's console, kept for a bisect step. A VM testbed guest's serial console is
-a file of the testbed (harness.lab.vmbed: STATE/GUEST/console.log) that each start of the
-guest begins again (the file is rewritten from its start, not appended to), so the tap
-reads it before every boot the step's run announces and once at the end: every boot's
-output up to the next one. A restart is seen when the file's first bytes differ from
-those of the last reading (or it shrank); the restarts seen are the boots counted. A
-lab host's console is what `--console-command` prints (conserver's log, `ipmitool sol`),
-run after the step."""
+a file of the testbed (harness.lab.vmbed: STATE/GUEST/console.log) that does not keep
+every boot (here it held about 34 KB of the latest: its start was cut off, and a new
+boot's output replaced the last), so the tap reads it before every boot the step's run
+announces and once at the end, and keeps what is new since its last reading (all of it
+when the file's first bytes changed or it shrank). A lab host's console is what
+`--console-command` prints (conserver's log, `ipmitool sol`), run after the step."""
 
 from __future__ import annotations
 

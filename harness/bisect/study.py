@@ -19,6 +19,7 @@ profile's workload, collectors and `boot:` (per-kernel: one boot per kernel and 
 from __future__ import annotations
 
 import copy
+import json
 import os
 import secrets
 import time
@@ -146,3 +147,29 @@ def _plain(node: Any) -> Any:
     if isinstance(node, list | tuple):
         return [_plain(v) for v in node]
     return node
+
+
+def boots_of(run_dir: Path) -> int:
+    """The boots a step's run made, from its manifest: each time the kernel a trial ran
+    on (release and version, as read back) differs from the one before it, starting from
+    the host's own, and once more to boot back when the last differs from its own. A
+    boot into the kernel the host already runs is not made (the kernel knob compares
+    release and version), so it is not counted."""
+    from napilab.harness.store.store import load_manifest
+
+    manifest = load_manifest(run_dir)
+    running: tuple[str, str] | None = None
+    own: tuple[str, str] | None = None
+    boots = 0
+    for trial in manifest.trials:
+        change = next((c for c in trial.settings or () if c.kind == "kernel"), None)
+        if change is None or not change.effective:
+            continue
+        original, now = json.loads(change.original or "{}"), json.loads(change.effective)
+        if own is None:
+            own = running = (original.get("release", ""), original.get("version", ""))
+        seen = (now.get("release", ""), now.get("version", ""))
+        if seen != running or manifest.profile.document.get("boot") == "per-trial":
+            boots += 1
+        running = seen
+    return boots + (1 if running is not None and running != own else 0)

@@ -39,7 +39,13 @@ from napilab.harness.bisect.record import (
     Step,
 )
 from napilab.harness.bisect.study import BAD as BAD_VARIANT
-from napilab.harness.bisect.study import CANDIDATE, Bisection, step_profile, write_profile
+from napilab.harness.bisect.study import (
+    CANDIDATE,
+    Bisection,
+    boots_of,
+    step_profile,
+    write_profile,
+)
 from napilab.harness.bisect.study import GOOD as GOOD_VARIANT
 from napilab.harness.cli.execute import execute
 from napilab.harness.engine.progress import QuietProgress
@@ -198,7 +204,8 @@ class Walk:
             log.steps.append(step)
             self.bis.save()
         started = time.monotonic()
-        self.say(f"step {step.number}: {self._name(step)} {step.subject}")
+        self.say(f"step {step.number}: {self._name(step)}" + (
+            f" {step.subject}" if self.log.source == "git" else ""))
         if step.image is None:
             built = self._build(commit, self.bis.image_dir(step),
                                 self.bis.step_dir(step) / "build.log")
@@ -314,7 +321,8 @@ class Walk:
             rnd.seconds = time.monotonic() - started
             tap.take()
             self._console_keep(step, tap)
-            step.boots += progress.boots if tap.path is None else tap.restarts
+            step.boots += progress.boots if rnd.error or rnd.run is None else \
+                boots_of(self.bis.dir / rnd.run)
         assert rnd.run is not None
         rnd.cases = judge.cases(self.bis.dir / rnd.run, GOOD_VARIANT, CANDIDATE, log.metrics,
                                 self.thresholds)

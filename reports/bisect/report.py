@@ -19,9 +19,13 @@ TEXT, JSON, HTML = "bisect.txt", "bisect-report.json", "bisect.html"
 
 
 def _name(log: BisectLog, step: Step) -> str:
+    """A git range's commit (its short sha), or an image list's entry (the list tree's
+    commit subject; a path by its file name)."""
     if step.number == 0:
         return "endpoints"
-    return step.commit if log.source == "images" else step.commit[:12]
+    if log.source == "images":
+        return Path(step.subject).name or step.subject
+    return step.commit[:12]
 
 
 def _evidence(step: Step) -> tuple[str, str, str]:
@@ -46,6 +50,7 @@ def _headline(log: BisectLog) -> list[str]:
             + ", ".join(c if log.source == "images" else c[:12] for c in answer.candidates)]
 
 
+
 def text(log: BisectLog) -> str:
     lines = [ln for ln in _headline(log) if ln]
     good, bad = ((log.images[0], log.images[-1]) if log.source == "images"
@@ -58,7 +63,7 @@ def text(log: BisectLog) -> str:
             + (" and the bad one" if log.against == "both" else "")
             + f", repeat {log.repeat} (up to {log.max_repeat} when inconclusive)"]
     lines += [""] + [ln for h in head for ln in _wrap(h)] + [""]
-    width = 12 if log.source == "git" else max(12, *(len(s.commit) for s in log.steps))
+    width = max(12, *(len(_name(log, s)) for s in log.steps))
     lines.append(f"{'step':>4}  {'candidate':<{width}}  {'verdict':<7}  {'n':>3}  "
                  f"{'change':>9}  {'CI':>19}  boots")
     for step in log.steps:
@@ -77,7 +82,7 @@ def text(log: BisectLog) -> str:
     if skipped:
         lines += ["", "skipped:"]
         lines += [ln for s in skipped for ln in _wrap(f"{_name(log, s)}: {s.reason}", "  ")]
-    if log.answer is not None and log.answer.text:
+    if log.answer is not None and log.answer.text and log.source == "git":
         lines += ["", "git bisect:"] + [f"  {ln}"[:80] for ln in
                                         log.answer.text.splitlines()[:12]]
     return "\n".join(lines) + "\n"
