@@ -8,7 +8,9 @@ changed between the endpoints: regression or improvement. A metric that did neit
 not what the bisection looks for and is left out of the steps. A step is then
 
   bad           every such metric changed the endpoints' way, beyond the threshold;
-  good          every such metric is within the threshold of the good endpoint;
+  good          every such metric is within the threshold of the good endpoint on both
+                sides (the gate's `within` bounds the worse side only: a CI that reaches
+                beyond the threshold on the better side is inconclusive here);
   inconclusive  any metric the gate cannot decide (more repetitions, then a skip);
   other         the metrics disagree, or one changed the other way (skipped, said why).
 
@@ -19,10 +21,13 @@ good needs it to differ from the bad endpoint as the good one does.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from napilab.harness.bisect.record import Case
+from napilab.harness.stats.compare import ABSOLUTE, Comparison
+from napilab.harness.stats.family import Direction
 from napilab.reports.ab.compare import load_run
 from napilab.reports.ab.model import format_ci, format_pct
 from napilab.reports.nightly.baselines import Reference
@@ -42,8 +47,13 @@ def cases(run_dir: Path, reference: str, candidate: str, metrics: Sequence[str],
     out = []
     for c in report.cases:
         found = c.comparison
+        status, reason = c.status, c.reason
+        if status == "within" and found is not None and not _both_sides(found):
+            status = "inconclusive"
+            reason = (f"within {c.threshold} on the worse side, but the CI reaches beyond it "
+                      "on the better side: unchanged is not shown")
         out.append(Case(
-            metric=c.name, status=c.status, reason=c.reason, against=reference,
+            metric=c.name, status=status, reason=reason, against=reference,
             change="-" if found is None else format_pct(found.change, found.change_ci,
                                                         found.scale, c.unit),
             ci="-" if found is None else format_ci(found.change_ci, found.change,
@@ -51,6 +61,22 @@ def cases(run_dir: Path, reference: str, candidate: str, metrics: Sequence[str],
             good=None if found is None else found.baseline.median,
             candidate=None if found is None else found.variant.median))
     return out
+
+
+def _both_sides(found: Comparison) -> bool:
+    """The gate's `within` bounds the worse side only (a pass of the nightly gate); a
+    bisect step is like the good endpoint only when the CI is inside the threshold on
+    both sides: an improvement beyond it is a change too (the one a bisection may hunt).
+    The bounds and the threshold are on the comparison's own scale (harness.stats.gate:
+    a relative change cannot pass -100%, so the better side of a decrease is bounded at
+    -min(T, 0.99))."""
+    low, high = found.change_ci
+    threshold = found.min_effect
+    if not threshold or not math.isfinite(low) or not math.isfinite(high):
+        return low == high == 0.0 and threshold == 0.0
+    floor = threshold if found.scale == ABSOLUTE else min(threshold, 0.99)
+    return -floor < low and high < threshold if found.direction is Direction.LOWER \
+        else -threshold < low and high < floor
 
 
 def direction(endpoints: Sequence[Case]) -> dict[str, str]:

@@ -283,3 +283,25 @@ def test_the_console_tap_keeps_every_boot_of_a_console_each_start_rewrites(
                           b"\nKernel panic\n--- napilab: vng ... (back to its own)\n")
     assert tap.restarts == 2
     assert ConsoleTap(None).text() == b""
+
+
+def test_unchanged_needs_the_ci_inside_the_threshold_on_both_sides() -> None:
+    """The gate's `within` (the worse side inside the threshold) is not "like the good
+    endpoint" for a bisect step when the CI reaches past the threshold the better way:
+    the first VM run's endpoints read within at -98.5% (CI -100..-43.8%, threshold 50%)."""
+    import dataclasses
+
+    from napilab.reports.ab.compare import load_run
+    from napilab.reports.bisect.verdict import _both_sides
+    from napilab.reports.nightly.baselines import Reference
+    from napilab.reports.nightly.check import gate
+    from napilab.reports.nightly.thresholds import Threshold
+
+    run = load_run(DEMO_RUN)
+    found = gate(Reference("run", (run,)), run, {"rtt_avg": Threshold(50.0)},
+                 within=("rps-off", "rps-off"), only=["rtt_avg"]).cases[0].comparison
+    assert found is not None and found.direction.value == "lower"
+    assert found.min_effect == 0.5
+    assert _both_sides(dataclasses.replace(found, change_ci=(-0.2, 0.3)))
+    assert not _both_sides(dataclasses.replace(found, change_ci=(-1.0, -0.438)))
+    assert not _both_sides(dataclasses.replace(found, change_ci=(-0.2, 0.6)))
