@@ -100,7 +100,9 @@ class Walk:
         self.say = say
         self.console_command = console_command
         self.thresholds = parse_thresholds(self.log.thresholds)
-        self.host = bind(prof, inv).role_hosts[self.log.role]
+        bound = bind(prof, inv)
+        self.host = bound.role_hosts[self.log.role]
+        self.hosts = list(bound.hosts.values())  # every host a step's run locks
 
     # -- the whole bisection ------------------------------------------------------------
 
@@ -314,9 +316,12 @@ class Walk:
                 raise  # before the candidate's boot: the lab's failure, not the kernel's
             # this process's run is over: its journals replayed, its lock released
             self._restore(break_lock=True, run=self.bis.dir / rnd.run if rnd.run else None)
-            first = (exc.message.strip().splitlines() or ["?"])[0]
-            return "the run failed on this kernel: " + (
-                first if len(first) <= 240 else first[:240] + "...")
+            first = (_trial_error(self.bis.dir / rnd.run if rnd.run else None)
+                     or exc.message).strip().splitlines()[0]
+            first = first if len(first) <= 240 else first[:240] + "..."
+            if step.phase == BOOTING:  # no trial on the candidate's kernel ended
+                return f"did not boot, or came up broken (its first trial failed): {first}"
+            return f"failed while it was measured: {first}"
         finally:
             rnd.seconds = time.monotonic() - started
             tap.take()
@@ -332,9 +337,10 @@ class Walk:
         return None
 
     def _restore(self, *, break_lock: bool, run: Path | None = None) -> None:
-        """The role's host back on its own kernel, its settings and lock cleared
-        (`napilab restore`: a guest that is not running is started first); RUN: a run
-        of this process that failed, whose lock replay leaves (its holder is alive)."""
+        """Every host of the profile restored, the role's back on its own kernel, their
+        locks cleared (`napilab restore`: a guest that is not running is started first);
+        RUN: a run of this process that failed, whose locks replay leaves (their holder
+        is alive)."""
         from napilab.harness.hosts import lock
         from napilab.harness.hosts.journal_replay import replay
         from napilab.harness.hosts.session import HostSession
@@ -342,18 +348,19 @@ class Walk:
         from napilab.harness.transport.connect import transport_for
 
         try:
-            for line in replay([self.host], break_lock=break_lock):
+            for line in replay(self.hosts, break_lock=break_lock):
                 self.say(f"restore: {line}")
-            if run is not None:
-                session = HostSession(transport_for(self.host))
+            run_id = load_manifest(run).run_id if run is not None else None
+            for host in self.hosts if run_id is not None else ():
+                session = HostSession(transport_for(host))
                 try:
-                    kept = lock.release(session.transport, load_manifest(run).run_id)
+                    kept = lock.release(session.transport, str(run_id))
                 finally:
                     session.close()
                 if kept:
                     raise NapilabError(kept)
         except NapilabError as exc:
-            raise NapilabError(f"{self.host.name} could not be restored: "
+            raise NapilabError("the hosts could not be restored: "
                                f"{exc.message}", hint="`napilab restore -i INVENTORY`, then "
                                f"`napilab bisect ... --resume {self.bis.dir}`") from None
 
@@ -399,6 +406,20 @@ class Walk:
                           text=nxt.text)
         names = [self._entry(c) if self.log.source == "images" else c for c in nxt.candidates]
         return Answer(candidates=names, text=nxt.text)
+
+
+def _trial_error(run_dir: Path | None) -> str | None:
+    """The error of the run's first failed trial (the boot that failed, say), which the
+    run's own error can hide (a restore that could not reach the host after it)."""
+    from napilab.harness.store.store import load_manifest
+
+    if run_dir is None:
+        return None
+    try:
+        manifest = load_manifest(run_dir)
+    except NapilabError:
+        return None
+    return next((t.error for t in manifest.trials if t.status == "failed" and t.error), None)
 
 
 def check_resumable(bis: Bisection, prof: Any) -> None:

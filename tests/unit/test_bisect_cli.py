@@ -220,7 +220,7 @@ def finished_log() -> BisectLog:
         steps=[Step(number=0, commit="b" * 40, subject="endpoints", verdict="bad", boots=2,
                     rounds=[Round(repeat=2, cases=[case("improvement", "-100%", 0.0)])]),
                Step(number=1, commit=sha(4) * 40, subject="commit 4", verdict="skip",
-                    reason="the run failed on this kernel: guest b exited while booting"),
+                    reason="did not boot, or came up broken: guest b exited while booting"),
                Step(number=2, commit="6" * 40, subject="commit 6", verdict="bad", boots=2,
                     rounds=[Round(repeat=2, cases=[case("improvement", "-100%", 0.0)])])],
         answer=Answer(first_bad="6" * 40, subject="commit 6", text="6666 is the first bad"))
@@ -233,7 +233,7 @@ def test_the_text_report_is_mail_ready(tmp_path: Path) -> None:
     assert lines[1] == "  commit 6"
     assert all(len(line) <= 80 for line in lines), text
     assert any(line.split()[:3] == ["2", "666666666666", "bad"] for line in lines), text
-    assert f"  {'4' * 12}: the run failed on this kernel: guest b exited while booting" \
+    assert f"  {'4' * 12}: did not boot, or came up broken: guest b exited while booting" \
         in lines
     written = report.write(tmp_path, finished_log())
     assert [p.name for p in written] == ["bisect.txt", "bisect-report.json", "bisect.html"]

@@ -211,9 +211,9 @@ def test_on_crash_bad_marks_a_kernel_whose_run_failed_after_its_boot_began(
     walk._measure(step)
     assert restored == [True]
     assert step.verdict == "bad" and step.phase == "done"
-    assert step.reason == ("the run failed on this kernel: b: not back within 600s after "
-                           "the boot (no answer): marked bad (--on-crash), never booted "
-                           "again")
+    assert step.reason == ("did not boot, or came up broken (its first trial failed): b: "
+                           "not back within 600s after the boot (no answer): marked bad "
+                           "(--on-crash), never booted again")
     assert step.rounds[0].error is not None
 
 
