@@ -27,11 +27,11 @@ setup:
     netdev: {"${iface}": {gro_flush_timeout: 30000}}
 workload:
   tool: sockperf.ping-pong
-  duration: 1
+  duration: 2
   server: {role: server, cpus: "1"}
   clients:
-    c1: {cpus: "0", args: {full-log: true, mps: 2000}}
-    c2: {cpus: "1", args: {full-log: true, mps: 1000}}
+    c1: {cpus: "0", args: {full-log: true, mps: 200}}
+    c2: {cpus: "1", args: {full-log: true, mps: 100}}
 variants:
   one: {}
 repeat: 1
@@ -53,7 +53,7 @@ def test_two_sockperf_clients_run_together_stored_and_restored(testbed: tb.Testb
                for role in ("c1", "c2")}
     for role, record in records.items():
         assert record["exit_code"] == 0, role
-        assert f"--mps={2000 if role == 'c1' else 1000}" in record["argv"]
+        assert f"--mps={200 if role == 'c1' else 100}" in record["argv"]
         assert "sockperf: Summary: Latency is" in (raw / "a" / f"client-{role}.out"
                                                      ).read_text()
     assert (raw / "b" / "server.out").exists()
@@ -70,5 +70,7 @@ def test_two_sockperf_clients_run_together_stored_and_restored(testbed: tb.Testb
     pooled = pd.read_parquet(run_dir / "latency" / "001.parquet")
     # one full-log line per observation sockperf counted, both clients' in the file
     assert len(pooled) == per_role[("c1", "observations")] + per_role[("c2", "observations")]
-    # the server answered both: c1 offered twice c2's rate
+    # the server answered both: c1 offered twice c2's rate (rates a loaded make test's
+    # round trips allow: at 2000 and 1000 per second both got ~560 answers in 1 s, 1.7 ms
+    # a round trip; 200 and 100 need under 5 ms)
     assert per_role[("c1", "observations")] > 1.3 * per_role[("c2", "observations")]
