@@ -19,7 +19,6 @@ profile's workload, collectors and `boot:` (per-kernel: one boot per kernel and 
 from __future__ import annotations
 
 import copy
-import json
 import os
 import secrets
 import time
@@ -155,6 +154,7 @@ def boots_of(run_dir: Path) -> int:
     the host's own, and once more to boot back when the last differs from its own. A
     boot into the kernel the host already runs is not made (the kernel knob compares
     release and version), so it is not counted."""
+    from napilab.harness.knobs.kinds.kernel import loads as kernel_value
     from napilab.harness.store.store import load_manifest
 
     manifest = load_manifest(run_dir)
@@ -165,7 +165,7 @@ def boots_of(run_dir: Path) -> int:
         change = next((c for c in trial.settings or () if c.kind == "kernel"), None)
         if change is None or not change.effective:
             continue
-        original, now = json.loads(change.original or "{}"), json.loads(change.effective)
+        original, now = kernel_value(change.original or "{}"), kernel_value(change.effective)
         if own is None:
             own = running = (original.get("release", ""), original.get("version", ""))
         seen = (now.get("release", ""), now.get("version", ""))
