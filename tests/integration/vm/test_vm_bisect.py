@@ -15,10 +15,17 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from napilab.harness.lab import kernels
 from napilab.harness.lab.vmbed import VmTestbed
 from tests.cli import run_napilab, start_napilab
 from tests.integration.vm.conftest import GENERIC, RT_NEW, guest, leftovers
+
+# 403 s alone here (about 8 boots of guest b under TCG): in the loaded suite it would
+# take the integration part well past `make test`'s 20 minutes, so `make acceptance`
+# runs it (issue 40 stays open until `make test` has room for it)
+pytestmark = pytest.mark.acceptance
 
 IDENTITY = "uname -r; uname -v; cat /proc/cmdline"
 WHICH = {1: "A", 2: "A", 3: "A", 4: "broken", 5: "A", 6: "B", 7: "B", 8: "B"}
