@@ -39,6 +39,13 @@ def tree(tmp_path: Path, which: dict[int, str]) -> tuple[Path, dict[int, str], s
     (images / "B").write_bytes(bzimage(NEW))
     (images / "junk").write_bytes(b"not a kernel\n")
     path = tmp_path / "linux"
+    build = f"mkdir -p out && cp {images}/$(cat which) out/bzImage"
+    return path, commit_tree(path, which), build
+
+
+def commit_tree(path: Path, which: dict[int, str]) -> dict[int, str]:
+    """A git tree at PATH of one commit per WHICH entry ("commit N", its file `which`
+    holding the name), and each commit's sha by N."""
     subprocess.run(["git", "init", "-q", str(path)], check=True)
     for number, name in which.items():
         (path / "which").write_text(name + "\n")
@@ -48,8 +55,7 @@ def tree(tmp_path: Path, which: dict[int, str]) -> tuple[Path, dict[int, str], s
                        check=True, env=ENV)
     shas = subprocess.run(["git", "-C", str(path), "rev-list", "--reverse", "HEAD"],
                           capture_output=True, text=True, check=True).stdout.split()
-    build = f"mkdir -p out && cp {images}/$(cat which) out/bzImage"
-    return path, dict(enumerate(shas, start=1)), build
+    return dict(enumerate(shas, start=1))
 
 
 PROFILE = """\

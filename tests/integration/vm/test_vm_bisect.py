@@ -19,6 +19,7 @@ import pytest
 
 from napilab.harness.lab import kernels
 from napilab.harness.lab.vmbed import VmTestbed
+from tests.bisect_trees import commit_tree
 from tests.cli import run_napilab, start_napilab
 from tests.integration.vm.conftest import GENERIC, RT_NEW, guest, leftovers
 
@@ -44,7 +45,7 @@ def dead_on_arrival(image: Path, out: Path) -> None:
     out.write_bytes(bytes(data))
 
 
-def synthetic_tree(tmp_path: Path) -> Path:
+def synthetic_tree(tmp_path: Path) -> tuple[Path, dict[int, str]]:
     images = tmp_path / "images"
     images.mkdir()
     (images / "A").write_bytes(kernels.find(GENERIC).image.read_bytes())
@@ -52,22 +53,7 @@ def synthetic_tree(tmp_path: Path) -> Path:
     dead_on_arrival(images / "A", images / "broken")
     tree = tmp_path / "linux"
     tree.mkdir()
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
-    subprocess.run(["git", "init", "-q", str(tree)], check=True)
-    for number, which in WHICH.items():
-        (tree / "which").write_text(which + "\n")
-        subprocess.run(["git", "-C", str(tree), "add", "which"], check=True, env=env)
-        subprocess.run(["git", "-C", str(tree), "commit", "-q", "--allow-empty", "-m",
-                        f"commit {number}"],
-                       check=True, env=env)
-    return tree
-
-
-def commits(tree: Path) -> dict[int, str]:
-    shas = subprocess.run(["git", "-C", str(tree), "rev-list", "--reverse", "HEAD"],
-                          capture_output=True, text=True, check=True).stdout.split()
-    return dict(enumerate(shas, start=1))
+    return tree, commit_tree(tree, WHICH)
 
 
 PROFILE = """\
@@ -90,8 +76,7 @@ repeat: 4
 def test_bisect_names_commit_6_skips_the_dead_kernel_and_resumes(
         tmp_path: Path, vm_clean: VmTestbed) -> None:
     own = guest(vm_clean, "b", IDENTITY).stdout
-    tree = synthetic_tree(tmp_path)
-    shas = commits(tree)
+    tree, shas = synthetic_tree(tmp_path)
     profile = tmp_path / "p.yaml"
     profile.write_text(PROFILE)
     images = tmp_path / "images"
