@@ -24,6 +24,7 @@ developer machine's (pyenv's init, 236 ms here) is not a lab host's.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import ipaddress
 import json
 import os
@@ -32,6 +33,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -140,10 +142,6 @@ class Testbed:
     def _sshd(self) -> None:
         if not Path(SSHD).exists():
             raise NapilabError(f"{SSHD} not found", hint="apt-get install openssh-server")
-        priv_sep = Path("/run/sshd")
-        if not priv_sep.exists():
-            priv_sep.mkdir(mode=0o755)
-            (self.state / "created-run-sshd").touch()
         user_key = self.state / "id_ed25519"
         run_here(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "napilab-testbed",
               "-f", str(user_key)])
@@ -169,13 +167,20 @@ class Testbed:
                 # a results store over SFTP (harness.stores.sftp) on a testbed host
                 "Subsystem sftp internal-sftp",
             ]) + "\n")
-            run_here(["ip", "netns", "exec", node.netns,
-                      *self._own_mounts([SSHD, "-f", str(config), "-E",
-                                         str(home / "sshd.log")])])
             pub = host_key.with_suffix(".pub").read_text().split()
             known.append(f"{node.mgmt_address},{node.data_address} {pub[0]} {pub[1]}")
         (self.state / "known_hosts").write_text("\n".join(known) + "\n")
-        self._wait_for_sshd()
+        with _privsep_lock():
+            priv_sep = Path("/run/sshd")
+            if not priv_sep.exists():
+                priv_sep.mkdir(mode=0o755)
+                (self.state / "created-run-sshd").touch()
+            for node in self.nodes:
+                home = self.state / node.name
+                run_here(["ip", "netns", "exec", node.netns,
+                          *self._own_mounts([SSHD, "-f", str(home / "sshd_config"), "-E",
+                                             str(home / "sshd.log")])])
+            self._wait_for_sshd()
 
     def _own_mounts(self, argv: list[str]) -> list[str]:
         """sshd started in a mount namespace of its own where root's ~/.bashrc is an
@@ -243,13 +248,14 @@ class Testbed:
                 run_here(["ip", "link", "del", node.mgmt_root], check=False)
         run_here(["ip", "route", "del", "unreachable", str(self.network)], check=False)
         if (self.state / "created-run-sshd").exists():
-            other = self._other_sshd()
-            if other is not None:  # still needed there: that testbed removes it
-                with contextlib.suppress(OSError):
-                    (other / "created-run-sshd").touch()
-            else:
-                with contextlib.suppress(OSError):
-                    Path("/run/sshd").rmdir()
+            with _privsep_lock():
+                other = self._other_sshd()
+                if other is not None:  # still needed there: that testbed removes it
+                    with contextlib.suppress(OSError):
+                        (other / "created-run-sshd").touch()
+                else:
+                    with contextlib.suppress(OSError):
+                        Path("/run/sshd").rmdir()
         shutil.rmtree(self.state, ignore_errors=True)
 
     def _other_sshd(self) -> Path | None:
@@ -403,3 +409,19 @@ def _terminate(pids: list[int]) -> None:
         if alive(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def _privsep_lock() -> Iterator[None]:
+    """Held while a testbed makes /run/sshd (sshd's privilege-separation directory) and
+    starts its sshds until their pid files are there, and while one that made it looks
+    for another testbed's live sshd before removing it: without it, a testbed going down
+    removed the directory between another's check and its sshd's start, and that sshd
+    exited 255 (a clean-clone `make test`, three testbeds side by side). An flock on
+    /run itself: nothing is left on the machine."""
+    fd = os.open("/run", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

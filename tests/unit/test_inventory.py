@@ -114,3 +114,34 @@ def test_connect_timeout_from_the_inventory_or_ssh_config(tmp_path: Path) -> Non
     assert sshconfig.resolve(Host(name="p", address="peer"), config).connect_timeout == 10
     with pytest.raises(InputError, match="ConnectTimeout 'soon' is not a number of seconds"):
         sshconfig.resolve(Host(name="bad", address="bad"), config)
+
+
+MATCH_EXEC = """\
+import sys
+from napilab.harness.inventory.inventory import Host
+from napilab.harness.transport import ssh_config as sshconfig
+import paramiko
+
+# the transport stands in for invoke until `Match exec` needs it
+assert "invoke.context" not in sys.modules and "unittest.mock" not in sys.modules
+config = paramiko.SSHConfig.from_text(
+    "Match host sut exec \\"test -e {there}\\"\\n  HostName 198.51.100.7\\n"
+    "Match host peer exec \\"test -e {missing}\\"\\n  HostName 198.51.100.8\\n")
+print(sshconfig.resolve(Host(name="sut", address="sut"), config).hostname)
+print(sshconfig.resolve(Host(name="peer", address="peer"), config).hostname)
+print("invoke.context" in sys.modules)
+"""
+
+
+def test_match_exec_in_ssh_config_runs_its_command(tmp_path: Path) -> None:
+    """ssh_config's `Match exec` runs its command (paramiko, through invoke) though the
+    transport keeps invoke out of a run's start until a `Match exec` needs it."""
+    import subprocess
+    import sys
+
+    (tmp_path / "there").touch()
+    code = MATCH_EXEC.format(there=tmp_path / "there", missing=tmp_path / "missing")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["198.51.100.7", "peer", "True"]
