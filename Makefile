@@ -1,6 +1,12 @@
 # `make demo` and `make test` each do all set-up on a fresh machine: a venv with napilab
 # installed and, when run as root, the Debian packages the testbed and workloads need.
 SHELL := /bin/bash
+# Python writes the bytecode of what it imports (the venv's packages are installed
+# --no-compile; napilab's own modules live in this tree, __pycache__ ignored by git).
+# With PYTHONDONTWRITEBYTECODE=1 in the environment (this project's machines set it)
+# every Python process compiled pandas, scipy and napilab from source again: `napilab
+# check` took 3.4 s instead of 1.4 s, and every test that starts napilab paid it.
+unexport PYTHONDONTWRITEBYTECODE
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
