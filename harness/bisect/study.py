@@ -56,15 +56,8 @@ class Bisection:
 
     @classmethod
     def open(cls, directory: str | Path) -> Bisection:
-        path = Path(directory) / STATE
-        try:
-            log = codec.read(path, BisectLog)
-        except FileNotFoundError:
-            raise InputError(f"{directory}: not a bisection (no {STATE})",
-                             hint="`napilab bisect PROFILE -i INV --good G --bad B` starts "
-                                  "one") from None
-        except OSError as exc:
-            raise InputError(f"{path}: unreadable ({exc.strerror})") from None
+        log = codec.read_state(directory, STATE, BisectLog, "a bisection",
+                               "`napilab bisect PROFILE -i INV --good G --bad B` starts one")
         return cls(Path(directory).resolve(), log)
 
     def save(self) -> None:

@@ -221,6 +221,19 @@ def read(path: Path, cls: type[R]) -> R:
     return parse(path.read_bytes(), cls, str(path))
 
 
+def read_state(directory: str | Path, name: str, cls: type[R], what: str, hint: str) -> R:
+    """The state record NAME of a long-lived directory (a tune study, a bisection): an
+    input error that says what DIRECTORY is not (WHAT) and how to start one (HINT) when
+    it has none, or that it is unreadable."""
+    path = Path(directory) / name
+    try:
+        return read(path, cls)
+    except FileNotFoundError:
+        raise InputError(f"{directory}: not {what} (no {name})", hint=hint) from None
+    except OSError as exc:
+        raise InputError(f"{path}: unreadable ({exc.strerror})") from None
+
+
 def convert(doc: Any, cls: type[R], where: str) -> R:
     """A record from JSON data, migrated to the current version when it is a
     Document; unknown keys kept in each record's `extra`."""

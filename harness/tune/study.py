@@ -32,7 +32,6 @@ import optuna
 from optuna.study import Study as OptunaStudy
 from optuna.trial import Trial, TrialState
 
-from napilab.harness.errors import InputError
 from napilab.harness.profile.tune import Tune
 from napilab.harness.records import codec
 from napilab.harness.store.store import atomic_write
@@ -83,14 +82,8 @@ class Study:
 
     @classmethod
     def open(cls, directory: str | Path) -> Study:
-        path = Path(directory) / STATE
-        try:
-            state = codec.read(path, TuneStudy)
-        except FileNotFoundError:
-            raise InputError(f"{directory}: not a tune study (no {STATE})",
-                             hint="`napilab tune PROFILE -i INV` starts one") from None
-        except OSError as exc:
-            raise InputError(f"{path}: unreadable ({exc})") from None
+        state = codec.read_state(directory, STATE, TuneStudy, "a tune study",
+                                 "`napilab tune PROFILE -i INV` starts one")
         return cls(Path(directory), state)
 
     def save(self) -> None:

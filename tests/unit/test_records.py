@@ -257,3 +257,16 @@ def test_the_parquet_files_have_the_column_records_columns(tmp_path: Path) -> No
     assert tuple(merged.names) == COLUMNS == columns(SampleRow)
     latency = pq.read_schema(store.dir / "latency" / "001.parquet")
     assert latency.remove_metadata() == arrow_schema(LatencyRow)
+
+
+def test_a_state_directory_without_its_record_says_what_it_is_not(tmp_path: Path) -> None:
+    """tune's and bisect's directories are opened by one reader: no record is an input
+    error naming the directory, what it is not and how to start one; a record that
+    cannot be read says so."""
+    with pytest.raises(InputError) as exc:
+        codec.read_state(tmp_path, "study.json", TuneStudy, "a tune study", "start one")
+    assert exc.value.message == f"{tmp_path}: not a tune study (no study.json)"
+    assert exc.value.hint == "start one"
+    (tmp_path / "study.json").mkdir()
+    with pytest.raises(InputError, match=r"study.json: unreadable \(Is a directory\)"):
+        codec.read_state(tmp_path, "study.json", TuneStudy, "a tune study", "start one")
