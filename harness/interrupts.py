@@ -33,3 +33,25 @@ def deferred_interrupts() -> Iterator[list[int]]:
             signal.signal(sig, handler)
     if received:
         raise KeyboardInterrupt
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt in the block, as a Ctrl-C does: a run told to stop
+    (`kill`, a replica whose controller died: PR_SET_PDEATHSIG) restores its hosts and
+    releases their locks. Held over everything between the first lock taken and the last
+    released: a SIGTERM that lands after the trials, while the locks are released, would
+    otherwise end the process with the default action and leave them. Off the main
+    thread it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt

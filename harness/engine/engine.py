@@ -12,7 +12,6 @@ nothing and `--resume` continues it.
 from __future__ import annotations
 
 import shutil
-import signal
 import time
 from typing import Any
 
@@ -43,7 +42,7 @@ from napilab.harness.errors import (
 from napilab.harness.hosts import facts as host_facts
 from napilab.harness.hosts.session import HostSession
 from napilab.harness.hosts.settings import HostSettings, workdir
-from napilab.harness.interrupts import deferred_interrupts
+from napilab.harness.interrupts import deferred_interrupts, sigterm_as_interrupt
 from napilab.harness.profile import clients
 from napilab.harness.profile.plan import Plan, check_online
 from napilab.harness.profile.profile import Trial, Variant
@@ -54,10 +53,6 @@ from napilab.harness.store.store import Row, RunStore
 from napilab.harness.store.summary import write_summary
 from napilab.runners.registry import TOOLS
 from napilab.runners.workloads.workload import Context, ToolResult
-
-
-def _sigterm_as_interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
 
 
 class Engine:
@@ -76,6 +71,12 @@ class Engine:
     # -- run ---------------------------------------------------------------------------
 
     def run(self, *, resume: bool = False, allow_host_change: bool = False) -> ExitCode:
+        """Every trial to run (all, or those a resumed run has not finished); a SIGTERM
+        is a Ctrl-C: the trial under way restores its hosts and the run is interrupted."""
+        with sigterm_as_interrupt():
+            return self._run(resume, allow_host_change)
+
+    def _run(self, resume: bool, allow_host_change: bool) -> ExitCode:
         manifest = self.store.manifest
         facts = self.hosts.facts()
         self._check_online(resume)
@@ -84,7 +85,6 @@ class Engine:
             resume_check.compare(manifest, facts, allow_host_change, self.progress,
                                  booted=set(self.plan.booted_hosts))
             self.store.reserve(required=True)  # before the first trial: room for its end
-        previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
         trials = self._schedule(resume)
         manifest.status, manifest.incomplete = "running", True
         if manifest.started is None:
@@ -138,7 +138,6 @@ class Engine:
             self._save_last(raise_error=completed)
             self._write_summary()
             self.progress.run_end(str(manifest.status))
-            signal.signal(signal.SIGTERM, previous)
 
     def _check_online(self, resume: bool) -> None:
         """Every variant's CPU lists against the CPUs the hosts have online (just read),

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import pytest
 
@@ -63,3 +66,56 @@ def test_held_interrupts_are_raised_after_the_block_and_handlers_come_back() -> 
         reached.append(True)
     assert reached == [True] and received == [signal.SIGINT]
     assert signal.getsignal(signal.SIGINT) is before
+
+
+# A run whose trials are done (or interrupted) takes a SIGTERM while it releases its
+# hosts' locks: it releases every one, then stops as on Ctrl-C. In a process of its own:
+# with SIGTERM's default action there, the signal would end the test's interpreter.
+RELEASE_INTERRUPTED = """\
+import os, signal, sys, time
+from pathlib import Path
+from napilab.harness.cli import execute
+from napilab.harness.engine import engine
+from napilab.harness.errors import ExitCode
+from napilab.harness.hosts import lock, session
+sys.path.insert(0, sys.argv[2])
+from tests.bisect_trees import profile_and_inventory
+
+tmp = Path(sys.argv[1])
+profile, inventory = profile_and_inventory(tmp)
+plan, _ = execute.load(str(profile), str(inventory))
+released = []
+
+class Engine:
+    def __init__(self, *args, **kwargs):
+        pass
+    def run(self, **kwargs):
+        return ExitCode.OK
+
+def release_all(transports, run_id):
+    for host in transports:
+        released.append(host)
+        if host == "a":
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)  # the handler runs here unless held
+    return []
+
+execute._connect_while_importing = lambda bound: {}
+execute._lock_hosts = lambda *args: (["a", "b"], [])
+engine.Engine = Engine
+lock.release_all = release_all
+session.close_sessions = lambda sessions: None
+try:
+    execute.execute(plan, str(tmp / "results"))
+except KeyboardInterrupt:
+    print("interrupted after releasing", released,
+          signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
+"""
+
+
+def test_a_sigterm_while_the_locks_are_released_releases_them_all(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", RELEASE_INTERRUPTED, str(tmp_path),
+                           str(Path(__file__).parents[2])],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert done.stdout.strip() == "interrupted after releasing ['a', 'b'] True"
