@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from napilab.harness.errors import HostError
 from napilab.harness.inventory.inventory import load_inventory
 from napilab.harness.lab import netns as tb
 from napilab.harness.transport.ssh import SSHTransport
@@ -124,6 +125,34 @@ def test_the_persistent_shell_runs_commands_as_env_would(testbed: tb.Testbed) ->
             == "[unset]"
         missing = transport.run(["napilab-no-such-command"], check=False)
         assert missing.exit_code == 127
+    finally:
+        transport.close()
+
+
+def test_the_persistent_shell_reads_both_streams_whole_and_survives_a_timeout_and_a_kill(
+        testbed: tb.Testbed) -> None:
+    """The shell's output is read by the calling thread, woken by the channel's event
+    pipe (harness.transport.ssh_shell): 3 MB of stdout interleaved with 300 kB of stderr
+    arrive whole and apart, with the exit code; a command past its timeout is an error
+    and the next command runs on a fresh shell with its own output; a shell killed on
+    the host is a dropped connection, and the next command opens another."""
+    transport = SSHTransport(load_inventory(testbed.inventory_path).hosts["b"])
+    script = ('i=0; while [ $i -lt 3000 ]; do printf "%01023d\\n" $i; '
+              '[ $((i % 10)) = 0 ] && printf "%01023d\\n" $i >&2; i=$((i+1)); done; exit 3')
+    try:
+        result = transport.run(["sh", "-c", script], check=False)
+        assert result.exit_code == 3
+        out, err = result.stdout.splitlines(), result.stderr.splitlines()
+        assert len(result.stdout) == 3000 * 1024 and len(result.stderr) == 300 * 1024
+        assert out[0] == f"{0:01023d}" and out[-1] == f"{2999:01023d}"
+        assert err[-1] == f"{2990:01023d}" and len(err) == 300
+        with pytest.raises(HostError, match="timed out after 1s"):
+            transport.run(["sh", "-c", "sleep 3; echo late"], timeout=1)
+        assert transport.run(["echo", "fresh"]).stdout == "fresh\n"
+        shell = transport.run(["sh", "-c", "echo $PPID"]).stdout.strip()
+        with pytest.raises(HostError, match="connection dropped"):
+            transport.run(["sh", "-c", f"kill -KILL {shell}; sleep 5"], timeout=30)
+        assert transport.run(["echo", "again"]).stdout == "again\n"
     finally:
         transport.close()
 
