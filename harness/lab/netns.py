@@ -392,10 +392,16 @@ def _kill_pidfile(path: Path) -> None:
         _terminate([pid])
 
 
-def _kill_netns_processes(netns: str) -> None:
-    proc = run_here(["ip", "netns", "pids", netns], check=False)
-    pids = [int(p) for p in proc.stdout.split() if p.isdigit()]
-    _terminate(pids)
+def _kill_netns_processes(netns: str, rounds: int = 5) -> None:
+    """Every process in the namespace ended, listed again until none is left: an sshd
+    session forked after a listing (a connection accepted as its listener was told to
+    stop) outlived its testbed once, holding the deleted namespace alive."""
+    for _ in range(rounds):
+        proc = run_here(["ip", "netns", "pids", netns], check=False)
+        pids = [int(p) for p in proc.stdout.split() if p.isdigit()]
+        if not pids:
+            return
+        _terminate(pids)
 
 
 def _terminate(pids: list[int]) -> None:
