@@ -454,9 +454,15 @@ DEFAULT_TESTBED_TESTS = (
 )
 
 
+# The wheel's tests share a module fixture that builds the wheel and installs it in a
+# venv (31-45 s): the demo's test is in the group above, so the whole module is, and the
+# wheel is built once instead of on two workers (a clean clone's run built it twice).
+WHEEL_MODULE = "tests/integration/test_wheel.py"
+
+
 def own_testbed_group(nodeid: str) -> str | None:
     path = nodeid.partition("::")[0]
-    if nodeid.partition("[")[0] in DEFAULT_TESTBED_TESTS:
+    if nodeid.partition("[")[0] in DEFAULT_TESTBED_TESTS or path == WHEEL_MODULE:
         return "napilab-testbed"
     return path if path in OWN_TESTBED_MODULES else None
 

@@ -1,7 +1,8 @@
 """The integration suite's scheduling under `--dist loadgroup` (tests/conftest.py): tests
 that bring up `napilab testbed up`'s own testbed (prefix napilab, 198.51.100.0/29: what
 `napilab demo` brings up) share one group, so no two of them run at once on different
-workers and take each other's testbed down."""
+workers and take each other's testbed down; the wheel's tests are in it too, so the
+wheel is built once."""
 
 from __future__ import annotations
 
@@ -35,3 +36,14 @@ def test_every_test_on_the_default_testbed_is_in_one_group() -> None:
     assert own_testbed_group(DEFAULT_TESTBED_TESTS[0] + "[param]") == "napilab-testbed"
     assert own_testbed_group("tests/integration/test_faults.py::test_concurrent_run_is_refused") \
         is None
+
+
+def test_the_wheels_tests_build_it_once_on_one_worker() -> None:
+    """The wheel's module fixture builds and installs it; its demo test is on the
+    default testbed: every test of the module is in that one group."""
+    source = (INTEGRATION / "test_wheel.py").read_text()
+    names = [n.name for n in ast.parse(source).body
+             if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
+    assert len(names) >= 5
+    assert {own_testbed_group(f"tests/integration/test_wheel.py::{n}") for n in names} \
+        == {"napilab-testbed"}
