@@ -58,7 +58,8 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
     the run's directory itself (a replica's, under its fleet run: harness.cli.fleet)
     instead of RESULTS/PROFILE/STAMP-RUN_ID. WAITS: what to wait for before the first
     trial (harness.hosts.waits), recorded in the manifest."""
-    from napilab.harness.interrupts import sigterm_as_interrupt
+    from napilab.harness.hosts.session import close_sessions
+    from napilab.harness.interrupts import deferred_interrupts, sigterm_as_interrupt
     from napilab.harness.store.store import check_room
 
     progress = progress or Progress()
@@ -69,54 +70,40 @@ def execute(bound: Plan, results: str, *, keep_going: bool = False,
         store = open_for_resume(bound, resume)
     check_room(store.dir if store else results)
     with sigterm_as_interrupt():  # a SIGTERM from here on is a Ctrl-C: hosts released
-        return _locked_run(bound, results, store, progress, keep_going=keep_going,
-                           formats=formats, break_lock=break_lock, resume=resume,
-                           allow_host_change=allow_host_change, on_store=on_store,
-                           run_dir=run_dir, waits=waits)
+        sessions = _connect_while_importing(bound)
+        from napilab.harness.engine.engine import Engine
+        from napilab.harness.hosts import lock
+        from napilab.harness.store.runs import new_manifest
+        from napilab.harness.store.store import RunStore, new_run_id
 
-
-def _locked_run(bound: Plan, results: str, store: RunStore | None, progress: Progress, *,
-                keep_going: bool, formats: list[str] | None, break_lock: bool,
-                resume: str | None, allow_host_change: bool,
-                on_store: Callable[[Path], None] | None, run_dir: Path | None,
-                waits: Waits | None) -> ExitCode:
-    from napilab.harness.hosts.session import close_sessions
-    from napilab.harness.interrupts import deferred_interrupts
-
-    sessions = _connect_while_importing(bound)
-    from napilab.harness.engine.engine import Engine
-    from napilab.harness.hosts import lock
-    from napilab.harness.store.runs import new_manifest
-    from napilab.harness.store.store import RunStore, new_run_id
-
-    run_id = store.run_id if store else new_run_id()
-    locked: list[Any] = []
-    try:
-        locked, waited = _lock_hosts(sessions, run_id, break_lock, waits, progress)
-        if store is None:
-            store = RunStore.create(results, bound.profile.name, new_manifest(bound),
-                                    run_id=run_id, directory=run_dir)
-        _record_waits(store, waited)
-    except BaseException:
-        with deferred_interrupts():
-            lock.release_all(locked, run_id)
-            close_sessions(sessions.values())
-        raise
-    code = ExitCode.ERROR
-    report_error = None
-    try:
-        if on_store is not None:
-            on_store(store.dir)
-        engine = Engine(bound, store, sessions, progress=progress, keep_going=keep_going)
-        code = engine.run(resume=resume is not None, allow_host_change=allow_host_change)
-    finally:
-        with deferred_interrupts():  # a second signal: raised once every lock is released
-            kept = lock.release_all(locked, run_id)
-            close_sessions(sessions.values())
-        for line in kept:
-            progress.note(line)
-        if formats and store.manifest.trials:
-            report_error = write_reports(store.dir, formats, progress)
+        run_id = store.run_id if store else new_run_id()
+        locked: list[Any] = []
+        try:
+            locked, waited = _lock_hosts(sessions, run_id, break_lock, waits, progress)
+            if store is None:
+                store = RunStore.create(results, bound.profile.name, new_manifest(bound),
+                                        run_id=run_id, directory=run_dir)
+            _record_waits(store, waited)
+        except BaseException:
+            with deferred_interrupts():
+                lock.release_all(locked, run_id)
+                close_sessions(sessions.values())
+            raise
+        code = ExitCode.ERROR
+        report_error = None
+        try:
+            if on_store is not None:
+                on_store(store.dir)
+            engine = Engine(bound, store, sessions, progress=progress, keep_going=keep_going)
+            code = engine.run(resume=resume is not None, allow_host_change=allow_host_change)
+        finally:
+            with deferred_interrupts():  # a second signal: raised once every lock is released
+                kept = lock.release_all(locked, run_id)
+                close_sessions(sessions.values())
+            for line in kept:
+                progress.note(line)
+            if formats and store.manifest.trials:
+                report_error = write_reports(store.dir, formats, progress)
     if report_error:
         raise NapilabError(f"the run is stored in {store.dir}, but {report_error}",
                            hint=f"`napilab report {store.dir}` renders it later")

@@ -42,7 +42,7 @@ from napilab.harness.errors import (
 from napilab.harness.hosts import facts as host_facts
 from napilab.harness.hosts.session import HostSession
 from napilab.harness.hosts.settings import HostSettings, workdir
-from napilab.harness.interrupts import deferred_interrupts, sigterm_as_interrupt
+from napilab.harness.interrupts import deferred_interrupts
 from napilab.harness.profile import clients
 from napilab.harness.profile.plan import Plan, check_online
 from napilab.harness.profile.profile import Trial, Variant
@@ -71,12 +71,10 @@ class Engine:
     # -- run ---------------------------------------------------------------------------
 
     def run(self, *, resume: bool = False, allow_host_change: bool = False) -> ExitCode:
-        """Every trial to run (all, or those a resumed run has not finished); a SIGTERM
-        is a Ctrl-C: the trial under way restores its hosts and the run is interrupted."""
-        with sigterm_as_interrupt():
-            return self._run(resume, allow_host_change)
-
-    def _run(self, resume: bool, allow_host_change: bool) -> ExitCode:
+        """Every trial to run (all, or those a resumed run has not finished). A SIGTERM
+        arrives as a Ctrl-C (harness.cli.execute, the one caller, holds that from the
+        first connection to the last lock released): the trial under way restores its
+        hosts and the run is interrupted."""
         manifest = self.store.manifest
         facts = self.hosts.facts()
         self._check_online(resume)
