@@ -11,10 +11,12 @@ misbehaves is a failure, never a skip."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -125,6 +127,31 @@ def link_state(bed: VmTestbed) -> str:
             f"ip -s link show dev {tap}; tc -s filter show dev {tap} ingress",
             shell=True, capture_output=True, text=True, check=False).stdout)
     return "".join(out)
+
+
+def tap_up(tap: str) -> bool:
+    return bool(int(Path(f"/sys/class/net/{tap}/flags").read_text(), 16) & 0x1)  # IFF_UP
+
+
+@contextlib.contextmanager
+def tap_watch(tap: str) -> Iterator[set[bool]]:
+    """Every state (up: True, down: False) tap `tap` was seen in, 20 times a second,
+    while the block runs."""
+    seen: set[bool] = set()
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(0.05):
+            with contextlib.suppress(OSError):
+                seen.add(tap_up(tap))
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        yield seen
+    finally:
+        stop.set()
+        thread.join()
 
 
 def kill_run_when(bed: VmTestbed, args: list[str], script: str, done: Callable[[str], bool],

@@ -20,6 +20,8 @@ from tests.integration.vm.conftest import (
     kill_run_when,
     leftovers,
     link_state,
+    tap_up,
+    tap_watch,
 )
 
 IDENTITY = "uname -r; uname -v; cat /proc/cmdline"
@@ -53,9 +55,13 @@ variants:
 repeat: 1
 boot: per-kernel
 """)
-    done = run_napilab("run", str(profile), "-i", str(vm_clean.inventory_path),
-                       "-o", str(tmp_path / "r"), "--format", "text", timeout=900)
+    with tap_watch(vm_clean.tap("b")) as seen:
+        done = run_napilab("run", str(profile), "-i", str(vm_clean.inventory_path),
+                           "-o", str(tmp_path / "r"), "--format", "text", timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr + link_state(vm_clean)
+    # b's tap was down while b booted (a frame reaching QEMU's virtio-net before the
+    # guest's rings were filled could stop QEMU reading that tap queue) and is up again
+    assert seen == {True, False} and tap_up(vm_clean.tap("b"))
     (run_dir,) = (tmp_path / "r" / "vm-kernel-run").iterdir()
     manifest = json.loads((run_dir / "manifest.json").read_text())
     trials = {t["variant"]: t for t in manifest["trials"]}
