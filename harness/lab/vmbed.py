@@ -178,9 +178,10 @@ class VmTestbed:
         RSS (`virtio-rss`; QEMU steers in software, its eBPF steering did not load here)
         before the guest driver had filled its receive rings stopped QEMU reading that
         tap queue for good: a's pings, sent from one vCPU, went unanswered (CI: 1 of 20;
-        here, b sending UDP to a while a's driver was bound again: 7 of 18 rounds, and 0
-        of 6 with a's tap down meanwhile). A down tap takes nothing from the peer's
-        redirect, so nothing reaches a guest before its rings are filled."""
+        here, guest a booted while b sent UDP to it: 4 of 4 boots, 0 of 4 with a's tap
+        down meanwhile; a's driver bound again under the same traffic: 8 of 15, 0 of 6).
+        A down tap takes nothing from the peer's redirect, so nothing reaches a guest
+        before its rings are filled."""
         _run(["ip", "link", "set", self.tap(name), state])
 
     def _write_inventory(self, specs: dict[str, GuestSpec]) -> None:
