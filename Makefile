@@ -71,13 +71,22 @@ lint: $(VENV)/.test
 	$(BIN)/ruff check $(wildcard napilab harness runners reports tests benchmarks)
 	$(BIN)/mypy
 
+# uv installs the venv's packages (pip installs uv): a fresh venv with the test extras
+# took 20 s instead of pip's 68 s with cold caches here, 13 s instead of 55 s warm;
+# pip installs them where uv cannot be had or fails.
+define venv_install
+{ $(BIN)/pip install -q --disable-pip-version-check uv >/dev/null 2>&1 \
+  && $(BIN)/uv pip install -q --python $(BIN)/python $(1); } \
+|| $(BIN)/pip install -q --no-compile --disable-pip-version-check $(1)
+endef
+
 $(VENV)/.runtime: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --no-compile --disable-pip-version-check -e .
+	$(call venv_install,-e .)
 	touch $@
 
 $(VENV)/.test: pyproject.toml $(VENV)/.runtime
-	$(BIN)/pip install -q --no-compile --disable-pip-version-check -e '.[test]'
+	$(call venv_install,-e '.[test]')
 	touch $@
 
 # Installs what is missing when root; otherwise says what is missing and goes on
