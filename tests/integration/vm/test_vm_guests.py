@@ -11,7 +11,7 @@ import threading
 from napilab.harness.hosts import check
 from napilab.harness.lab.vmbed import VmTestbed
 from tests.cli import run_napilab
-from tests.integration.vm.conftest import guest, link_state
+from tests.integration.vm.conftest import guest, link_state, session_on
 
 
 def test_hosts_check_shows_each_queue_with_its_irq_and_napi(vm_clean: VmTestbed) -> None:
@@ -91,14 +91,16 @@ def test_a_guest_booted_while_its_peer_sends_to_it_answers_from_every_vcpu(
     pings from one of a's vCPUs went unanswered (4 of 4 boots here, CI once). The
     testbed keeps a guest's tap down while it boots."""
     guest(vm_clean, "b", "rm -f /tmp/napilab-udp-stop")
-    sender = threading.Thread(target=guest, args=(vm_clean, "b", UDP_TO_A.format(seconds=300)),
-                              kwargs={"timeout": 330, "check": False})
+    own = session_on(vm_clean, "b")  # guest()'s connection runs one command at a time
+    sender = threading.Thread(target=own.transport.run, args=(
+        ["sh", "-c", UDP_TO_A.format(seconds=300)],), kwargs={"timeout": 330, "check": False})
     sender.start()
     try:
         vm_clean.boot("a", None)
     finally:
         guest(vm_clean, "b", "touch /tmp/napilab-udp-stop; sleep 0.5; rm -f /tmp/napilab-udp-stop")
         sender.join()
+        own.close()
     for cpu in range(2):  # a's data NIC: queue N transmits from vCPU N
         ping = guest(vm_clean, "a", f"taskset -c {cpu} ping -c 3 -q -w 20 192.0.2.2",
                      check=False).stdout

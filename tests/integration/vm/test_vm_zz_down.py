@@ -9,6 +9,7 @@ from pathlib import Path
 
 from napilab.harness.lab.vmbed import VmTestbed
 from tests.cli import run_napilab
+from tests.integration.vm.conftest import close_guests
 
 
 def test_down_leaves_nothing(vm_bed: VmTestbed) -> None:
@@ -20,6 +21,7 @@ def test_down_leaves_nothing(vm_bed: VmTestbed) -> None:
     assert f"{prefix}-va" in links_before and f"{prefix}-vb" in links_before
     # the user's testbed (none here): a no-op
     run_napilab("testbed", "down", timeout=120, check=True)
+    close_guests(vm_bed)
     vm_bed.down()
     assert not vm_bed.state.exists() and not Path(f"/run/{prefix}-vm").exists()
     assert vm_bed.stray_processes() == []
