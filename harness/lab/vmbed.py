@@ -69,6 +69,10 @@ class VmTestbed:
                                "limited to 15 characters)")
         self.prefix = prefix
         self.state = Path(state_dir or f"/run/{prefix}-vm")
+        if state_dir is not None and (self.state / "state.json").exists():
+            # a run that boots a guest knows the testbed by its directory: the taps are
+            # named by the prefix `up` was given
+            self.prefix = self._load().prefix
 
     @property
     def inventory_path(self) -> Path:

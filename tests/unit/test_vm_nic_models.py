@@ -10,7 +10,7 @@ import pytest
 
 from napilab.harness.errors import NapilabError
 from napilab.harness.lab.guest import NIC_MODELS, GuestSpec, qemu_opts
-from napilab.harness.lab.vmbed import VmTestbed
+from napilab.harness.lab.vmbed import VmState, VmTestbed
 
 
 def spec(nic: str) -> GuestSpec:
@@ -41,3 +41,15 @@ def test_an_unknown_model_is_refused_before_anything_is_made(tmp_path: Path) -> 
                        "virtio-rss, vmxnet3, e1000e"):
         bed.up(nic={"b": "e1000"})
     assert not (tmp_path / "bed").exists()
+
+
+def test_a_testbed_known_by_its_directory_names_its_taps_by_its_prefix(
+        tmp_path: Path) -> None:
+    """A run boots a guest through VmTestbed(state_dir=...) (the inventory's `boot:
+    testbed`): the tap it takes down while the guest boots is the testbed's own (a clean
+    clone's run took down "napilab-vb", which did not exist, and left guest b stopped)."""
+    bed = VmTestbed(prefix="napilabq", state_dir=str(tmp_path / "bed"))
+    bed.state.mkdir()
+    bed._save(VmState(prefix="napilabq", accel="tcg", guests={}))
+    assert VmTestbed(state_dir=str(bed.state)).tap("b") == "napilabq-vb"
+    assert VmTestbed(state_dir=str(tmp_path / "none")).tap("b") == "napilab-vb"
