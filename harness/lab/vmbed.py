@@ -147,7 +147,7 @@ class VmTestbed:
         with several), each one's ingress redirected to the other's egress by tc (u32 +
         mirred), so frames go from guest to guest and never into this machine's own
         network stack (no bridge, no address, IPv6 off on both). A tap is brought up
-        once its guest has booted (`_booting`)."""
+        once its guest has booted (`_start`, `_up`)."""
         taps = [self.tap(n) for n in NAMES]
         for name, tap in zip(NAMES, taps, strict=True):
             multi = ["multi_queue"] if NIC_MODELS[models[name]][1] else []
@@ -168,25 +168,8 @@ class VmTestbed:
         deadline = time.time() + timeout
         guests = [Guest(s) for s in specs]
         for guest in guests:
-            self._tap_link(guest.spec.name, "down")
-            guest.start()
-        up = {}
-        for guest in guests:
-            up[guest.spec.name] = _up(guest, deadline)
-            self._tap_link(guest.spec.name, "up")
-        return up
-
-    def _tap_link(self, name: str, state: str) -> None:
-        """Guest `name`'s tap down while the guest boots, up once its sshd answers (its
-        init has opened data0 by then). A frame that reached a QEMU 7.2 virtio-net with
-        RSS (`virtio-rss`; QEMU steers in software, its eBPF steering did not load here)
-        before the guest driver had filled its receive rings stopped QEMU reading that
-        tap queue for good: a's pings, sent from one vCPU, went unanswered (CI: 1 of 20;
-        here, guest a booted while b sent UDP to it: 4 of 4 boots, 0 of 4 with a's tap
-        down meanwhile; a's driver bound again under the same traffic: 8 of 15, 0 of 6).
-        A down tap takes nothing from the peer's redirect, so nothing reaches a guest
-        before its rings are filled."""
-        _run(["ip", "link", "set", self.tap(name), state])
+            _start(guest)
+        return {g.spec.name: _up(g, deadline) for g in guests}
 
     def _write_inventory(self, specs: dict[str, GuestSpec]) -> None:
         hosts: dict[str, Any] = {}
@@ -226,10 +209,8 @@ class VmTestbed:
         started = time.time()
         state.guests[name] = _entry(spec, entry.original)
         self._save(state)
-        self._tap_link(name, "down")
-        guest.start()
+        _start(guest)
         _up(guest, started + timeout)
-        self._tap_link(name, "up")
         return time.time() - started
 
     def revive(self, name: str, timeout: float = BOOT_TIMEOUT) -> bool:
@@ -308,9 +289,24 @@ class VmTestbed:
         tmp.replace(self.state / "state.json")
 
 
+def _start(guest: Guest) -> None:
+    """The guest's QEMU started with the guest's tap down; `_up` brings the tap up once
+    the guest's sshd answers (its init has opened data0 by then). A frame that reached a
+    QEMU 7.2 virtio-net with RSS (`virtio-rss`; QEMU steers in software, its eBPF
+    steering did not load here) before the guest driver had filled its receive rings
+    stopped QEMU reading that tap queue for good: a's pings, sent from one vCPU, went
+    unanswered (CI: 1 of 20; here, guest a booted while b sent UDP to it: 4 of 4 boots, 0
+    of 4 with a's tap down meanwhile; a's driver bound again under the same traffic: 8 of
+    15, 0 of 6). A down tap takes nothing from the peer's redirect, so nothing reaches a
+    guest before its rings are filled."""
+    _run(["ip", "link", "set", guest.spec.tap, "down"])
+    guest.start()
+
+
 def _up(guest: Guest, deadline: float, attempts: int = 3) -> float:
-    """Seconds until the guest's sshd answered. A guest that dies while booting, or
-    whose console prints nothing for STALL seconds, is started again, twice at most:
+    """Seconds until the guest's sshd answered (its tap then brought up). A guest that
+    dies while booting, or whose console prints nothing for STALL seconds, is started
+    again, twice at most:
     under TCG a kernel sometimes oopses while it patches its own code at boot (seen
     here: a fault in sched_clock_idle_wakeup_event on a 7.2 guest, 1 boot in about 15)
     or stalls bringing up its CPUs (a 4-vCPU guest beside a 2-vCPU one on 2 CPUs); the
@@ -320,6 +316,7 @@ def _up(guest: Guest, deadline: float, attempts: int = 3) -> float:
     for attempt in range(1, attempts + 1):
         try:
             guest.wait_ssh(deadline, stall=STALL)
+            _run(["ip", "link", "set", guest.spec.tap, "up"])
             return time.time() - started
         except (GuestDied, GuestStalled):
             if attempt == attempts or time.time() >= deadline:

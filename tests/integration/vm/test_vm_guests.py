@@ -71,10 +71,10 @@ def test_status_says_what_is_up(vm_clean: VmTestbed) -> None:
 
 # b sends UDP to a on 64 ports, 3,200 frames a second, for as long as a takes to boot
 UDP_TO_A = """python3 -c '
-import socket, time
+import os, socket, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 end = time.time() + {seconds}
-while time.time() < end and not __import__("os").path.exists("/tmp/napilab-udp-stop"):
+while time.time() < end and not os.path.exists("/tmp/napilab-udp-stop"):
     for port in range(5000, 5064):
         try:
             s.sendto(b"x" * 200, ("192.0.2.1", port))
