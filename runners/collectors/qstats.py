@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from napilab.runners.base import COUNT, ParseError, Value
+from napilab.runners.base import COUNT, HOST_PYTHON, ParseError, Value
 from napilab.runners.collectors.collector import HostInfo
 
 TOOL = "qstats"
@@ -179,7 +179,7 @@ _SCRIPT = f"""echo "==> {SECTION} <=="
       tr -d '\\n'; echo
     ynl --family netdev --dump page-pool-stats-get --output-json 2>&1 | tr -d '\\n'; echo
   elif command -v python3 >/dev/null 2>&1; then
-    python3 - qstats-get page-pool-stats-get 2>&1
+    {' '.join(HOST_PYTHON)} - qstats-get page-pool-stats-get 2>&1
   else echo "netlink: neither ynl nor python3 on this host"; fi
   for f in /sys/class/net/*/ifindex; do n=${{f%/ifindex}}; echo "ifindex $(cat "$f") ${{n##*/}}"
   done"""

@@ -23,6 +23,7 @@ from napilab.harness.knobs.kind import Setting
 from napilab.harness.knobs.kinds import queue_map
 from napilab.harness.profile.profile import load_profile
 from napilab.harness.transport.transport import CommandResult
+from napilab.runners.base import HOST_PYTHON
 
 DATA = Path(__file__).parents[1] / "data" / "queues" / "virtio-net-7.2-4q"
 
@@ -150,8 +151,9 @@ class CapturedGuest:
             return self._out(argv, "", 1)
         if argv[:2] == ["which", "python3"]:
             return self._out(argv, "/usr/bin/python3\n")
-        if argv[:2] == ["python3", "-"] and argv[2] in ("queue-get", "napi-get"):
-            return self._out(argv, self.answers[argv[2]])
+        script = len(HOST_PYTHON) + 1  # python3, its options, "-": the script on stdin
+        if argv[:script] == [*HOST_PYTHON, "-"] and argv[script] in ("queue-get", "napi-get"):
+            return self._out(argv, self.answers[argv[script]])
         if argv[0] == "sh" and argv[3] == "napilab-irqs":
             return self._out(argv, self.answers["msi"])
         if argv[:4] == ["tail", "-v", "-n", "+1"]:

@@ -5,8 +5,14 @@ hosts table that shows them."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pytest
 
 from napilab.harness.hosts import facts
 from napilab.harness.inventory.inventory import Host
@@ -79,3 +85,39 @@ def test_hosts_rows_carry_the_versions() -> None:
     (row,) = run_facts.hosts(manifest)
     assert row.tools == (("ethtool", "ethtool version 6.1"),
                          ("ping", "ping from iputils 20221126"))
+
+
+@pytest.mark.skipif(shutil.which("dpkg") is None, reason="needs dpkg (a Debian host)")
+def test_programs_no_tool_knows_in_one_dpkg_search(tmp_path: Path) -> None:
+    """The script itself, on this machine: coreutils' timeout by its package, a program
+    no package owns by its sha256 (through a symlink: the path stays the one on PATH),
+    a missing one absent; one command for all of them."""
+    script = tmp_path / "real-tool"
+    script.write_text("#!/bin/sh\necho hi\n")
+    script.chmod(0o755)
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "my-tool").symlink_to(script)
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+    done = subprocess.run([*facts._PACKAGED, "timeout", "my-tool", "no-such-tool-napilab"],
+                          capture_output=True, text=True, env=env, check=True)
+    got = facts.packaged(done.stdout)
+    version = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "coreutils"],
+                             capture_output=True, text=True, check=True).stdout
+    timeout = shutil.which("timeout")
+    assert got["timeout"] == f"coreutils {version} {timeout}"
+    digest = subprocess.run(["sha256sum", str(script)], capture_output=True, text=True,
+                            check=True).stdout.split()[0]
+    assert got["my-tool"] == f"{tmp_path / 'bin' / 'my-tool'} sha256:{digest}"
+    assert got["no-such-tool-napilab"] == "absent"
+    assert list(got) == ["timeout", "my-tool", "no-such-tool-napilab"]
+
+
+def test_a_diverted_or_shared_file_names_its_first_package() -> None:
+    """dpkg -S's other line shapes: several owners, an architecture, a diversion."""
+    output = "\n".join([
+        "a\t/usr/bin/a\t/usr/bin/a", "b\t/usr/bin/b\t/usr/lib/b.real", "gone",
+        "== owners", "diversion by dash from: /usr/bin/a", "pkg-one, pkg-two: /usr/bin/a",
+        "libthing:amd64: /usr/lib/b.real",
+        "== versions", "pkg-one\t1.0-1", "libthing\t2.3", "== sha256", ""])
+    assert facts.packaged(output) == {"a": "pkg-one 1.0-1 /usr/bin/a",
+                                      "b": "libthing 2.3 /usr/bin/b", "gone": "absent"}

@@ -43,12 +43,13 @@ from typing import Any
 from napilab.harness.errors import HostError, NapilabError
 from napilab.harness.knobs.backend import Backend, Command, read_files, tail_argv
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Setting, Verdict
+from napilab.runners.base import HOST_PYTHON
 
 KEY = "running"
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
 RUNNING = ("/proc/sys/kernel/osrelease", "/proc/sys/kernel/version", "/proc/cmdline")
 # A bzImage's banner (harness.lab.kernels.image_banner), read on the host (kexec).
-_BANNER = ["python3", "-c", (
+_BANNER = [*HOST_PYTHON, "-c", (
     "import sys\nd = open(sys.argv[1], 'rb').read(65536)\n"
     "assert d[0x202:0x206] == b'HdrS', 'not a bzImage'\n"
     "s = int.from_bytes(d[0x20E:0x210], 'little') + 0x200\n"

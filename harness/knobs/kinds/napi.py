@@ -20,6 +20,7 @@ from napilab.harness.knobs import grammar, per_queue, values
 from napilab.harness.knobs import json_parts as js
 from napilab.harness.knobs.backend import Backend, Command, Gone, read_files
 from napilab.harness.knobs.kind import Item, Kind, Lookup, Session, Setting
+from napilab.runners.base import HOST_PYTHON
 
 NETDEV_NL = resources.files("napilab.harness.knobs.kinds").joinpath("hostscripts/netdev_nl.py")
 
@@ -94,7 +95,7 @@ class NapiBackend(Backend):
         if self.client() == "ynl":
             return Command(["ynl", "--family", "netdev", "--output-json", "--dump",
                             op, "--json", json.dumps({"ifindex": _number(ifindex)})])
-        return Command(["python3", "-", op, ifindex], self._stdin())
+        return Command([*HOST_PYTHON, "-", op, ifindex], self._stdin())
 
     def read_argvs(self, keys: Sequence[str]) -> list[list[str]]:
         return [self.get_command(i).argv for i in sorted({k.split("/")[0] for k in keys})]
@@ -118,7 +119,7 @@ class NapiBackend(Backend):
             command = Command(["ynl", "--family", "netdev", "--output-json", "--do", "dev-get",
                                "--json", json.dumps({"ifindex": _number(ifindex)})])
         else:
-            command = Command(["python3", "-", "dev-get", ifindex], self._stdin())
+            command = Command([*HOST_PYTHON, "-", "dev-get", ifindex], self._stdin())
         dev = self._json(command, "dev-get", ifindex)
         return dev if isinstance(dev, dict) else {}
 
@@ -144,7 +145,7 @@ class NapiBackend(Backend):
         request = json.dumps({"id": _number(napi_id), attr: typed})
         if self.client() == "ynl":
             return Command(["ynl", "--family", "netdev", "--do", "napi-set", "--json", request])
-        return Command(["python3", "-", "napi-set", request], self._stdin())
+        return Command([*HOST_PYTHON, "-", "napi-set", request], self._stdin())
 
     def write(self, key: str, value: str) -> None:
         attr = key.split("/")[2]

@@ -70,7 +70,7 @@ def settings_of(tmp_path: Path, bed: VmTestbed, setup: str,
 
 
 def napis(bed: VmTestbed) -> list[dict[str, object]]:
-    out = guest(bed, "b", f"python3 - napi-get $(cat /sys/class/net/data0/ifindex) <<'EOF'\n"
+    out = guest(bed, "b", f"python3 -I -S - napi-get $(cat /sys/class/net/data0/ifindex) <<'EOF'\n"
                           f"{NETDEV_NL.read_text()}\nEOF").stdout
     return sorted(json.loads(out), key=lambda n: int(str(n["id"])))
 

@@ -39,10 +39,10 @@ for n in $(ls device/../msi_irqs); do
   name=$(sed -n "s/^ *$n:.* \([^ ]*\)$/\1/p" /proc/interrupts)
   echo "irq $name $n $(cat /proc/irq/$n/smp_affinity_list)"
 done
-python3 - queue-get $(cat ifindex) <<'EOF' > /tmp/napilab-queues.json
+python3 -I -S - queue-get $(cat ifindex) <<'EOF' > /tmp/napilab-queues.json
 {netdev_nl}
 EOF
-python3 - napi-get $(cat ifindex) <<'EOF' > /tmp/napilab-napis.json
+python3 -I -S - napi-get $(cat ifindex) <<'EOF' > /tmp/napilab-napis.json
 {netdev_nl}
 EOF
 echo "queues $(cat /tmp/napilab-queues.json)"
