@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from napilab.harness.errors import HostError
+from napilab.harness.errors import CommandError, HostError
 from napilab.harness.hosts.session import HostSession
 from napilab.harness.hosts.settings import HostSettings
 from napilab.harness.inventory.inventory import Host, load_inventory
@@ -133,3 +133,27 @@ def test_global_sysctl_in_the_root_namespace_comes_back(root_only: None) -> None
 
 def local_root() -> HostSession:
     return HostSession(transport_for(Host(name="root", transport="local")))
+
+
+def test_a_write_over_ssh_lands_and_a_rejected_one_says_why(testbed: tb.Testbed,
+                                                         host_b: HostSession) -> None:
+    """SSHTransport.write_file through the shell's printf: the value lands (read back by
+    the kernel's own file), and a value the kernel rejects is an error with the kernel's
+    reason (tee's retry), not dash's "I/O error"; the file keeps its value."""
+    path = "/sys/class/net/data0/gro_flush_timeout"
+    original = ns(testbed, "cat", path).strip()
+    transport = host_b.transport
+    try:
+        transport.write_file(path, "20000\n")
+        assert ns(testbed, "cat", path).strip() == "20000"
+        with pytest.raises(CommandError) as failed:
+            transport.write_file(path, "not-a-number\n")
+        assert "Invalid argument" in failed.value.stderr
+        assert "I/O error" not in failed.value.stderr
+        assert ns(testbed, "cat", path).strip() == "20000"
+        with pytest.raises(CommandError) as missing:
+            transport.write_file("/sys/class/net/data0/no_such_dir_napilab/knob", "1\n")
+        assert "No such file or directory" in missing.value.stderr
+    finally:
+        transport.write_file(path, original + "\n")
+    assert ns(testbed, "cat", path).strip() == original
