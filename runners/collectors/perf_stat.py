@@ -134,8 +134,11 @@ _SCRIPT = f"""echo "==> {SECTION} <=="
       mkdir -p -m 0700 "$d"; rm -f "$o" "$e"
       perf stat -x, -a -A -e {",".join(EVENTS)} --timeout {TIMEOUT_MS} -o "$o" \\
         </dev/null >/dev/null 2>"$e" &
-      echo $! > "$p"; sleep 0.2
-      if kill -0 "$(cat "$p")" 2>/dev/null; then echo {STARTED}
+      pid=$!; echo "$pid" > "$p"; n=0
+      while [ $n -lt 150 ] && kill -0 "$pid" 2>/dev/null &&
+        ! ls -l "/proc/$pid/fd" 2>/dev/null | grep -q 'perf_event'; do
+        sleep 0.1; n=$((n+1)); done
+      if kill -0 "$pid" 2>/dev/null; then echo {STARTED}
       else rm -f "$p"
         echo "refused: perf stat exited at once: $(tr '\\n' ' ' < "$e" | cut -c1-300)"
       fi

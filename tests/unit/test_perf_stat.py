@@ -59,6 +59,33 @@ def test_start_counts_until_stop_and_leaves_nothing() -> None:
             _section("stop")
 
 
+@root
+@with_perf
+def test_a_perf_slow_to_start_is_waited_for(tmp_path: Path) -> None:
+    """A perf that takes a second to start (a TCG guest under load took seconds: a
+    clean clone's run got "perf stat printed nothing it counted"): the snapshot before
+    the window returns once perf has its events open, so a stop right after it still
+    gets counts. Without the wait the stop's SIGINT reached a perf not counting yet (a
+    background job of sh ignores it until perf's handler is in) and found no counts."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    slow = bin_dir / "perf"
+    slow.write_text(f"#!/bin/sh\nsleep 1\nexec {shutil.which('perf')} \"$@\"\n")
+    slow.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    try:
+        start = time.monotonic()
+        assert isinstance(perf_stat.read_section(_section("start", env=env)),
+                          perf_stat.Started)
+        assert time.monotonic() - start >= 1.0  # it waited for perf, not 0.2 s
+        found = perf_stat.read_section(_section("stop"))
+        assert isinstance(found, perf_stat.PerfStat) and found.counts
+    finally:
+        if PID.exists():
+            _section("stop")
+        subprocess.run(["pkill", "-INT", "-f", "perf stat -x, -a -A"], check=False)
+
+
 def _gone(pid: int, seconds: float = 5.0) -> bool:
     """The process ended (or is a zombie its new parent has not reaped yet)."""
     deadline = time.monotonic() + seconds
