@@ -37,10 +37,10 @@ from napilab.harness.transport.known_hosts import (
 from napilab.harness.transport.ssh_shell import PersistentShell
 from napilab.harness.transport.transport import CommandResult, command_line
 
+BUILTIN_WRITE = 512  # bytes written by sh's printf at most (write_file)
 # Starts a server so that its PID is known before it runs: the constant script prints
 # the shell's PID and execs the real argv, passed as positional parameters (never
 # interpolated into the script).
-BUILTIN_WRITE = 512  # bytes: sysfs and procfs values are far shorter
 _PID_WRAPPER = ["sh", "-c", 'echo "napilab-pid $$" >&2 && exec "$@"', "napilab-server"]
 
 
@@ -366,14 +366,18 @@ class SSHTransport:
             env: Mapping[str, str] | None = None, stdin: str | None = None,
             check: bool = True) -> CommandResult:
         final = tuple(command_line(self.host, argv, env, transport="ssh"))
-        shown = shown_argv(final, env)
+        result = self._on_shell(shell_line(final), shown_argv(final, env), stdin, timeout)
+        return result.check() if check else result
+
+    def _on_shell(self, line: str, shown: tuple[str, ...], stdin: str | None,
+                  timeout: float) -> CommandResult:
+        """`line` run by the host's persistent shell; `shown`: the command as results and
+        messages name it."""
         start = time.time()
         with self._run_lock:  # one command at a time on the host's shell
-            code, out, err = self._shell().run(shell_line(final), stdin, timeout,
-                                               shown=brief(shown))
-        result = CommandResult(self.host.name, shown, code, out, err, start,
-                               time.time() - start)
-        return result.check() if check else result
+            code, out, err = self._shell().run(line, stdin, timeout, shown=brief(shown))
+        return CommandResult(self.host.name, shown, code, out, err, start,
+                             time.time() - start)
 
     def start(self, argv: Sequence[str], *, env: Mapping[str, str] | None = None,
               stdin_open: bool = False) -> SSHProcess:
@@ -401,12 +405,7 @@ class SSHTransport:
             return
         quoted = shlex.quote(path)
         line = f"{{ printf %s {shlex.quote(data)} >{quoted}; }} 2>/dev/null || tee -- {quoted}"
-        shown = ("tee", "--", path)
-        start = time.time()
-        with self._run_lock:
-            code, out, err = self._shell().run(line, data, 60.0, shown=brief(shown))
-        CommandResult(self.host.name, shown, code, out, err, start,
-                      time.time() - start).check()
+        self._on_shell(line, ("tee", "--", path), data, 60.0).check()
 
     def _alive(self) -> bool:
         client = self._client
