@@ -12,6 +12,7 @@ nothing and `--resume` continues it.
 from __future__ import annotations
 
 import shutil
+import sys
 import time
 from typing import Any
 
@@ -128,13 +129,20 @@ class Engine:
             manifest.status = "failed"
             raise
         finally:
-            if not self.boots.finished:
-                with deferred_interrupts():
+            # how the run ended is written whole: a second signal (Ctrl-C twice, or the
+            # SIGTERM PR_SET_PDEATHSIG sends a replica once per exiting thread of its
+            # controller) is raised after it, not in the middle of the manifest's save
+            with deferred_interrupts():
+                if manifest.status == "running":  # raised inside a handler above
+                    manifest.status = ("interrupted" if isinstance(sys.exception(),
+                                                                   KeyboardInterrupt)
+                                       else "failed")
+                if not self.boots.finished:
                     self._boot_back(raise_error=False)
-            manifest.ended = time.time()
-            self._merge_samples()
-            self._save_last(raise_error=completed)
-            self._write_summary()
+                manifest.ended = time.time()
+                self._merge_samples()
+                self._save_last(raise_error=completed)
+                self._write_summary()
             self.progress.run_end(str(manifest.status))
 
     def _check_online(self, resume: bool) -> None:

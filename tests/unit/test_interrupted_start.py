@@ -119,3 +119,47 @@ def test_a_sigterm_while_the_locks_are_released_releases_them_all(tmp_path: Path
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
     assert done.stdout.strip() == "interrupted after releasing ['a', 'b'] True"
+
+
+# A replica whose controller died takes PR_SET_PDEATHSIG's SIGTERM once per thread of
+# the controller it is handed to as they exit: the first stops the run, a repeat (held
+# or not) is the same request and raises nothing more; a Ctrl-C is still raised.
+SIGTERM_TWICE = """\
+import os, signal, time
+from napilab.harness.interrupts import deferred_interrupts, sigterm_as_interrupt
+
+def take(sig):
+    os.kill(os.getpid(), sig)
+    time.sleep(0.1)
+
+seen = []
+with sigterm_as_interrupt():
+    try:
+        take(signal.SIGTERM)
+    except KeyboardInterrupt:
+        seen.append("first")
+        take(signal.SIGTERM)  # inside the handling of the first
+        seen.append("repeat ignored")
+    try:
+        with deferred_interrupts():
+            take(signal.SIGTERM)
+        seen.append("held repeat ignored")
+        with deferred_interrupts():
+            take(signal.SIGINT)
+    except KeyboardInterrupt:
+        seen.append("ctrl-c raised")
+with sigterm_as_interrupt():  # a new block: a SIGTERM stops it again
+    try:
+        take(signal.SIGTERM)
+    except KeyboardInterrupt:
+        seen.append("again")
+print(seen, signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
+"""
+
+
+def test_a_repeated_sigterm_is_the_same_request() -> None:
+    done = subprocess.run([sys.executable, "-c", SIGTERM_TWICE], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert done.stdout.strip() == ("['first', 'repeat ignored', 'held repeat ignored', "
+                                   "'ctrl-c raised', 'again'] True")
