@@ -122,6 +122,8 @@ def read_section(text: str, *, host: str = "the host") -> PerfStat | Started:
 _SCRIPT = f"""echo "==> {SECTION} <=="
   d=/var/tmp/napilab; p=$d/perf_stat.pid; o=$d/perf_stat.csv; e=$d/perf_stat.err
   if [ -f "$p" ]; then old=$(cat "$p"); rm -f "$p"; else old=; fi
+  runs() {{ read -r st < "/proc/$1/stat" 2>/dev/null || return 1; st=${{st##*) }}
+    [ "${{st%% *}}" != Z ]; }}
   if [ "$phase" = start ]; then
     [ -n "$old" ] && kill -INT "$old" 2>/dev/null
     if ! command -v perf >/dev/null 2>&1; then
@@ -135,17 +137,17 @@ _SCRIPT = f"""echo "==> {SECTION} <=="
       perf stat -x, -a -A -e {",".join(EVENTS)} --timeout {TIMEOUT_MS} -o "$o" \\
         </dev/null >/dev/null 2>"$e" &
       pid=$!; echo "$pid" > "$p"; n=0
-      while [ $n -lt 150 ] && kill -0 "$pid" 2>/dev/null &&
+      while [ $n -lt 150 ] && runs "$pid" &&
         ! ls -l "/proc/$pid/fd" 2>/dev/null | grep -q 'perf_event'; do
         sleep 0.1; n=$((n+1)); done
-      if kill -0 "$pid" 2>/dev/null; then echo {STARTED}
+      if runs "$pid"; then echo {STARTED}
       else rm -f "$p"
         echo "refused: perf stat exited at once: $(tr '\\n' ' ' < "$e" | cut -c1-300)"
       fi
     fi
   elif [ -n "$old" ]; then
     kill -INT "$old" 2>/dev/null; n=0
-    while kill -0 "$old" 2>/dev/null && [ $n -lt 50 ]; do sleep 0.1; n=$((n+1)); done
+    while runs "$old" && [ $n -lt 50 ]; do sleep 0.1; n=$((n+1)); done
     cat "$o" 2>/dev/null; rm -f "$o" "$e"
   else echo "refused: no perf stat was running (the snapshot before the workload did not\
  start one)"; fi"""

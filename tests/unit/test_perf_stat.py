@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -133,3 +134,41 @@ def test_a_stop_with_nothing_started_is_refused() -> None:
     with pytest.raises(Exception, match="no counts"):
         perf_stat.PerfStatCollector().delta(perf_stat.Started(), perf_stat.Started(), {},
                                             collector.HostInfo())
+
+
+# The snapshots run under a parent that adopts the orphaned perf and never reaps it (a
+# host whose PID 1 reaps nothing: a container's shell, virtme-ng's init running its
+# script on the console): perf ends on SIGINT and stays a zombie.
+UNREAPED = """\
+import ctypes, subprocess, sys, time
+from napilab.runners import registry
+ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+def section(phase):
+    return subprocess.run(registry.snapshot_argv(["perf_stat"], phase), capture_output=True,
+                          text=True, timeout=60, check=True).stdout
+section("start")
+time.sleep(0.5)
+began = time.monotonic()
+out = section("stop")
+print(round(time.monotonic() - began, 2))
+print(out)
+"""
+
+
+@root
+@with_perf
+def test_a_perf_left_a_zombie_is_seen_as_ended() -> None:
+    """The stop waits for perf to end: a perf that ended but was not reaped has ended
+    (waited for as running, it cost the stop its 5 s limit and more in a guest)."""
+    try:
+        done = subprocess.run([sys.executable, "-c", UNREAPED], capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        took, out = done.stdout.split("\n", 1)
+        assert float(took) < 3.0, took
+        found = perf_stat.read_section(collector.split_tail(out)[perf_stat.SECTION])
+        assert isinstance(found, perf_stat.PerfStat) and found.counts
+    finally:
+        if PID.exists():
+            _section("stop")
+        subprocess.run(["pkill", "-INT", "-f", "perf stat -x, -a -A"], check=False)

@@ -4,12 +4,23 @@ QEMU's vmxnet3 and e1000e one: frames on the tap's other queues were lost)."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from napilab.harness.errors import NapilabError
-from napilab.harness.lab.guest import NIC_MODELS, GuestSpec, qemu_opts
+from napilab.harness.lab.guest import (
+    NIC_MODELS,
+    UDEV_RULES,
+    UDEV_RULES_DIRS,
+    GuestSpec,
+    init_script,
+    qemu_opts,
+    with_udev_rules,
+)
 from napilab.harness.lab.vmbed import VmState, VmTestbed
 
 
@@ -53,3 +64,35 @@ def test_a_testbed_known_by_its_directory_names_its_taps_by_its_prefix(
     bed._save(VmState(prefix="napilabq", accel="tcg", guests={}))
     assert VmTestbed(state_dir=str(bed.state)).tap("b") == "napilabq-vb"
     assert VmTestbed(state_dir=str(tmp_path / "none")).tap("b") == "napilab-vb"
+
+
+@pytest.mark.parametrize(("nic", "driver"), [("virtio", "virtio_net"),
+                                             ("virtio-rss", "virtio_net"),
+                                             ("vmxnet3", "vmxnet3"), ("e1000e", "e1000e")])
+def test_the_init_script_loads_its_nics_drivers(nic: str, driver: str) -> None:
+    """The guests run no udev: the init script loads the management NIC's driver and the
+    data NIC's before it names them."""
+    lines = init_script(spec(nic)).splitlines()
+    load = lines.index(f"modprobe -a virtio_net {driver}")
+    assert load < next(i for i, line in enumerate(lines) if "name data0" in line)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None
+                    or not any(os.path.isdir(d) for d in UDEV_RULES_DIRS),
+                    reason="a mount namespace needs root, unshare and udev rules to replace")
+def test_a_guests_qemu_sees_one_udev_rule_and_the_machine_keeps_its_own(
+        tmp_path: Path) -> None:
+    """What the guest's QEMU exports as the guest's root has, in every udev rules
+    directory, only the rule of virtme-ng's script ports (in a private mount namespace):
+    the machine's own rules are untouched, during and after."""
+    dirs = [d for d in UDEV_RULES_DIRS if os.path.isdir(d)]
+    before = {d: sorted(os.listdir(d)) for d in dirs}
+    probe = ["sh", "-c", 'for d do echo "$d:$(ls "$d" | tr "\\n" " ")"; done', "sh", *dirs]
+    argv = with_udev_rules(probe, tmp_path / "rules")
+    assert argv[:4] == [shutil.which("unshare"), "--mount", "--propagation", "private"]
+    inside = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    assert inside.returncode == 0, inside.stderr
+    assert inside.stdout.split("\n")[:-1] == [f"{d}:{' '.join(UDEV_RULES)} " for d in dirs]
+    [rule] = UDEV_RULES
+    assert "virtio-ports/$attr{name}" in (tmp_path / "rules" / rule).read_text()
+    assert {d: sorted(os.listdir(d)) for d in dirs} == before
