@@ -341,7 +341,10 @@ def _playbook(inventory: Path, tmp: Path, store: str, environment: dict[str, str
            "ANSIBLE_REMOTE_TEMP": str(tmp / "ansible" / "remote"),
            "ANSIBLE_SSH_ARGS": f"-o UserKnownHostsFile={tmp / 'home' / '.ssh' / 'known_hosts'}"
                                " -o StrictHostKeyChecking=yes -o ControlMaster=no",
-           "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3", "ANSIBLE_NOCOLOR": "1"}
+           "ANSIBLE_PYTHON_INTERPRETER": "/usr/bin/python3", "ANSIBLE_NOCOLOR": "1",
+           # a task's module over its one SSH command, not put, chmod'ed and run: this
+           # test alone took 56 s instead of 72 s (the playbook has no `become`)
+           "ANSIBLE_PIPELINING": "True"}
     extra = {"napilab_store": store, "napilab_environment": environment,
              "napilab_check": check, "napilab_workdir": str(tmp / "work-{{ inventory_hostname }}")}
     return subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(inventory), str(PLAYBOOK),

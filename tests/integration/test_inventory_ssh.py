@@ -166,3 +166,39 @@ hosts:
     config.write_text(broken)
     with pytest.raises(HostError, match=r"proxied: .*closed its output \(exit 255\)"):
         _connected(inventory, "proxied")
+
+
+def test_a_direct_connection_has_nagle_off_and_a_refused_one_says_so(
+        testbed: tb.Testbed, tmp_path: Path) -> None:
+    """napilab opens the TCP connection to sshd itself, with TCP_NODELAY (paramiko's
+    own has Nagle's algorithm on, and a handshake write waited for a delayed ACK); a
+    port nobody listens on is an error naming the host and the reason."""
+    import socket
+
+    from napilab.harness.transport.ssh import SSHTransport
+
+    transport = transport_for(load_inventory(testbed.inventory_path).hosts["b"])
+    try:
+        assert isinstance(transport, SSHTransport)
+        assert transport.run(["true"]).exit_code == 0
+        client = transport._client
+        assert client is not None
+        sock = client.get_transport().sock  # type: ignore[union-attr]
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+    finally:
+        transport.close()
+    state, b = testbed.state, testbed.nodes[1].mgmt_address
+    inventory = tmp_path / "closed.yaml"
+    inventory.write_text(f"""\
+transport: ssh
+hosts:
+  closed: {{address: {b}, port: 2, user: root, key: {state / 'id_ed25519'},
+            known_hosts: {state / 'known_hosts'}}}
+""")
+    closed = transport_for(load_inventory(inventory).hosts["closed"])
+    closed.reconnect_attempts = 1  # type: ignore[attr-defined]
+    try:
+        with pytest.raises(HostError, match=rf"closed: cannot connect to .*{b}.*refused"):
+            closed.run(["true"])
+    finally:
+        closed.close()
