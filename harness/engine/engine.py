@@ -397,7 +397,6 @@ class Engine:
         record = workload_exec.WorkloadRecord()
         self.progress.phase("warm-up" if warmup else spec.tool, client_host.name,
                             f"{duration:g}s")
-        self.store.warm()  # while the run waits on its first workload
         try:
             if any(c.commands.client_files or c.commands.server_files
                    for c in commands.clients):
@@ -405,7 +404,8 @@ class Engine:
                     self.transports[host].run(["mkdir", "-p", ctx.workdir])
             outputs = workload_exec.run(
                 commands, server=spec.server, server_host=server_host.name,
-                transports=self.transports, timeout=spec.timeout, record=record)
+                transports=self.transports, timeout=spec.timeout, record=record,
+                started=self.store.warm)  # while the run waits on its first workload
         finally:
             self._store_workload(trial, record, "warmup-" if warmup else "")
         return [(client.process, tool.parse(output))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from napilab.harness.errors import HostError
@@ -98,11 +98,12 @@ def stop(proc: Process, server: ServerCommand) -> CommandResult:
 
 def run(commands: WorkloadCommands, *, server: ProcessSpec, server_host: str,
         transports: Mapping[str, Transport], timeout: float,
-        record: WorkloadRecord) -> list[ToolOutput]:
+        record: WorkloadRecord, started: Callable[[], None] | None = None
+        ) -> list[ToolOutput]:
     """Server started and ready, then each agent started and ready (a master tool's
     other clients), then every other client started at once and waited for; agents and
     server stopped after. One ToolOutput per client that ran the tool's client command,
-    in the profile's order."""
+    in the profile's order. `started` is called once every client runs."""
     proc: Process | None = None
     server_cmd = commands.server
     agents: list[tuple[Client, Process]] = []
@@ -122,7 +123,7 @@ def run(commands: WorkloadCommands, *, server: ProcessSpec, server_host: str,
                             kill_after=agent.agent.stop_grace), env=agent.process.env)))
             wait_ready(transport, agents[-1][1], agent.agent.ready, record,
                        what=f"agent {agent.process.role}")
-        results = _run_clients(commands.runners, transports, timeout)
+        results = _run_clients(commands.runners, transports, timeout, started)
         record.clients += zip(commands.runners, results, strict=True)
     finally:
         for agent, agent_proc in agents:
@@ -144,7 +145,8 @@ def run(commands: WorkloadCommands, *, server: ProcessSpec, server_host: str,
 
 
 def _run_clients(clients: Sequence[Client], transports: Mapping[str, Transport],
-                 timeout: float) -> list[CommandResult]:
+                 timeout: float, started_hook: Callable[[], None] | None = None
+                 ) -> list[CommandResult]:
     """Start every client, then wait for each, in the background so that an interrupt
     (SIGINT, SIGTERM, an error here) stops them on their hosts too: closing an SSH channel
     does not kill its command."""
@@ -156,6 +158,8 @@ def _run_clients(clients: Sequence[Client], transports: Mapping[str, Transport],
                 started.append(transports[client.host].start(
                     compose(client.commands.client, client.process, limit=timeout),
                     env=client.process.env))
+        if started_hook is not None:
+            started_hook()
         return [p.wait(max(0.1, deadline - time.monotonic())) for p in started]
     except BaseException:
         for p in started:

@@ -284,8 +284,10 @@ class RunStore:
         """Import pyarrow and pandas in a thread now. The first trial's rows need
         pyarrow, and pyarrow imports pandas the first time rows are stored (it checks
         every column for a pandas object): 0.5-0.7 s here that would otherwise sit
-        between the first trial's workload and the next. The engine calls this as each
-        workload starts (a no-op but the first time), when the run waits on its hosts:
+        between the first trial's workload and the next. The engine calls this once a
+        workload's clients run (a no-op but the first time; started before them, the
+        import held the GIL as the clients' reader threads started: 44 ms of the cold
+        run's two starts), when the run waits on its hosts:
         imported with the run instead, they slowed connecting to two hosts over SSH
         (0.34 s alone, 0.57 s beside the imports, here) and the first trial's settings
         from 20 ms to 50-68 ms (benchmarks/overhead.py). The thread imports nothing of

@@ -3,7 +3,9 @@ sections."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -87,3 +89,33 @@ def test_snapshot_script_sections_split() -> None:
     assert collector.uptime_seconds(files) > 0
     only_files = registry.snapshot_argv(["softnet_stat", "proc_stat"])
     assert only_files[:4] == ["tail", "-v", "-n", "+1"]
+
+
+def test_the_snapshot_before_a_window_keeps_the_logs_last_line(tmp_path: Path) -> None:
+    """The section run by sh against a `dmesg` on PATH: before the window only the last
+    timestamped line (what the delta needs), after it the whole log; a log without a
+    timestamped line (dmesg's error) comes whole either way."""
+    fake = tmp_path / "dmesg"
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    section = dmesg.DmesgCollector.sections["@dmesg"]
+
+    def run(phase: str, log: str) -> str:
+        (tmp_path / "log").write_text(log)
+        fake.write_text(f"#!/bin/sh\ncat {tmp_path / 'log'}\n")
+        fake.chmod(0o755)
+        done = subprocess.run(["sh", "-c", f"phase={phase}\n{section}"], capture_output=True,
+                              text=True, env=env, check=True)
+        return done.stdout.removeprefix("==> @dmesg <==\n")
+
+    before = run("start", LOG_AFTER)
+    assert before == "[  102.000000] eth0: link up\n"
+    assert run("stop", LOG_AFTER) == LOG_AFTER
+    patterns = {"links": "link up", "warnings": "WARNING:"}
+    assert dmesg.delta(dmesg.parse(run("start", LOG_BEFORE)), dmesg.parse(LOG_AFTER),
+                       patterns) == dmesg.delta(dmesg.parse(LOG_BEFORE),
+                                                dmesg.parse(LOG_AFTER), patterns)
+    failed = "dmesg: read kernel buffer failed: Operation not permitted\n"
+    assert run("start", failed) == failed
+    assert run("start", "") == ""
+    trailing = LOG_BEFORE + "  a continuation line\n"
+    assert run("start", trailing) == LOG_BEFORE.splitlines(keepends=True)[-1]
