@@ -122,8 +122,6 @@ def read_section(text: str, *, host: str = "the host") -> PerfStat | Started:
 _SCRIPT = f"""echo "==> {SECTION} <=="
   d=/var/tmp/napilab; p=$d/perf_stat.pid; o=$d/perf_stat.csv; e=$d/perf_stat.err
   if [ -f "$p" ]; then old=$(cat "$p"); rm -f "$p"; else old=; fi
-  runs() {{ read -r st < "/proc/$1/stat" 2>/dev/null || return 1; st=${{st##*) }}
-    [ "${{st%% *}}" != Z ]; }}
   if [ "$phase" = start ]; then
     [ -n "$old" ] && kill -INT "$old" 2>/dev/null
     if ! command -v perf >/dev/null 2>&1; then

@@ -220,7 +220,6 @@ def read_section(text: str, *, host: str = "the host") -> Trace | Started:
 _SCRIPT = f"""echo "==> {SECTION} <=="
   d=/var/tmp/napilab; ns=$(readlink /proc/self/ns/net | tr -dc 0-9); f=$d/trace-$ns
   if [ -f "$f.pid" ]; then old=$(cat "$f.pid"); rm -f "$f.pid"; else old=; fi
-  runs() {{ [ "$(cut -d' ' -f3 /proc/$1/stat 2>/dev/null)" != Z ] && kill -0 "$1" 2>/dev/null; }}
   stop() {{ [ -n "$1" ] && [ "$(cat /proc/$1/comm 2>/dev/null)" = bpftrace ] || return 0
     t=$(($(date +%s) + {EXIT_S})); n=0
     while runs "$1" && [ "$(date +%s)" -lt $t ]; do
