@@ -278,7 +278,10 @@ class Walk:
     def _round(self, step: Step, rnd: Round) -> str | None:
         """One napilab run of the step; None, or why the candidate's kernel failed."""
         log = self.log
-        images = {GOOD_VARIANT: log.good_image, CANDIDATE: step.image}
+        # the candidate first: its trials run together (one boot each way, `boot:
+        # per-kernel`), and a kernel that does not come up is known before the good
+        # endpoint's trials are spent (the plan's boots are the same either way)
+        images = {CANDIDATE: step.image, GOOD_VARIANT: log.good_image}
         if log.against == "both" and step.number > 0:
             images[BAD_VARIANT] = log.bad_image
         doc = step_profile(self.prof, log.variant, log.role,

@@ -271,6 +271,7 @@ class Engine:
         steps = trial_steps(variant)
         assert isinstance(steps[-1], RestoreSettings)  # run in `finally`, always
         rows: list[Row] = []
+        booting = False
         try:
             if (self.store.dir / "raw" / trial.id).exists():  # a resumed trial starts over
                 shutil.rmtree(self.store.dir / "raw" / trial.id)
@@ -280,7 +281,9 @@ class Engine:
                 snapshots: dict[str, dict[str, dict[str, Any]]] = {}
                 if self.boots.active:
                     self.progress.phase("kernels")
+                    booting = True
                     entry.settings = self.boots.before(variant)
+                    booting = False
                     self.store.save_manifest(final=False)
                 for step in steps[:-1]:
                     rows += self._step(step, trial, variant, settings, snapshots)
@@ -294,7 +297,10 @@ class Engine:
             raise
         except NapilabError as exc:
             try:
-                again = self._lab_fault(trial, entry, settings, exc)
+                # a host that did not come up on the trial's kernel is that kernel's
+                # failure, not the lab's: the boot itself started a guest that died or
+                # stalled again, twice (harness.lab.vmbed), so the trial is not run again
+                again = not booting and self._lab_fault(trial, entry, settings, exc)
             except NapilabError as recovery:
                 return self._trial_failed(trial, entry, recovery)
             return self._run_trial(trial) if again else self._trial_failed(trial, entry, exc)

@@ -117,8 +117,8 @@ class HostSettings:
                                 self._write(change, change.requested)
                     case Verify():
                         self._verify()
-        except BaseException:
-            self.restore()
+        except BaseException as exc:
+            self._undo(exc)
             raise
         return self.changes
 
@@ -135,8 +135,8 @@ class HostSettings:
             steps = apply_steps(settings)
             if steps and isinstance(steps[0], Journal):
                 self._journal_originals(steps[0].settings, lookup)
-        except BaseException:
-            self.restore()
+        except BaseException as exc:
+            self._undo(exc)
             raise
         self._prepared = (tuple(settings), lookup)
 
@@ -159,10 +159,25 @@ class HostSettings:
                 if force or change.differs(self._current(change), item.value):
                     self._write(change, item.value)
             self._verify()
-        except BaseException:
-            self.restore()
+        except BaseException as exc:
+            self._undo(exc)
             raise
         return self.changes
+
+    def _undo(self, cause: BaseException) -> None:
+        """Restore after `cause` stopped an apply. When the restore fails too (the host
+        went with the failure: a guest whose new kernel died while booting), `cause` is
+        raised, the restore's failure added to it: the first error says what went wrong.
+        The journal stays on the host for the next restore (the engine's at the end of
+        the trial or run, or `napilab restore`)."""
+        try:
+            self.restore()
+        except NapilabError as failed:
+            if not isinstance(cause, NapilabError):
+                raise
+            cause.message += f" (then: {failed.message})"
+            cause.args = (cause.message,)
+            cause.hint = cause.hint or failed.hint
 
     def _needs_write(self, change: Change) -> bool:
         """An item that follows the queues is compared with what it reads now: the
@@ -233,7 +248,7 @@ class HostSettings:
             return  # read back as it is, and reported so
         except HostError as exc:
             raise HostError(f"{self.host}: cannot set {change.kind} {change.target} = "
-                            f"{value!r}: {exc.message}") from None
+                            f"{_shown(change, value)!r}: {exc.message}") from None
 
     def _write_journal(self) -> None:
         """The first write creates the journal and fails if one is there (it would be

@@ -86,6 +86,9 @@ def test_append_boots_the_same_image_reads_cmdline_and_boots_back(tmp_path: Path
     host = KexecHost()
     plan, boots = boots_on(tmp_path, host)
     boots.resolve_all()
+    # a variant without a kernel, before any boot: the host as it runs, no boot and no
+    # kernel change in its trials (the VM kernel test's `own` variant asserted this)
+    assert boots.before(plan.profile.variant("as-is")) == [] and host.boots == []
     polling = plan.profile.variant("polling")
     (change,) = boots.before(polling)
     # the image it ran, with the host's own words (no BOOT_IMAGE) and the two added
@@ -144,3 +147,26 @@ def test_the_boot_method_refuses_own_append_without_kexec() -> None:
 def test_kernel_needs_an_image_or_append(tmp_path: Path) -> None:
     text = problems(tmp_path, "kernel: {receiver: {append: []}}\n")
     assert "p.yaml:4" in text and "expected an image, or `append`" in text
+
+
+def test_a_kernel_that_does_not_come_up_is_named_by_its_release(tmp_path: Path) -> None:
+    """The error of a boot that failed names the kernel as reports do (release, version,
+    the words added), not as the journal's JSON holds it, and says why it failed."""
+    host = KexecHost()
+    plan, boots = boots_on(tmp_path, host)
+    boots.resolve_all()
+    original = host.run
+
+    def run(argv: Sequence[str], **kw: Any) -> CommandResult:
+        if argv[:1] == ["sh"] and len(argv) > 3 and argv[3] == "napilab-reboot":
+            raise HostError("b: guest b exited while booting: Probing EDD ... ok")
+        return original(argv, **kw)
+
+    host.run = run  # type: ignore[method-assign]
+    with pytest.raises(HostError) as caught:
+        boots.before(plan.profile.variant("polling"))
+    message = caught.value.message
+    assert message == (f"b: cannot set kernel kernel = '{RELEASE} ({VERSION}) + idle=poll "
+                       "intel_idle.max_cstate=0': b: guest b exited while booting: Probing "
+                       "EDD ... ok"), message
+    assert '"release"' not in message

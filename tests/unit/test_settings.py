@@ -168,3 +168,35 @@ def test_sudo_password_needed_is_explained() -> None:
         result.check()
     assert "sudo: a password is required" in str(exc.value)
     assert "passwordless sudo" in exc.value.hint
+
+
+class GoesAwayOnRefusal(FakeTransport):
+    """A host that is gone once a write failed (a guest whose new kernel died while it
+    booted): every later command fails as a dropped connection."""
+
+    def run(self, argv, **kw):  # type: ignore[no-untyped-def]
+        try:
+            return super().run(argv, **kw)
+        finally:
+            if argv[0] == "tee" and argv[-1] in self.fake.refuse:
+                self.fake.unreachable = True
+
+
+def test_a_failed_apply_whose_restore_fails_too_says_the_first_error() -> None:
+    """The apply's own error is raised (it says what went wrong), the restore's added to
+    it, and the journal stays for the next restore."""
+    fake = host()
+    fake.refuse[f"{NET}/gro_flush_timeout"] = "No such device"
+    settings = HostSettings(HostSession(GoesAwayOnRefusal(fake)), "r1")
+    with pytest.raises(HostError) as caught:
+        settings.apply(SETTINGS)
+    message = caught.value.message
+    assert message == ("fake: cannot set netdev eth0/gro_flush_timeout = '20000': No such "
+                       "device (then: fake: connection dropped during `tail`)"), message
+    assert "/var/tmp/napilab/journal-r1-fake.json" in fake.files
+    assert fake.files["/proc/sys/net/core/busy_poll"] == "50\n"  # written, not restored
+    fake.unreachable = False
+    fake.refuse.clear()
+    settings.restore()  # the next restore puts it back and drops the journal
+    assert fake.files["/proc/sys/net/core/busy_poll"] == "0\n"
+    assert "/var/tmp/napilab/journal-r1-fake.json" not in fake.files
