@@ -22,6 +22,7 @@ from napilab.harness.errors import NapilabError
 from napilab.harness.hosts.session import HostSession
 from napilab.harness.hosts.setting_steps import JOURNAL_DIR
 from napilab.harness.hosts.settings import HostSettings
+from napilab.harness.knobs import registry
 from napilab.harness.knobs.change import Change
 from napilab.harness.knobs.kind import Setting
 from napilab.harness.knobs.kinds import kernel as kernel_kind
@@ -110,9 +111,28 @@ class Boots:
         for host in self.plan.booted_hosts:
             spec = wanted.get(host)
             if needs_boot(self.current[host], spec, self.fresh):
-                self.say(f"{host}: booting {spec.describe() if spec else OWN}")
+                if self._boots(host, spec):
+                    self.say(f"{host}: booting {spec.describe() if spec else OWN}")
                 self._boot(host, spec)
         return [s.changes[0] for s in self.settings.values() if s.changes]
+
+    def _boots(self, host: str, spec: KernelSpec | None) -> bool:
+        """Whether bringing `host` to `spec` boots it: always with per-trial boots, else
+        when what it runs (as read back after its last boot, or as the run found it) is
+        not what `spec` asks for: the kernel knob writes only then, so a host whose own
+        kernel is the one asked for is not said to boot."""
+        settings = self.settings[host]
+        if self.fresh or (settings.changes and settings.changes[0].effective is None):
+            return True
+        if settings.changes:
+            change = settings.changes[0]
+            assert change.effective is not None
+            wanted = self._target(host, spec) if spec else change.original
+            return change.differs(change.effective, wanted)
+        if spec is None:
+            return False  # its own kernel, which it runs
+        return not registry.kind("kernel").same(kernel_kind.KEY, self._running(host),
+                                                self._target(host, spec))
 
     def _boot(self, host: str, spec: KernelSpec | None) -> None:
         settings = self.settings[host]
@@ -141,8 +161,11 @@ class Boots:
         for host, settings in self.settings.items():
             if not settings.changes:
                 continue
+            change = settings.changes[0]
             try:
-                if self.current[host] is not None:
+                if self.current[host] is not None and (
+                        change.effective is None or change.differs(change.effective,
+                                                                   change.original)):
                     self.say(f"{host}: booting back into {OWN}")
                 settings.restore()
                 self.current[host] = None
