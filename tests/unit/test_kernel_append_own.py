@@ -170,3 +170,31 @@ def test_a_kernel_that_does_not_come_up_is_named_by_its_release(tmp_path: Path) 
                        "intel_idle.max_cstate=0': b: guest b exited while booting: Probing "
                        "EDD ... ok"), message
     assert '"release"' not in message
+
+
+def test_a_host_is_said_to_boot_only_when_it_does(tmp_path: Path) -> None:
+    """A variant whose kernel is the one the host runs boots nothing, and no line says
+    it boots (a bisect step's good endpoint on a host whose own kernel it is: the
+    lines were counted as boots); the one that differs boots and is said to, and so
+    is the boot back."""
+    host = KexecHost()
+    plan = bound(tmp_path, f"""\
+variants:
+  same: {{kernel: {{receiver: {{image: "{RELEASE}"}}}}}}
+  polling: {{kernel: {{receiver: {{append: [idle=poll]}}}}}}
+""")
+    said: list[str] = []
+    boots = Boots(plan, {"b": HostSession(host)}, "r1", said.append)
+    boots.resolve_all()
+    boots.before(plan.profile.variant("same"))
+    assert said == [] and host.boots == []
+    boots.before(plan.profile.variant("polling"))
+    assert said == ["b: booting its own image + idle=poll"] and len(host.boots) == 1
+    assert boots.finish() == []
+    assert said[-1] == "b: booting back into its own kernel" and len(host.boots) == 2
+    # a run whose every variant asks for the kernel the host runs: no boot, none said
+    said.clear()
+    again = Boots(plan, {"b": HostSession(host)}, "r2", said.append)
+    again.resolve_all()
+    again.before(plan.profile.variant("same"))
+    assert again.finish() == [] and said == [] and len(host.boots) == 2
