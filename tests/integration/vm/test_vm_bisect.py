@@ -39,7 +39,7 @@ from tests.integration.vm.conftest import (
     tap_watch,
 )
 
-# 338-464 s alone here (8-10 boots of guest b under TCG, by the commit git picks after
+# 338-490 s alone here (8-10 boots of guest b under TCG, by the commit git picks after
 # the skip), 417 s before a step measured its candidate first and a kernel that died at
 # boot was run again as a lab fault. Beside the other integration tests the VM kernel
 # tests take 1.7-2 times their time alone: `make test` has no room for this one in its
