@@ -216,10 +216,9 @@ def plan_text(prof: Any, bound: Any, log: Any, count: int) -> str:
     good, bad = ((log.images[0], log.images[-1]) if log.source == "images"
                  else (log.good[:12], log.bad[:12]))
     # a git range's images are built later: named by where they will be staged
-    # in the order a step runs them (harness.cli.bisect_walk: the candidate first)
-    arms = {"candidate": log.images[-1], "good": log.images[0]} if log.source == "images" \
-        else {"candidate": "BISECT_DIR/images/STEP/vmlinuz",
-              "good": "BISECT_DIR/images/good/vmlinuz"}
+    arms = {"good": log.images[0], "candidate": log.images[-1]} if log.source == "images" \
+        else {"good": "BISECT_DIR/images/good/vmlinuz",
+              "candidate": "BISECT_DIR/images/STEP/vmlinuz"}
     if log.against == "both":
         arms["bad"] = arms["candidate"]
     lines = [f"bisect: {prof.name}: {count} {what} may be the first bad one (good {good}, "

@@ -278,12 +278,14 @@ class Walk:
     def _round(self, step: Step, rnd: Round) -> str | None:
         """One napilab run of the step; None, or why the candidate's kernel failed."""
         log = self.log
-        # the candidate first: its trials run together (one boot each way, `boot:
-        # per-kernel`), and a kernel that does not come up is known before the good
-        # endpoint's trials are spent: a step on a kernel that died at boot took 38-41 s
-        # here, 72 s with the good endpoint first; a step on 7.2-rt 96-99 s, 89-95 s
-        # with the good endpoint first (the same evening: within the machine's noise)
-        images = {CANDIDATE: step.image, GOOD_VARIANT: log.good_image}
+        # the good endpoint first: on the host's own kernel (a bisect's good endpoint,
+        # as a rule) its trials need no boot, and a step on another kernel boots twice
+        # (into it, and back). The candidate first made that three: the good endpoint's
+        # staged image boots with its own modules path on the command line, so the boot
+        # back to the host's own kernel was a real one (a step on 7.2-rt: 96-107 s, not
+        # 68-78 s). It saved the good trials of a step whose kernel did not come up (40
+        # s instead of 72): a rarer step than one on another kernel.
+        images = {GOOD_VARIANT: log.good_image, CANDIDATE: step.image}
         if log.against == "both" and step.number > 0:
             images[BAD_VARIANT] = log.bad_image
         doc = step_profile(self.prof, log.variant, log.role,

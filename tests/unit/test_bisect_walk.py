@@ -198,8 +198,7 @@ def test_on_crash_bad_marks_a_kernel_whose_run_failed_after_its_boot_began(
         directory = Path(results) / "run"
         directory.mkdir(parents=True, exist_ok=True)
         on_store(directory)
-        # the candidate's trials first: a kernel that does not come up costs no trial
-        assert [v.name for v in plan.profile.variants] == ["candidate", "good"]
+        assert [v.name for v in plan.profile.variants] == ["good", "candidate"]
         progress.trial_start(1, "candidate", 1)
         assert json.loads((bis.dir / "bisect.json").read_text())["steps"][-1]["phase"] \
             == BOOTING  # on disk before the boot
