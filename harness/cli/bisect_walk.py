@@ -283,8 +283,8 @@ class Walk:
         # (into it, and back). The candidate first made that three: the good endpoint's
         # staged image boots with its own modules path on the command line, so the boot
         # back to the host's own kernel was a real one (a step on 7.2-rt: 96-107 s, not
-        # 68-78 s). It saved the good trials of a step whose kernel did not come up (40
-        # s instead of 72): a rarer step than one on another kernel.
+        # 71-78 s). It saved the good trials of a step whose kernel did not come up (40
+        # s instead of 60): a rarer step than one on another kernel.
         images = {GOOD_VARIANT: log.good_image, CANDIDATE: step.image}
         if log.against == "both" and step.number > 0:
             images[BAD_VARIANT] = log.bad_image

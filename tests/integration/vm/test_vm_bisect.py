@@ -39,11 +39,11 @@ from tests.integration.vm.conftest import (
     tap_watch,
 )
 
-# 338-490 s alone here (8-10 boots of guest b under TCG, by the commit git picks after
-# the skip), 417 s before a step measured its candidate first and a kernel that died at
-# boot was run again as a lab fault. Beside the other integration tests the VM kernel
-# tests take 1.7-2 times their time alone: `make test` has no room for this one in its
-# 20 minutes on 2 CPUs, so `make acceptance` runs it (as root)
+# 340 s alone here with 3 steps after the endpoints' (8 boots of guest b under TCG; 417
+# s before a kernel that died at boot stopped being retried as a lab fault), about 70 s
+# more when git picks a fourth after the skip. Beside the other integration tests the
+# VM kernel tests take 1.7-2 times their time alone: `make test` has no room for this
+# one in its 20 minutes on 2 CPUs, so `make acceptance` runs it (as root)
 pytestmark = pytest.mark.acceptance
 
 IDENTITY = "uname -r; uname -v; cat /proc/cmdline"
