@@ -122,7 +122,8 @@ class Boots:
         not what `spec` asks for: the kernel knob writes only then, so a host whose own
         kernel is the one asked for is not said to boot."""
         settings = self.settings[host]
-        if self.fresh or (settings.changes and settings.changes[0].effective is None):
+        if self.fresh or self._drops_words(host, spec) or (
+                settings.changes and settings.changes[0].effective is None):
             return True
         if settings.changes:
             change = settings.changes[0]
@@ -134,10 +135,26 @@ class Boots:
         return not registry.kind("kernel").same(kernel_kind.KEY, self._running(host),
                                                 self._target(host, spec))
 
+    def _drops_words(self, host: str, spec: KernelSpec | None) -> bool:
+        """The host runs command-line words `spec` does not ask for (`append`ed for the
+        kernel it runs now). The kernel knob takes a host on image X with more words
+        than asked for as running X (words a boot loader adds are not napilab's to
+        judge), so such a switch boots whatever the knob compares: without it, a
+        variant of X after a variant of X + idle=poll kept idle=poll."""
+        current = self.current[host]
+        if current is None or spec is None:
+            return False  # the host's own kernel: its original has its whole command line
+        return bool(set(current.append) - set(spec.append))
+
     def _boot(self, host: str, spec: KernelSpec | None) -> None:
         settings = self.settings[host]
         session = self.sessions[host]
         role = next(r for r, h in self.plan.role_hosts.items() if h.name == host)
+        # kexec boots an image with the host's own command line plus `append`: the one
+        # the run found, not the one of the boot the host is on (another variant's words)
+        session.backend(kernel_kind.BootBackend).remember_cmdline(
+            kernel_kind.loads(self._running(host))["cmdline"])
+        force = self.fresh or self._drops_words(host, spec)
         try:
             if not settings.changes:
                 own = self._running(host)
@@ -148,7 +165,7 @@ class Boots:
                     settings.rewrite(setting, force=True)
             else:
                 value = self._target(host, spec) if spec else settings.changes[0].original
-                settings.rewrite(Setting(role, "kernel", "kernel", value), force=self.fresh)
+                settings.rewrite(Setting(role, "kernel", "kernel", value), force=force)
         finally:
             self.current[host] = spec if settings.changes else None
             session.rebooted()

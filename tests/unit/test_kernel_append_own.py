@@ -190,11 +190,19 @@ variants:
     assert said == [] and host.boots == []
     boots.before(plan.profile.variant("polling"))
     assert said == ["b: booting its own image + idle=poll"] and len(host.boots) == 1
+    # the image it runs without the words: booted (the knob alone takes a host on that
+    # image with more words as running it) with the host's own command line
+    boots.before(plan.profile.variant("same"))
+    assert said[-1] == f"b: booting {RELEASE}" and len(host.boots) == 2
+    assert host.boots[-1] == "root=UUID=3f7c ro quiet"
+    # and the words again, then back to the host's own kernel: each said and booted
+    boots.before(plan.profile.variant("polling"))
+    assert host.boots[-1] == "root=UUID=3f7c ro quiet idle=poll"
     assert boots.finish() == []
-    assert said[-1] == "b: booting back into its own kernel" and len(host.boots) == 2
+    assert said[-1] == "b: booting back into its own kernel" and len(host.boots) == 4
     # a run whose every variant asks for the kernel the host runs: no boot, none said
     said.clear()
     again = Boots(plan, {"b": HostSession(host)}, "r2", said.append)
     again.resolve_all()
     again.before(plan.profile.variant("same"))
-    assert again.finish() == [] and said == [] and len(host.boots) == 2
+    assert again.finish() == [] and said == [] and len(host.boots) == 4

@@ -327,6 +327,12 @@ class BootBackend(Backend):
     def method(self) -> BootMethod:
         return METHODS[self.boot.method](self)
 
+    def remember_cmdline(self, cmdline: str) -> None:
+        """The command line the host had when the run found it, which kexec boots each
+        image with (plus `append`): a backend is made again after each boot, and the
+        command line it would read then may carry another variant's words."""
+        self._first_cmdline = cmdline
+
     def first_cmdline(self) -> str:
         if self._first_cmdline is None:
             self._first_cmdline = loads(self.read([KEY])[KEY])["cmdline"]
