@@ -122,14 +122,11 @@ class Boots:
         not what `spec` asks for: the kernel knob writes only then, so a host whose own
         kernel is the one asked for is not said to boot."""
         settings = self.settings[host]
-        if self.fresh or self._drops_words(host, spec) or (
-                settings.changes and settings.changes[0].effective is None):
+        if self.fresh or self._drops_words(host, spec):
             return True
         if settings.changes:
             change = settings.changes[0]
-            assert change.effective is not None
-            wanted = self._target(host, spec) if spec else change.original
-            return change.differs(change.effective, wanted)
+            return _runs_other(change, self._target(host, spec) if spec else change.original)
         if spec is None:
             return False  # its own kernel, which it runs
         return not registry.kind("kernel").same(kernel_kind.KEY, self._running(host),
@@ -178,11 +175,9 @@ class Boots:
         for host, settings in self.settings.items():
             if not settings.changes:
                 continue
-            change = settings.changes[0]
             try:
-                if self.current[host] is not None and (
-                        change.effective is None or change.differs(change.effective,
-                                                                   change.original)):
+                if self.current[host] is not None and _runs_other(settings.changes[0],
+                                                                  settings.changes[0].original):
                     self.say(f"{host}: booting back into {OWN}")
                 settings.restore()
                 self.current[host] = None
@@ -191,6 +186,12 @@ class Boots:
             finally:
                 self.sessions[host].rebooted()
         return failures
+
+
+def _runs_other(change: Change, wanted: str) -> bool:
+    """The host's kernel, as its change last read it back, is not `wanted` (not read
+    back yet: taken as another, so a boot is said rather than hidden)."""
+    return change.effective is None or change.differs(change.effective, wanted)
 
 
 def _booted(settings: HostSettings) -> bool:
