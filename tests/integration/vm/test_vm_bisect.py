@@ -181,25 +181,26 @@ def _wait_measuring(results: Path, proc: subprocess.Popen[str],
     once that step is there (which commit git picks after a skip is git's choice) and b
     runs B with a trial's settings on (RPS to CPU 1)."""
     deadline = time.time() + 1200
-    found: tuple[Path, str] | None = None
-    while time.time() < deadline:
+    found = None
+    while found is None:
         assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
-        for path in results.glob("vm-bisect/bisect-*/bisect.json") if not found else ():
+        assert time.time() < deadline, "no step on image B reached its measurement"
+        time.sleep(1)
+        for path in results.glob("vm-bisect/bisect-*/bisect.json"):
             try:
                 log = json.loads(path.read_text())
             except (OSError, ValueError):
                 continue
-            for step in log["steps"][1:]:
-                if step["phase"] == "measuring" and "-rt-" in (step["image"] or ""):
-                    found = path.parent, step["commit"]
-        if found:
-            with contextlib.suppress(HostError):  # between two boots
-                now = guest(bed, "b", "uname -r; cat /sys/class/net/data0/queues/rx-0/"
-                            "rps_cpus", check=False)
-                if now.exit_code == 0 and "-rt-" in now.stdout and \
-                        now.stdout.strip().endswith("2"):
-                    return found
-            time.sleep(0.2)
-            continue
-        time.sleep(1)
-    raise AssertionError("no step on image B reached its measurement with its settings on")
+            found = next(((path.parent, step["commit"]) for step in log["steps"][1:]
+                          if step["phase"] == "measuring"
+                          and "-rt-" in (step["image"] or "")), found)
+    while time.time() < deadline:
+        assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+        with contextlib.suppress(HostError):  # between two boots
+            now = guest(bed, "b", "uname -r; cat /sys/class/net/data0/queues/rx-0/rps_cpus",
+                        check=False)
+            if now.exit_code == 0 and "-rt-" in now.stdout and \
+                    now.stdout.strip().endswith("2"):
+                return found
+        time.sleep(0.2)
+    raise AssertionError("b never ran image B with a trial's settings on")
